@@ -1,0 +1,463 @@
+//! [`Heap`]: allocation, explicit collection, statistics, and the mutator's half of a pause.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use mmtk::util::options::{GCTriggerSelector, PlanSelector};
+use mmtk::util::os::{OSMemory, OS};
+use mmtk::util::ObjectReference;
+use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, Mutator, MMTK};
+
+use crate::binding::{fatal, mutator_tls, Tally, MMTK_INSTANCE, MUTATOR, RENDEZVOUS};
+use crate::object::{header_word0, header_word1, object_size, HASH_BITS, HEADER_BYTES};
+use crate::{
+    GcEvent, GcKind, HeapInitError, HeapOptions, HeapStats, OutOfMemory, RootSet, Value,
+};
+
+/// Smallest `max_heap_bytes` accepted. Below this MMTk's page-granular accounting (a semi-space
+/// plan reserves half the heap for copying, and allocation buffers are taken 32 KiB at a time)
+/// leaves too little room to run anything.
+pub const MIN_HEAP_BYTES: usize = 2 << 20;
+
+/// Where the dynamic heap starts; it does not shrink below this either. Big enough that small
+/// programs never wait on a heap resize, small enough to be harmless.
+pub const DEFAULT_MIN_HEAP_BYTES: usize = 64 << 20;
+
+/// The dynamic heap may grow to half the machine's memory, but never beyond this.
+pub const DEFAULT_MAX_HEAP_BYTES_CAP: usize = 8 << 30;
+
+/// Used when the machine's memory size cannot be read.
+const FALLBACK_MAX_HEAP_BYTES: usize = 4 << 30;
+
+/// At most this many GC worker threads: Tally's mutator is single-threaded and stopped during a
+/// collection, and a semi-space copy of a SOM-sized heap does not scale beyond a few threads.
+const MAX_GC_THREADS: usize = 2;
+
+/// Set by the first `Heap::new`; never reset, because MMTk cannot be initialised twice.
+static CREATED: AtomicBool = AtomicBool::new(false);
+
+/// The object heap. One per process (see [`HeapInitError::AlreadyInitialized`]).
+///
+/// `Heap` is neither `Send` nor `Sync`: the VM has one mutator thread, and the GC listener may
+/// capture thread-bound state. Create the heap on the thread that will run the interpreter.
+pub struct Heap {
+    mmtk: &'static MMTK<Tally>,
+    /// Owned (from `bind_mutator`, freed in `Drop`) but held as a pointer because MMTk's workers
+    /// also reach it through `MUTATOR` while the mutator is parked.
+    mutator: NonNull<Mutator<Tally>>,
+    /// Objects larger than this go to the large object space: the copying plan cannot place
+    /// them in its bump-allocated blocks, and moving them would be wasted work anyway.
+    los_threshold: usize,
+    max_heap_bytes: usize,
+    core: HeapCore,
+}
+
+/// The part of the heap the mutator's pause handler needs; separate from `Heap` so that a
+/// pause can borrow it while `Heap::alloc` is still using the mutator.
+struct HeapCore {
+    mmtk: &'static MMTK<Tally>,
+    /// References copied out of the roots for the collector (see `binding` module docs).
+    root_buf: Vec<Value>,
+    /// What `root_buf` held before the collection, to check the write-back pass visits the
+    /// same slots in the same order.
+    root_check: Vec<Value>,
+    listener: Option<Box<dyn FnMut(GcEvent)>>,
+    /// A listener panic caught inside the pause, rethrown once MMTk's frames are off the stack.
+    listener_panic: Option<Box<dyn Any + Send>>,
+    next_kind: GcKind,
+    collections: u64,
+    gc_time: Duration,
+    allocated_bytes: u64,
+    allocated_objects: u64,
+    stress_every: Option<u64>,
+    allocs_since_stress: u64,
+    hash_state: u32,
+}
+
+impl Heap {
+    /// Starts MMTk with the SemiSpace plan and binds the calling thread as the mutator.
+    pub fn new(options: HeapOptions) -> Result<Heap, HeapInitError> {
+        if let Some(requested) = options.max_heap_bytes {
+            if requested < MIN_HEAP_BYTES {
+                return Err(HeapInitError::HeapTooSmall {
+                    requested,
+                    minimum: MIN_HEAP_BYTES,
+                });
+            }
+        }
+        if options.gc_stress_every == Some(0) {
+            return Err(HeapInitError::ZeroStressInterval);
+        }
+        if CREATED.swap(true, Ordering::SeqCst) {
+            return Err(HeapInitError::AlreadyInitialized);
+        }
+
+        let (trigger, max_heap_bytes) = match options.max_heap_bytes {
+            Some(max) => (GCTriggerSelector::FixedHeapSize(max), max),
+            None => {
+                let max = default_max_heap_bytes();
+                let min = DEFAULT_MIN_HEAP_BYTES.min(max);
+                (GCTriggerSelector::DynamicHeapSize(min, max), max)
+            }
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_GC_THREADS);
+        // Environment variables (MMTK_*) are ignored on purpose: the binding depends on the plan
+        // being SemiSpace, and the heap size comes from the VM's own flags.
+        let mut builder = MMTKBuilder::new_no_env_vars();
+        let valid = builder.options.plan.set(PlanSelector::SemiSpace)
+            && builder.options.threads.set(threads)
+            && builder.options.gc_trigger.set(trigger);
+        assert!(valid, "MMTk rejected options that are valid by construction");
+
+        let mmtk: &'static MMTK<Tally> = Box::leak(memory_manager::mmtk_init::<Tally>(&builder));
+        if MMTK_INSTANCE.set(mmtk).is_err() {
+            unreachable!("CREATED guards MMTK_INSTANCE");
+        }
+        memory_manager::initialize_collection(mmtk, mutator_tls().0);
+        let mutator = NonNull::from(Box::leak(memory_manager::bind_mutator(
+            mmtk,
+            mutator_tls(),
+        )));
+        MUTATOR.store(mutator.as_ptr(), Ordering::Release);
+
+        Ok(Heap {
+            mmtk,
+            mutator,
+            los_threshold: mmtk.get_plan().constraints().max_non_los_default_alloc_bytes,
+            max_heap_bytes,
+            core: HeapCore {
+                mmtk,
+                root_buf: Vec::new(),
+                root_check: Vec::new(),
+                listener: None,
+                listener_panic: None,
+                next_kind: GcKind::Allocation,
+                collections: 0,
+                gc_time: Duration::ZERO,
+                allocated_bytes: 0,
+                allocated_objects: 0,
+                stress_every: options.gc_stress_every,
+                allocs_since_stress: 0,
+                hash_state: 0x9e37_79b9,
+            },
+        })
+    }
+
+    /// Allocates an object: header with `class_id` and `kind`, then `slots` slots all set to
+    /// `fill`, then `bytes` zero bytes.
+    ///
+    /// May collect garbage: afterwards every `Value` the caller holds outside `roots` is stale
+    /// (`fill` itself is kept alive and updated by the heap). On `Err` a collection may also have
+    /// happened.
+    pub fn alloc(
+        &mut self,
+        roots: &mut dyn RootSet,
+        class_id: u32,
+        kind: u8,
+        slots: usize,
+        fill: Value,
+        bytes: usize,
+    ) -> Result<Value, OutOfMemory> {
+        // The fill value is a root of its own: a collection during this call may move it.
+        let mut locals = [fill];
+
+        if let Some(every) = self.core.stress_every {
+            self.core.allocs_since_stress += 1;
+            if self.core.allocs_since_stress >= every {
+                self.core.allocs_since_stress = 0;
+                self.collect_as(roots, &mut locals, GcKind::Stress);
+            }
+        }
+
+        let Some(size) = object_size(slots, bytes) else {
+            let requested = slots
+                .saturating_mul(8)
+                .saturating_add(bytes)
+                .saturating_add(HEADER_BYTES);
+            return Err(self.out_of_memory(requested));
+        };
+        let semantics = if size > self.los_threshold {
+            AllocationSemantics::Los
+        } else {
+            AllocationSemantics::Default
+        };
+
+        let mutator = self.mutator;
+        let addr = with_pause_context(
+            &mut self.core,
+            roots,
+            &mut locals,
+            GcKind::Allocation,
+            || {
+                // SAFETY: the mutator box is alive while `self` is; MMTk's workers touch it only
+                // while this thread is parked inside this very call (see `binding`).
+                memory_manager::alloc(unsafe { &mut *mutator.as_ptr() }, size, 8, 0, semantics)
+            },
+        );
+        let Some(object) = ObjectReference::from_raw_address(addr) else {
+            // MMTk returns null only after `Collection::out_of_memory` said the heap is full.
+            return Err(self.out_of_memory(size));
+        };
+        // SAFETY: as above; no collection can start here.
+        memory_manager::post_alloc(unsafe { &mut *mutator.as_ptr() }, object, size, semantics);
+
+        let fill = locals[0];
+        let hash = self.core.next_hash();
+        let start = addr.to_mut_ptr::<u64>();
+        // SAFETY: MMTk just gave us `size` bytes at `start`, 8-aligned and owned by nobody else;
+        // `object_size` made `size` exactly header + slots + padded bytes, so every write below
+        // stays inside the region, and together they initialise all of it.
+        unsafe {
+            start.write(header_word0(class_id, kind, hash));
+            start.add(1).write(header_word1(slots, bytes));
+            let slot_base = start.add(2).cast::<Value>();
+            for i in 0..slots {
+                slot_base.add(i).write(fill);
+            }
+            let byte_base = slot_base.add(slots).cast::<u8>();
+            ptr::write_bytes(byte_base, 0, size - HEADER_BYTES - slots * 8);
+        }
+
+        self.core.allocated_bytes += size as u64;
+        self.core.allocated_objects += 1;
+        Ok(Value(addr.as_usize() as u64))
+    }
+
+    /// A full collection now (SOM's `System>>fullGC`).
+    pub fn collect(&mut self, roots: &mut dyn RootSet) {
+        self.collect_as(roots, &mut [], GcKind::Explicit);
+    }
+
+    fn collect_as(&mut self, roots: &mut dyn RootSet, locals: &mut [Value], kind: GcKind) {
+        let mmtk = self.mmtk;
+        with_pause_context(&mut self.core, roots, locals, kind, || {
+            // `force` so the request is never ignored, `exhaustive` to ask for a full-heap
+            // collection (every SemiSpace collection is one anyway).
+            mmtk.handle_user_collection_request(mutator_tls(), true, true);
+        });
+    }
+
+    pub fn stats(&self) -> HeapStats {
+        HeapStats {
+            collections: self.core.collections,
+            gc_time: self.core.gc_time,
+            allocated_bytes: self.core.allocated_bytes,
+            allocated_objects: self.core.allocated_objects,
+            heap_used_bytes: memory_manager::used_bytes(self.mmtk),
+            heap_limit_bytes: memory_manager::total_bytes(self.mmtk),
+            heap_max_bytes: self.max_heap_bytes,
+        }
+    }
+
+    /// Installs the listener that sees a [`GcEvent::Start`] and a [`GcEvent::End`] for every
+    /// collection, replacing any previous one.
+    ///
+    /// It runs on the mutator thread in the middle of `alloc`/`collect`, so it must not touch
+    /// heap objects. If it panics, the collection still completes and the panic resumes when
+    /// `alloc`/`collect` returns.
+    pub fn set_gc_listener(&mut self, listener: impl FnMut(GcEvent) + 'static) {
+        self.core.listener = Some(Box::new(listener));
+    }
+
+    pub fn clear_gc_listener(&mut self) {
+        self.core.listener = None;
+    }
+
+    /// Changes the `--gc-stress` interval; `None` or `Some(0)` turns stressing off.
+    pub fn set_gc_stress_every(&mut self, every: Option<u64>) {
+        self.core.stress_every = every.filter(|&n| n > 0);
+        self.core.allocs_since_stress = 0;
+    }
+
+    fn out_of_memory(&self, requested_bytes: usize) -> OutOfMemory {
+        OutOfMemory {
+            requested_bytes,
+            heap_used_bytes: memory_manager::used_bytes(self.mmtk),
+            heap_limit_bytes: self.max_heap_bytes,
+        }
+    }
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        // No collection can be running: they only happen inside `alloc`/`collect`, which borrow
+        // the heap. Unpublish first so MMTk can never see a freed mutator.
+        MUTATOR.store(ptr::null_mut(), Ordering::Release);
+        // SAFETY: the pointer came from `Box::leak` in `new` and nothing else frees it.
+        let mut mutator = unsafe { Box::from_raw(self.mutator.as_ptr()) };
+        memory_manager::destroy_mutator(&mut mutator);
+        // MMTk itself stays: it is leaked and process-global, and its parked worker threads end
+        // with the process.
+    }
+}
+
+fn default_max_heap_bytes() -> usize {
+    match OS::get_system_total_memory() {
+        Ok(total) => usize::try_from(total / 2)
+            .unwrap_or(usize::MAX)
+            .clamp(DEFAULT_MIN_HEAP_BYTES, DEFAULT_MAX_HEAP_BYTES_CAP),
+        Err(_) => FALLBACK_MAX_HEAP_BYTES,
+    }
+}
+
+impl HeapCore {
+    fn next_hash(&mut self) -> u32 {
+        // xorshift32: cheap, and spreads consecutive allocations across the hash range.
+        let mut x = self.hash_state;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.hash_state = x;
+        x >> (32 - HASH_BITS)
+    }
+
+    fn notify(&mut self, event: GcEvent) {
+        if let Some(listener) = self.listener.as_mut() {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| listener(event))) {
+                // Unwinding through MMTk's allocation frames would leave its state half-updated.
+                self.listener_panic.get_or_insert(payload);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mutator's half of a pause
+
+/// What `block_for_gc` needs from the `alloc`/`collect` call it interrupts.
+struct PauseContext<'a> {
+    core: &'a mut HeapCore,
+    roots: &'a mut dyn RootSet,
+    /// Values the heap itself holds across the call (the fill value of `alloc`).
+    locals: &'a mut [Value],
+}
+
+thread_local! {
+    /// The `PauseContext` of the `alloc`/`collect` call running on this thread, or null.
+    /// MMTk's `block_for_gc` has no parameter through which the binding could pass it.
+    static ACTIVE_PAUSE_CONTEXT: Cell<*mut ()> = const { Cell::new(ptr::null_mut()) };
+}
+
+/// Runs `f` (a call into MMTk that may collect) with the pause context published for
+/// `block_for_gc`, then rethrows any listener panic caught during the pause.
+fn with_pause_context<R>(
+    core: &mut HeapCore,
+    roots: &mut dyn RootSet,
+    locals: &mut [Value],
+    kind: GcKind,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Unpublish;
+    impl Drop for Unpublish {
+        fn drop(&mut self) {
+            ACTIVE_PAUSE_CONTEXT.with(|c| c.set(ptr::null_mut()));
+        }
+    }
+
+    core.next_kind = kind;
+    let mut ctx = PauseContext {
+        core,
+        roots,
+        locals,
+    };
+    let previous = ACTIVE_PAUSE_CONTEXT
+        .with(|c| c.replace((&mut ctx as *mut PauseContext<'_>).cast::<()>()));
+    debug_assert!(previous.is_null(), "nested heap calls");
+    let unpublish = Unpublish;
+    let result = f();
+    drop(unpublish);
+    if let Some(payload) = ctx.core.listener_panic.take() {
+        resume_unwind(payload);
+    }
+    result
+}
+
+/// Called by `Collection::block_for_gc`, on the mutator thread, when MMTk has decided to collect.
+pub(crate) fn pause_mutator_for_gc() {
+    let ctx = ACTIVE_PAUSE_CONTEXT.with(Cell::get);
+    if ctx.is_null() {
+        fatal("MMTk blocked the mutator for a collection outside Heap::alloc/collect");
+    }
+    // SAFETY: a non-null pointer was published by `with_pause_context` on this thread and points
+    // to its local `PauseContext`, which outlives the call into MMTk that led here; that frame
+    // does not touch the context until the call returns, so this is the only live access.
+    let ctx = unsafe { &mut *ctx.cast::<PauseContext<'_>>() };
+    ctx.pause();
+}
+
+impl PauseContext<'_> {
+    fn pause(&mut self) {
+        let kind = self.core.next_kind;
+        let mmtk = self.core.mmtk;
+        let used_before = memory_manager::used_bytes(mmtk);
+        self.core.notify(GcEvent::Start {
+            kind,
+            heap_used_bytes: used_before,
+        });
+        let started = Instant::now();
+
+        let core = &mut *self.core;
+        let roots = &mut *self.roots;
+        let locals = &mut *self.locals;
+
+        // 1. Copy the references out of the roots.
+        core.root_buf.clear();
+        let buf = &mut core.root_buf;
+        let read = catch_unwind(AssertUnwindSafe(|| {
+            let mut take = |v: &mut Value| {
+                if v.is_ref() {
+                    buf.push(*v)
+                }
+            };
+            roots.visit_roots(&mut take);
+            locals.iter_mut().for_each(&mut take);
+        }));
+        if read.is_err() {
+            // MMTk is already waiting for this thread: there is no way to call the GC off.
+            fatal("the VM's RootSet panicked while the collector was reading it");
+        }
+        core.root_check.clone_from(&core.root_buf);
+
+        // 2./3. Publish them and sleep while MMTk's workers collect (and rewrite the buffer).
+        RENDEZVOUS.park_mutator(core.root_buf.as_mut_ptr(), core.root_buf.len());
+
+        // 4. Write the new addresses back into the same slots.
+        let (buf, check) = (&core.root_buf, &core.root_check);
+        let mut next = 0;
+        let mut consistent = true;
+        let written = catch_unwind(AssertUnwindSafe(|| {
+            let mut put = |v: &mut Value| {
+                if v.is_ref() {
+                    if next < buf.len() && *v == check[next] {
+                        *v = buf[next];
+                    } else {
+                        consistent = false;
+                    }
+                    next += 1;
+                }
+            };
+            roots.visit_roots(&mut put);
+            locals.iter_mut().for_each(&mut put);
+        }));
+        if written.is_err() || !consistent || next != buf.len() {
+            fatal("the VM's RootSet visited different slots after the collection than before it");
+        }
+
+        let duration = started.elapsed();
+        let used_after = memory_manager::used_bytes(mmtk);
+        core.collections += 1;
+        core.gc_time += duration;
+        core.notify(GcEvent::End {
+            kind,
+            heap_used_before: used_before,
+            heap_used_after: used_after,
+            duration,
+        });
+    }
+}

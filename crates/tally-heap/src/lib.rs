@@ -1,0 +1,147 @@
+//! Tally's object heap: a precise, moving (semi-space copying) garbage collector built on MMTk.
+//!
+//! The VM sees three things: [`Value`] (a tagged word, see [`value`]), the object accessors on
+//! `Value` (see [`object`] for the layout and the rule that makes them safe to call), and
+//! [`Heap`], which allocates and collects. Collection happens only inside [`Heap::alloc`] and
+//! [`Heap::collect`]; each takes the VM's [`RootSet`] so the collector can find and update every
+//! reference the VM holds. Any reference *not* reachable from those roots is stale after the
+//! call, because objects move.
+
+mod binding;
+mod heap;
+pub mod object;
+pub mod value;
+
+use std::time::Duration;
+
+pub use heap::{Heap, DEFAULT_MAX_HEAP_BYTES_CAP, DEFAULT_MIN_HEAP_BYTES, MIN_HEAP_BYTES};
+pub use value::Value;
+
+/// Everything the GC must treat as a root. The VM implements this on its runtime state
+/// (value stack, globals, literal tables, class table, handles).
+///
+/// A collection calls `visit_roots` twice on the mutator thread: once to read the roots before
+/// the collection and once to write the moved references back after it. Both calls must visit
+/// the same slots in the same order (the heap checks this and aborts if they differ), which holds
+/// naturally because nothing can change the VM's state in between.
+pub trait RootSet {
+    /// Calls `visit` once for every root slot; the GC may overwrite the slot with the moved
+    /// object's new address. Slots that are not references (immediates, `Value::NONE`) may be
+    /// passed too and are ignored.
+    fn visit_roots(&mut self, visit: &mut dyn FnMut(&mut Value));
+}
+
+/// No roots at all, e.g. before the VM has any state.
+impl RootSet for () {
+    fn visit_roots(&mut self, _visit: &mut dyn FnMut(&mut Value)) {}
+}
+
+impl RootSet for Value {
+    fn visit_roots(&mut self, visit: &mut dyn FnMut(&mut Value)) {
+        visit(self)
+    }
+}
+
+impl RootSet for [Value] {
+    fn visit_roots(&mut self, visit: &mut dyn FnMut(&mut Value)) {
+        self.iter_mut().for_each(visit)
+    }
+}
+
+impl<const N: usize> RootSet for [Value; N] {
+    fn visit_roots(&mut self, visit: &mut dyn FnMut(&mut Value)) {
+        self.iter_mut().for_each(visit)
+    }
+}
+
+impl RootSet for Vec<Value> {
+    fn visit_roots(&mut self, visit: &mut dyn FnMut(&mut Value)) {
+        self.iter_mut().for_each(visit)
+    }
+}
+
+/// How the heap is sized and stressed; `Default` gives the dynamic heap and no stress.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeapOptions {
+    /// Upper bound of the heap in bytes (`--heap-size`); `None` = a dynamic heap that starts at
+    /// [`DEFAULT_MIN_HEAP_BYTES`] and grows with the live data up to half the machine's memory,
+    /// capped at [`DEFAULT_MAX_HEAP_BYTES_CAP`].
+    pub max_heap_bytes: Option<usize>,
+    /// `--gc-stress N`: force a full collection every N allocations.
+    pub gc_stress_every: Option<u64>,
+}
+
+/// Why `Heap::new` refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeapInitError {
+    /// MMTk keeps process-global state (its address-space map, side metadata, worker threads)
+    /// that cannot be set up twice, so even dropping the first heap does not allow a second.
+    #[error("a heap already exists in this process (MMTk supports one heap per process)")]
+    AlreadyInitialized,
+    #[error("heap size of {requested} bytes is below the minimum of {minimum} bytes")]
+    HeapTooSmall { requested: usize, minimum: usize },
+    #[error("the GC stress interval must be at least 1 allocation")]
+    ZeroStressInterval,
+}
+
+/// The heap could not satisfy an allocation even after collecting (or the object can never
+/// fit). The heap stays usable: dropping roots and allocating again may succeed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "out of memory: cannot allocate an object of {requested_bytes} bytes \
+     ({heap_used_bytes} bytes in use, heap limit {heap_limit_bytes} bytes)"
+)]
+pub struct OutOfMemory {
+    pub requested_bytes: usize,
+    pub heap_used_bytes: usize,
+    pub heap_limit_bytes: usize,
+}
+
+/// What started a collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GcKind {
+    /// An allocation found the heap full.
+    Allocation,
+    /// [`Heap::collect`], i.e. SOM's `System>>fullGC`.
+    Explicit,
+    /// The `--gc-stress` interval came round.
+    Stress,
+}
+
+/// Delivered to the listener set with [`Heap::set_gc_listener`], on the mutator thread, while
+/// the mutator is inside `alloc`/`collect`. Every collection is a full-heap copying collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GcEvent {
+    /// Sent before the mutator stops for a collection.
+    Start {
+        kind: GcKind,
+        heap_used_bytes: usize,
+    },
+    /// Sent after the mutator has resumed; `duration` is the whole pause as the mutator saw it,
+    /// root copying included.
+    End {
+        kind: GcKind,
+        heap_used_before: usize,
+        heap_used_after: usize,
+        duration: Duration,
+    },
+}
+
+/// A snapshot of the heap's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeapStats {
+    /// Collections so far, of every kind.
+    pub collections: u64,
+    /// Total pause time of those collections.
+    pub gc_time: Duration,
+    /// Sum of the sizes of all objects allocated so far (header and padding included).
+    pub allocated_bytes: u64,
+    pub allocated_objects: u64,
+    /// Memory in use now, in whole pages (objects plus partly filled allocation buffers).
+    pub heap_used_bytes: usize,
+    /// Current heap limit: a collection is triggered when usage (plus the copy reserve) reaches
+    /// it. Fixed for `--heap-size`; moves between min and max for the dynamic heap.
+    pub heap_limit_bytes: usize,
+    /// The most the heap may ever grow to.
+    pub heap_max_bytes: usize,
+}

@@ -1,0 +1,172 @@
+//! Descriptive statistics of one sample.
+//!
+//! All functions reject NaN and infinities with [`StatsError::NonFinite`]
+//! instead of propagating them, because a single failed timing would
+//! otherwise silently poison every downstream figure.
+
+use crate::error::{Result, StatsError};
+use crate::interval::{mean_ci, ConfidenceInterval};
+use crate::validate;
+
+/// Arithmetic mean.
+///
+/// # Errors
+/// [`StatsError::TooFewObservations`] if `xs` is empty;
+/// [`StatsError::NonFinite`] on NaN or infinity.
+pub fn mean(xs: &[f64]) -> Result<f64> {
+    validate::sample(xs, 1)?;
+    Ok(mean_unchecked(xs))
+}
+
+/// Median (the mean of the two middle values for an even count).
+///
+/// # Errors
+/// As [`mean`].
+pub fn median(xs: &[f64]) -> Result<f64> {
+    validate::sample(xs, 1)?;
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    Ok(if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        // Halve before adding so two huge values cannot overflow.
+        0.5 * sorted[mid - 1] + 0.5 * sorted[mid]
+    })
+}
+
+/// Sample variance (divisor `n − 1`), the unbiased estimator that every
+/// t-based interval and test in the paper assumes.
+///
+/// # Errors
+/// [`StatsError::TooFewObservations`] if there are fewer than two values;
+/// [`StatsError::NonFinite`] on NaN or infinity. Zero variance is a valid
+/// result, not an error.
+pub fn variance(xs: &[f64]) -> Result<f64> {
+    validate::sample(xs, 2)?;
+    Ok(variance_unchecked(xs, mean_unchecked(xs)))
+}
+
+/// Sample standard deviation (divisor `n − 1`).
+///
+/// # Errors
+/// As [`variance`].
+pub fn std_dev(xs: &[f64]) -> Result<f64> {
+    variance(xs).map(f64::sqrt)
+}
+
+/// Coefficient of variation: sample standard deviation over the absolute
+/// value of the mean. Unitless, which is why Georges et al. use it to decide
+/// when iteration times have settled regardless of the benchmark's scale.
+///
+/// # Errors
+/// As [`variance`], plus [`StatsError::ZeroMean`] if the mean is zero.
+pub fn coefficient_of_variation(xs: &[f64]) -> Result<f64> {
+    validate::sample(xs, 2)?;
+    let m = mean_unchecked(xs);
+    if m == 0.0 {
+        return Err(StatsError::ZeroMean);
+    }
+    Ok(variance_unchecked(xs, m).sqrt() / m.abs())
+}
+
+/// Geometric mean, computed as the exponential of the mean logarithm so that
+/// long products of ratios cannot overflow.
+///
+/// The right average for ratios (speed-ups): it is symmetric under taking
+/// reciprocals, so "A relative to B" and "B relative to A" agree.
+///
+/// # Errors
+/// As [`mean`], plus [`StatsError::NonPositive`] if any value is zero or
+/// negative.
+pub fn geometric_mean(xs: &[f64]) -> Result<f64> {
+    validate::sample(xs, 1)?;
+    let logs = logarithms(xs)?;
+    Ok(mean_unchecked(&logs).exp())
+}
+
+/// The usual one-line description of a sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Number of observations.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median.
+    pub median: f64,
+    /// Sample standard deviation (divisor `n − 1`).
+    pub std_dev: f64,
+    /// Smallest observation.
+    pub min: f64,
+    /// Largest observation.
+    pub max: f64,
+    /// Student-t confidence interval of the mean.
+    pub ci: ConfidenceInterval,
+}
+
+impl Summary {
+    /// Summary with a 95 % confidence interval of the mean, the level
+    /// Georges et al. use throughout.
+    ///
+    /// # Errors
+    /// [`StatsError::TooFewObservations`] for fewer than two values (no
+    /// standard deviation or interval exists); [`StatsError::NonFinite`] on
+    /// NaN or infinity. Identical values give a zero-width interval.
+    pub fn new(xs: &[f64]) -> Result<Self> {
+        Self::with_level(xs, 0.95)
+    }
+
+    /// Summary with a confidence interval at `level` (for example 0.99).
+    ///
+    /// # Errors
+    /// As [`Summary::new`], plus [`StatsError::InvalidParameter`] if `level`
+    /// is not strictly between 0 and 1.
+    pub fn with_level(xs: &[f64], level: f64) -> Result<Self> {
+        let ci = mean_ci(xs, level)?;
+        let (min, max) = xs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+                (lo.min(x), hi.max(x))
+            });
+        Ok(Summary {
+            n: xs.len(),
+            mean: ci.estimate,
+            median: median(xs)?,
+            std_dev: std_dev(xs)?,
+            min,
+            max,
+            ci,
+        })
+    }
+
+    /// Coefficient of variation of the summarised sample, or `None` when
+    /// the mean is zero.
+    pub fn coefficient_of_variation(&self) -> Option<f64> {
+        (self.mean != 0.0).then(|| self.std_dev / self.mean.abs())
+    }
+}
+
+/// Mean of a non-empty slice of finite values.
+pub(crate) fn mean_unchecked(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Sample variance about a known mean; two-pass (the mean is subtracted
+/// first) because the one-pass sum-of-squares formula loses all precision
+/// when timings share many leading digits.
+pub(crate) fn variance_unchecked(xs: &[f64], mean: f64) -> f64 {
+    xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (xs.len() - 1) as f64
+}
+
+/// Natural logarithms of strictly positive values.
+pub(crate) fn logarithms(xs: &[f64]) -> Result<Vec<f64>> {
+    xs.iter()
+        .map(|&x| {
+            if x > 0.0 {
+                Ok(x.ln())
+            } else {
+                Err(StatsError::NonPositive)
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,119 @@
+//! Errors that end a SOM program, with the SOM-level stack at the point of failure.
+
+use std::fmt;
+
+use crate::Vm;
+
+/// One SOM frame of a stack trace.
+#[derive(Debug, Clone)]
+pub struct TraceEntry {
+    /// `Class>>selector`, or `[] in Class>>selector` for a block.
+    pub name: String,
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    /// The source line, trimmed, when the file is known.
+    pub text: String,
+}
+
+#[derive(Debug)]
+pub enum VmError {
+    /// `System>>exit:` with this status.
+    Exit(i32),
+    /// An error the program did not handle: message and the stack, outermost first.
+    Runtime { message: String, trace: Vec<TraceEntry> },
+    StackOverflow { depth: usize, trace: Vec<TraceEntry> },
+    OutOfMemory { message: String, trace: Vec<TraceEntry> },
+    /// A class that could not be loaded or compiled, already rendered for the user.
+    Load(String),
+    /// A VM-level failure outside the program's control.
+    Fatal(String),
+}
+
+/// How many frames of each end of a deep stack a trace shows.
+const TRACE_EDGE: usize = 20;
+
+fn write_trace(f: &mut fmt::Formatter<'_>, trace: &[TraceEntry]) -> fmt::Result {
+    writeln!(f, "Traceback (most recent call at bottom):")?;
+    let elide = trace.len() > 2 * TRACE_EDGE;
+    for (i, e) in trace.iter().enumerate() {
+        if elide && i == TRACE_EDGE {
+            writeln!(f, "  ... {} frames omitted ...", trace.len() - 2 * TRACE_EDGE)?;
+        }
+        if elide && i >= TRACE_EDGE && i < trace.len() - TRACE_EDGE {
+            continue;
+        }
+        writeln!(f, "  {}, line {}, column {}: {}", e.file, e.line, e.column, e.name)?;
+        if !e.text.is_empty() {
+            writeln!(f, "    {}", e.text)?;
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Display for VmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VmError::Exit(code) => write!(f, "exit({code})"),
+            VmError::Runtime { message, trace } => {
+                write_trace(f, trace)?;
+                write!(f, "{message}")
+            }
+            VmError::StackOverflow { depth, trace } => {
+                write_trace(f, trace)?;
+                write!(f, "stack overflow: the SOM call stack exceeded {depth} frames (set --max-stack-depth to allow more)")
+            }
+            VmError::OutOfMemory { message, trace } => {
+                write_trace(f, trace)?;
+                write!(f, "{message}")
+            }
+            VmError::Load(m) | VmError::Fatal(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl VmError {
+    /// The process exit status for this outcome.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            VmError::Exit(c) => *c,
+            _ => 1,
+        }
+    }
+}
+
+impl Vm {
+    /// The SOM stack, outermost frame first.
+    pub fn stack_trace(&self) -> Vec<TraceEntry> {
+        self.rt
+            .frames
+            .iter()
+            .map(|fr| {
+                let code = &fr.code;
+                let at = fr.ip.saturating_sub(1).min(code.positions.len().saturating_sub(1));
+                let (line, column) = code.positions.get(at).copied().unwrap_or((code.source_line, 1));
+                let source = self.rt.sources.get(code.source as usize);
+                let text = source
+                    .filter(|_| line > 0)
+                    .map(|s| s.line_text(line).trim().to_string())
+                    .unwrap_or_default();
+                TraceEntry {
+                    name: self.rt.code_name(code),
+                    file: source.map(|s| s.path().to_string()).unwrap_or_else(|| "<primitive>".into()),
+                    line,
+                    column,
+                    text,
+                }
+            })
+            .collect()
+    }
+
+    /// A runtime error at the current point of execution.
+    pub(crate) fn error(&self, message: impl Into<String>) -> VmError {
+        VmError::Runtime { message: message.into(), trace: self.stack_trace() }
+    }
+
+    pub(crate) fn out_of_memory(&self, oom: tally_heap::OutOfMemory) -> VmError {
+        VmError::OutOfMemory { message: oom.to_string(), trace: self.stack_trace() }
+    }
+}

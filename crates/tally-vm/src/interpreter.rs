@@ -1,0 +1,409 @@
+//! The bytecode interpreter: one loop over an explicit frame stack.
+//!
+//! SOM calls never recurse on the Rust stack: a send pushes a `Frame`, a return pops one, so
+//! deep SOM recursion is a counted "stack overflow", a profiler can walk `frames`, and
+//! primitives that run SOM code (`value`, `perform:`) just push a frame and return.
+
+use std::rc::Rc;
+
+use tally_heap::Value;
+
+use crate::bytecode::{CodeId, Op, SiteId};
+use crate::compiler::CodeKind;
+use crate::objects::{block, context, Kind};
+use crate::runtime::{Code, Frame, Symbol, NO_CLASS};
+use crate::{Vm, VmError};
+
+impl Vm {
+    #[inline(always)]
+    fn push(&mut self, v: Value) {
+        self.rt.stack.push(v);
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Value {
+        self.rt.stack.pop().expect("operand stack underflow")
+    }
+
+    /// The context `level` hops out from the current frame's.
+    #[inline]
+    fn context_at(&self, level: u8) -> Value {
+        let mut ctx = self.rt.frames.last().expect("frame").ctx;
+        for _ in 0..level {
+            ctx = ctx.slot(context::OUTER);
+        }
+        ctx
+    }
+
+    /// Runs until the frame stack is back to `base_depth` frames; returns the value the
+    /// outermost frame returned.
+    pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
+        let mut code: Rc<Code>;
+        let mut ip: usize;
+        let mut bp: usize;
+        macro_rules! reload {
+            () => {{
+                let f = self.rt.frames.last().expect("frame");
+                code = f.code.clone();
+                ip = f.ip;
+                bp = f.bp;
+            }};
+        }
+        macro_rules! save {
+            () => {
+                self.rt.frames.last_mut().expect("frame").ip = ip;
+            };
+        }
+        reload!();
+        loop {
+            let op = code.ops[ip];
+            ip += 1;
+            match op {
+                Op::PushLocal(i) => {
+                    let v = self.rt.stack[bp + i as usize];
+                    self.push(v);
+                }
+                Op::StoreLocal(i) => {
+                    let v = *self.rt.stack.last().expect("value");
+                    self.rt.stack[bp + i as usize] = v;
+                }
+                Op::PopLocal(i) => {
+                    let v = self.pop();
+                    self.rt.stack[bp + i as usize] = v;
+                }
+                Op::PushCtx { level, index } => {
+                    let v = self.context_at(level).slot(index as usize);
+                    self.push(v);
+                }
+                Op::StoreCtx { level, index } => {
+                    let v = *self.rt.stack.last().expect("value");
+                    self.context_at(level).set_slot(index as usize, v);
+                }
+                Op::PopCtx { level, index } => {
+                    let v = self.pop();
+                    self.context_at(level).set_slot(index as usize, v);
+                }
+                Op::PushField(i) => {
+                    let recv = self.rt.stack[bp];
+                    let v = self.field(recv, i as usize);
+                    match v {
+                        Some(v) => self.push(v),
+                        None => {
+                            save!();
+                            return Err(self.error(format!("field {} read on an object without it", i + 1)));
+                        }
+                    }
+                }
+                Op::StoreField(i) => {
+                    let recv = self.rt.stack[bp];
+                    let v = *self.rt.stack.last().expect("value");
+                    if !self.set_field(recv, i as usize, v) {
+                        save!();
+                        return Err(self.error(format!("field {} written on an object without it", i + 1)));
+                    }
+                }
+                Op::PopField(i) => {
+                    let recv = self.rt.stack[bp];
+                    let v = self.pop();
+                    if !self.set_field(recv, i as usize, v) {
+                        save!();
+                        return Err(self.error(format!("field {} written on an object without it", i + 1)));
+                    }
+                }
+                Op::PushLiteral(i) => {
+                    let v = self.rt.literals[i as usize];
+                    self.push(v);
+                }
+                Op::PushConst(v) => self.push(v),
+                Op::PushGlobal(slot) => {
+                    let v = self.rt.globals[slot as usize];
+                    if v != Value::NONE {
+                        self.push(v);
+                    } else {
+                        save!();
+                        self.unknown_global(slot)?;
+                        reload!();
+                    }
+                }
+                Op::PushBlock(id) => {
+                    save!();
+                    let b = self.alloc(self.block_class_for(id), Kind::Block, block::SLOTS, Value::NIL, 0)?;
+                    let f = self.rt.frames.last().expect("frame");
+                    b.set_slot(block::CODE, Value::from_small_int(id as i64));
+                    b.set_slot(block::CONTEXT, f.ctx);
+                    b.set_slot(block::RECEIVER, self.rt.stack[f.bp]);
+                    self.push(b);
+                }
+                Op::Pop => {
+                    self.pop();
+                }
+                Op::Dup => {
+                    let v = *self.rt.stack.last().expect("value");
+                    self.push(v);
+                }
+                Op::Send(site) => {
+                    save!();
+                    self.send(site, false)?;
+                    reload!();
+                }
+                Op::SuperSend(site) => {
+                    save!();
+                    self.send(site, true)?;
+                    reload!();
+                }
+                Op::Return | Op::ReturnSelf => {
+                    let result = if op == Op::ReturnSelf { self.rt.stack[bp] } else { self.pop() };
+                    self.pop_frame(result);
+                    if self.rt.frames.len() <= base_depth {
+                        return Ok(result);
+                    }
+                    reload!();
+                }
+                Op::ReturnNonLocal => {
+                    save!();
+                    let result = self.pop();
+                    match self.home_frame() {
+                        Some(k) => {
+                            self.rt.frames.truncate(k + 1);
+                            self.pop_frame(result);
+                            if self.rt.frames.len() <= base_depth {
+                                return Ok(result);
+                            }
+                        }
+                        None => {
+                            // The home method has returned: tell the block's receiver.
+                            let f = self.rt.frames.last().expect("frame");
+                            let (receiver, closure) = (self.rt.stack[f.bp], f.closure);
+                            self.push(receiver);
+                            self.push(closure);
+                            let sel = self.rt.symbols.intern("escapedBlock:");
+                            self.send_selector(sel, 1)?;
+                        }
+                    }
+                    reload!();
+                }
+                Op::Jump(t) => ip = t as usize,
+                Op::JumpBack(t) => ip = t as usize,
+                Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {
+                    let v = self.pop();
+                    let want = matches!(op, Op::JumpIfTrue(_));
+                    if v == Value::TRUE {
+                        if want {
+                            ip = t as usize;
+                        }
+                    } else if v == Value::FALSE {
+                        if !want {
+                            ip = t as usize;
+                        }
+                    } else {
+                        save!();
+                        let class = self.rt.class_name(self.rt.class_of(v));
+                        return Err(self.error(format!(
+                            "a conditional (ifTrue:, whileTrue:, and: …) needs a Boolean, but got an instance of {class}"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+
+    fn field(&self, recv: Value, i: usize) -> Option<Value> {
+        (recv.is_ref() && i < recv.slot_count()).then(|| recv.slot(i))
+    }
+
+    fn set_field(&self, recv: Value, i: usize, v: Value) -> bool {
+        if recv.is_ref() && i < recv.slot_count() {
+            recv.set_slot(i, v);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn block_class_for(&self, id: CodeId) -> u32 {
+        let n = self.rt.codes[id as usize].num_args as usize;
+        self.rt.block_classes.get(n).copied().unwrap_or(self.rt.core.block)
+    }
+
+    /// Index of the live frame of the current block's home method, if it is still on the stack.
+    fn home_frame(&self) -> Option<usize> {
+        let mut ctx = self.rt.frames.last()?.ctx;
+        if !ctx.is_ref() {
+            return None;
+        }
+        loop {
+            let outer = ctx.slot(context::OUTER);
+            if !outer.is_ref() {
+                break;
+            }
+            ctx = outer;
+        }
+        self.rt.frames.iter().rposition(|f| f.closure == Value::NONE && f.ctx == ctx)
+    }
+
+    pub(crate) fn pop_frame(&mut self, result: Value) {
+        let f = self.rt.frames.pop().expect("frame");
+        self.rt.stack.truncate(f.bp);
+        self.rt.stack.push(result);
+    }
+
+    /// Sends from a send site; the receiver and arguments are on the stack.
+    #[inline]
+    fn send(&mut self, site_id: SiteId, is_super: bool) -> Result<(), VmError> {
+        let site = &self.rt.sites[site_id as usize];
+        let argc = site.argc as usize;
+        let selector = site.selector;
+        let recv = self.rt.stack[self.rt.stack.len() - 1 - argc];
+        let class = if is_super { site.super_lookup.unwrap_or(NO_CLASS) } else { self.rt.class_of(recv) };
+        let code = if site.cached_class == class {
+            Some(site.cached_code)
+        } else {
+            let found = if class == NO_CLASS { None } else { self.rt.lookup(class, selector) };
+            if let Some(c) = found {
+                let site = &mut self.rt.sites[site_id as usize];
+                site.cached_class = class;
+                site.cached_code = c;
+            }
+            found
+        };
+        match code {
+            Some(c) => self.invoke(c, argc),
+            None => self.does_not_understand(selector, argc),
+        }
+    }
+
+    /// A send without a site (from primitives and the VM itself).
+    pub(crate) fn send_selector(&mut self, selector: Symbol, argc: usize) -> Result<(), VmError> {
+        let recv = self.rt.stack[self.rt.stack.len() - 1 - argc];
+        let class = self.rt.class_of(recv);
+        match self.rt.lookup(class, selector) {
+            Some(c) => self.invoke(c, argc),
+            None => self.does_not_understand(selector, argc),
+        }
+    }
+
+    /// Runs a method whose receiver and `argc` arguments are on the stack: a primitive runs
+    /// now, SOM code gets a frame.
+    pub(crate) fn invoke(&mut self, code_id: CodeId, argc: usize) -> Result<(), VmError> {
+        let code = self.rt.codes[code_id as usize].clone();
+        if let Some(p) = code.primitive {
+            return p(self, argc);
+        }
+        if code.ops.is_empty() {
+            return Err(self.error(format!("primitive {} is not implemented by Tally", self.rt.code_name(&code))));
+        }
+        if argc != code.num_args as usize {
+            return Err(self.error(format!(
+                "{} takes {} arguments but was sent {argc}",
+                self.rt.code_name(&code),
+                code.num_args
+            )));
+        }
+        let bp = self.rt.stack.len() - 1 - argc;
+        self.push_frame(code, bp, Value::NONE)
+    }
+
+    /// Activates `code` on the stack from `bp` (receiver, then arguments).
+    pub(crate) fn push_frame(&mut self, code: Rc<Code>, bp: usize, closure: Value) -> Result<(), VmError> {
+        if self.rt.frames.len() >= self.options.max_stack_depth {
+            return Err(VmError::StackOverflow { depth: self.options.max_stack_depth, trace: self.stack_trace() });
+        }
+        for _ in 0..code.num_locals {
+            self.rt.stack.push(Value::NIL);
+        }
+        let outer = if closure == Value::NONE { Value::NIL } else { closure.slot(block::CONTEXT) };
+        let context_size = code.context_size as usize;
+        let has_captured_args = !code.captured_args.is_empty();
+        self.rt.frames.push(Frame { code, ip: 0, bp, ctx: outer, closure });
+        if context_size > 0 {
+            let ctx = self.alloc(self.rt.core.object, Kind::Context, context_size, Value::NIL, 0)?;
+            let f = self.rt.frames.last_mut().expect("frame");
+            ctx.set_slot(context::OUTER, f.ctx);
+            f.ctx = ctx;
+            if has_captured_args {
+                let f = self.rt.frames.last().expect("frame");
+                for &(stack_slot, ctx_slot) in &f.code.captured_args {
+                    ctx.set_slot(ctx_slot as usize, self.rt.stack[f.bp + stack_slot as usize]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates the closure at the bottom of the `argc + 1` values on top of the stack.
+    pub(crate) fn invoke_block(&mut self, argc: usize) -> Result<(), VmError> {
+        let bp = self.rt.stack.len() - 1 - argc;
+        let closure = self.rt.stack[bp];
+        let code_id = closure.slot(block::CODE).int_unchecked() as usize;
+        let code = self.rt.codes[code_id].clone();
+        if code.num_args as usize != argc {
+            return Err(self.error(format!(
+                "a block with {} parameter(s) was evaluated with {argc} argument(s)",
+                code.num_args
+            )));
+        }
+        debug_assert_eq!(code.kind, CodeKind::Block);
+        self.rt.stack[bp] = closure.slot(block::RECEIVER);
+        self.push_frame(code, bp, closure)
+    }
+
+    fn does_not_understand(&mut self, selector: Symbol, argc: usize) -> Result<(), VmError> {
+        let recv = self.rt.stack[self.rt.stack.len() - 1 - argc];
+        let class = self.rt.class_of(recv);
+        let dnu = self.rt.symbols.intern("doesNotUnderstand:arguments:");
+        let Some(handler) = self.rt.lookup(class, dnu) else {
+            return Err(self.error(format!(
+                "Method {} not found in class {}",
+                self.rt.symbols.name(selector),
+                self.rt.class_name(class)
+            )));
+        };
+        let args = self.alloc(self.rt.core.array, Kind::Array, argc, Value::NIL, 0)?;
+        let first = self.rt.stack.len() - argc;
+        for i in 0..argc {
+            args.set_slot(i, self.rt.stack[first + i]);
+        }
+        self.rt.stack.truncate(first);
+        self.push(Value::from_symbol(selector));
+        self.push(args);
+        self.invoke(handler, 2)
+    }
+
+    /// A global that is not defined yet: load the class of that name from the class path, or
+    /// ask the receiver (`unknownGlobal:`).
+    fn unknown_global(&mut self, slot: u32) -> Result<(), VmError> {
+        let name = self.rt.global_names[slot as usize];
+        if let Some(class) = self.load_class(name)? {
+            let obj = self.rt.classes[class as usize].object;
+            self.push(obj);
+            return Ok(());
+        }
+        let f = self.rt.frames.last().expect("frame");
+        let recv = self.rt.stack[f.bp];
+        let sel = self.rt.symbols.intern("unknownGlobal:");
+        if self.rt.lookup(self.rt.class_of(recv), sel).is_none() {
+            return Err(self.error(format!("unknown global '{}'", self.rt.symbols.name(name))));
+        }
+        self.push(recv);
+        self.push(Value::from_symbol(name));
+        self.send_selector(sel, 1)
+    }
+
+    /// Sends `selector` to `receiver` with `args` from Rust and runs it to completion.
+    pub fn call(&mut self, receiver: Value, selector: &str, args: &[Value]) -> Result<Value, VmError> {
+        let sel = self.rt.symbols.intern(selector);
+        let depth = self.rt.frames.len();
+        self.push(receiver);
+        for &a in args {
+            self.push(a);
+        }
+        self.send_selector(sel, args.len())?;
+        if self.rt.frames.len() == depth {
+            // A primitive answered directly.
+            return Ok(self.pop());
+        }
+        let result = self.execute(depth)?;
+        self.pop();
+        Ok(result)
+    }
+}

@@ -1,0 +1,114 @@
+//! The SOM virtual machine: class loading, the bytecode compiler, the interpreter, the
+//! primitives and the embedded standard library. See `ARCHITECTURE.md` at the repository root.
+
+pub mod bytecode;
+pub mod compiler;
+mod error;
+mod interpreter;
+mod loader;
+pub mod numbers;
+pub mod objects;
+mod primitives;
+mod program;
+pub mod runtime;
+mod stdlib;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+pub use error::{TraceEntry, VmError};
+use tally_heap::{Heap, HeapOptions, Value};
+
+use crate::objects::Kind;
+use crate::runtime::{ClassId, Runtime};
+
+/// Settings that shape a VM instance (command-line flags map onto these).
+#[derive(Debug, Clone)]
+pub struct VmOptions {
+    pub class_path: Vec<PathBuf>,
+    pub max_heap_bytes: Option<usize>,
+    pub gc_stress_every: Option<u64>,
+    /// Deepest SOM call stack before "stack overflow" is reported.
+    pub max_stack_depth: usize,
+}
+
+impl Default for VmOptions {
+    fn default() -> Self {
+        VmOptions { class_path: Vec::new(), max_heap_bytes: None, gc_stress_every: None, max_stack_depth: 100_000 }
+    }
+}
+
+pub struct Vm {
+    pub heap: Heap,
+    pub rt: Runtime,
+    pub options: VmOptions,
+    out: std::io::BufWriter<std::io::Stdout>,
+    start: std::time::Instant,
+    rng: u64,
+}
+
+impl Vm {
+    /// Creates a VM with the core classes loaded (from the class path if it defines them,
+    /// else from the embedded library).
+    pub fn new(options: VmOptions) -> Result<Vm, VmError> {
+        let heap = Heap::new(HeapOptions {
+            max_heap_bytes: options.max_heap_bytes,
+            gc_stress_every: options.gc_stress_every,
+        })
+        .map_err(|e| VmError::Fatal(format!("cannot create the heap: {e}")))?;
+        let mut vm = Vm {
+            heap,
+            rt: Runtime::new(),
+            options,
+            out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            start: std::time::Instant::now(),
+            rng: 0x2545_f491_4f6c_dd1d,
+        };
+        vm.bootstrap()?;
+        Ok(vm)
+    }
+
+    /// Runs a program the way SOM VMs do: `args[0]` names a class (or a `.som` file), which is
+    /// loaded and sent `run:` with all arguments when it understands it, else `run`.
+    pub fn run_main(&mut self, args: &[String]) -> Result<Value, VmError> {
+        let result = self.run_main_inner(args);
+        self.flush();
+        result
+    }
+
+    pub fn flush(&mut self) {
+        let _ = self.out.flush();
+    }
+
+    pub(crate) fn write_out(&mut self, bytes: &[u8]) {
+        let _ = self.out.write_all(bytes);
+    }
+
+    pub(crate) fn write_err(&mut self, bytes: &[u8]) {
+        self.flush();
+        let mut e = std::io::stderr();
+        let _ = e.write_all(bytes);
+        let _ = e.flush();
+    }
+
+    /// Allocates, collecting garbage if needed: every `Value` held outside `self.rt` is stale
+    /// afterwards.
+    #[inline]
+    pub(crate) fn alloc(
+        &mut self,
+        class: ClassId,
+        kind: Kind,
+        slots: usize,
+        fill: Value,
+        bytes: usize,
+    ) -> Result<Value, VmError> {
+        match self.heap.alloc(&mut self.rt, class, kind as u8, slots, fill, bytes) {
+            Ok(v) => Ok(v),
+            Err(oom) => Err(self.out_of_memory(oom)),
+        }
+    }
+
+    pub(crate) fn micros_since_start(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+}

@@ -1,0 +1,42 @@
+//! Array primitives.
+
+use tally_heap::Value;
+
+use super::Table;
+use crate::objects::Kind;
+use crate::{Vm, VmError};
+
+pub static INSTANCE: Table = &[("at:", at), ("at:put:", at_put), ("length", length)];
+pub static CLASS: Table = &[("new:", new)];
+
+fn at(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let (a, i) = (vm.arg(1, 0), vm.arg(1, 1));
+    let i = vm.index_arg(i, a.slot_count(), "array")?;
+    vm.answer(1, a.slot(i))
+}
+
+fn at_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let (a, i, v) = (vm.arg(2, 0), vm.arg(2, 1), vm.arg(2, 2));
+    let i = vm.index_arg(i, a.slot_count(), "array")?;
+    a.set_slot(i, v);
+    vm.answer(2, v)
+}
+
+fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let a = vm.arg(argc, 0);
+    vm.answer(argc, Value::from_small_int(a.slot_count() as i64))
+}
+
+/// `Array new: n` (also on subclasses of Array: the instance gets the receiver's class).
+fn new(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let (class, n) = (vm.arg(1, 0), vm.arg(1, 1));
+    let Some(len) = n.as_int() else {
+        return Err(vm.expected_int(n));
+    };
+    if len < 0 {
+        return Err(vm.error("Can't represent as unsigned machine integer."));
+    }
+    let class_id = class.slot(0).int_unchecked() as u32;
+    let a = vm.alloc(class_id, Kind::Array, len as usize, Value::NIL, 0)?;
+    vm.answer(1, a)
+}

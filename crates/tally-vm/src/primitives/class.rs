@@ -1,0 +1,135 @@
+//! Class and Method primitives: reflection over the class table.
+
+use tally_heap::Value;
+
+use super::Table;
+use crate::objects::Kind;
+use crate::runtime::ClassId;
+use crate::{Vm, VmError};
+
+pub static INSTANCE: Table =
+    &[("name", name), ("new", new), ("superclass", superclass), ("fields", fields), ("methods", methods)];
+
+pub static METHOD: Table = &[("signature", signature), ("holder", holder), ("invokeOn:with:", invoke_on_with)];
+
+fn class_id(v: Value) -> ClassId {
+    v.slot(0).int_unchecked() as ClassId
+}
+
+fn name(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let c = class_id(vm.arg(argc, 0));
+    let name = vm.rt.class_name(c);
+    let sym = vm.rt.symbols.intern(&name);
+    vm.answer(argc, Value::from_symbol(sym))
+}
+
+fn new(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let c = class_id(vm.arg(argc, 0));
+    let info = &vm.rt.classes[c as usize];
+    let (kind, slots) = match info.instance_kind {
+        Kind::Plain => (Kind::Plain, info.fields.len()),
+        Kind::Array => (Kind::Array, 0),
+        Kind::String => (Kind::String, 0),
+        other => {
+            let name = vm.rt.class_name(c);
+            return Err(vm.error(format!("instances of {name} cannot be created with new ({other:?})")));
+        }
+    };
+    let obj = vm.alloc(c, kind, slots, Value::NIL, 0)?;
+    vm.answer(argc, obj)
+}
+
+fn superclass(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let c = class_id(vm.arg(argc, 0));
+    let v = match vm.rt.classes[c as usize].superclass {
+        Some(s) => vm.rt.classes[s as usize].object,
+        None => Value::NIL,
+    };
+    vm.answer(argc, v)
+}
+
+/// The names of all instance fields (inherited first), as an Array of Symbols.
+fn fields(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let c = class_id(vm.arg(argc, 0));
+    let names: Vec<u32> = vm.rt.classes[c as usize]
+        .fields
+        .iter()
+        .filter(|f| !f.starts_with('<'))
+        .cloned()
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|f| vm.rt.symbols.intern(f))
+        .collect();
+    let arr = vm.alloc(vm.rt.core.array, Kind::Array, names.len(), Value::NIL, 0)?;
+    for (i, n) in names.iter().enumerate() {
+        arr.set_slot(i, Value::from_symbol(*n));
+    }
+    vm.answer(argc, arr)
+}
+
+/// The class's own methods as an Array of Method/Primitive objects — the same array and the
+/// same objects every time, so identity and hashes are stable.
+fn methods(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let c = class_id(vm.arg(argc, 0));
+    let cached = vm.rt.classes[c as usize].methods_array;
+    if cached.is_ref() {
+        return vm.answer(argc, cached);
+    }
+    let order = vm.rt.classes[c as usize].method_order.clone();
+    let arr = vm.alloc(vm.rt.core.array, Kind::Array, order.len(), Value::NIL, 0)?;
+    vm.rt.handles.push(arr);
+    for (i, sel) in order.iter().enumerate() {
+        let code = vm.rt.classes[c as usize].methods[sel];
+        let class = if vm.rt.codes[code as usize].primitive.is_some() { vm.rt.core.primitive } else { vm.rt.core.method };
+        let m = vm.alloc(class, Kind::Method, 1, Value::NIL, 0);
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => {
+                vm.rt.handles.pop();
+                return Err(e);
+            }
+        };
+        m.set_slot(0, Value::from_small_int(code as i64));
+        vm.rt.handles.last().expect("handle").set_slot(i, m);
+    }
+    let arr = vm.rt.handles.pop().expect("handle");
+    vm.rt.classes[c as usize].methods_array = arr;
+    vm.answer(argc, arr)
+}
+
+fn code_of(v: Value) -> usize {
+    v.slot(0).int_unchecked() as usize
+}
+
+fn signature(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let code = code_of(vm.arg(argc, 0));
+    let sel = vm.rt.codes[code].selector;
+    vm.answer(argc, Value::from_symbol(sel))
+}
+
+fn holder(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let code = code_of(vm.arg(argc, 0));
+    let holder = vm.rt.codes[code].holder;
+    let obj = vm.rt.classes[holder as usize].object;
+    vm.answer(argc, obj)
+}
+
+/// `aMethod invokeOn: receiver with: argumentsArray`.
+fn invoke_on_with(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let (m, recv, args) = (vm.arg(2, 0), vm.arg(2, 1), vm.arg(2, 2));
+    let code = code_of(m);
+    let n = if args.is_ref() && Kind::from_u8(args.kind()) == Kind::Array {
+        args.slot_count()
+    } else if args == Value::NIL {
+        0
+    } else {
+        return Err(vm.error("invokeOn:with: needs an Array of arguments"));
+    };
+    let base = vm.rt.stack.len() - 3;
+    vm.rt.stack.truncate(base);
+    vm.rt.stack.push(recv);
+    for i in 0..n {
+        vm.rt.stack.push(args.slot(i));
+    }
+    vm.invoke(code as u32, n)
+}

@@ -1,0 +1,156 @@
+//! Double primitives. Mixed arithmetic converts the integer operand to a double.
+
+use num_bigint::BigInt;
+use num_traits::FromPrimitive;
+use tally_heap::Value;
+
+use super::integer::Operand;
+use super::Table;
+use crate::numbers::format_double;
+use crate::{Vm, VmError};
+
+pub static INSTANCE: Table = &[
+    ("+", add),
+    ("-", sub),
+    ("*", mul),
+    ("//", div),
+    ("%", modulo),
+    ("sqrt", sqrt),
+    ("round", round),
+    ("asInteger", as_integer),
+    ("cos", cos),
+    ("sin", sin),
+    ("=", equal),
+    ("<", less),
+    ("asString", as_string),
+];
+
+pub static CLASS: Table = &[("PositiveInfinity", positive_infinity), ("fromString:", from_string)];
+
+/// Modulo with the sign of the divisor, like Integer's `%`.
+pub(crate) fn floored_mod(a: f64, b: f64) -> f64 {
+    let r = a % b;
+    if r != 0.0 && (r < 0.0) != (b < 0.0) {
+        r + b
+    } else {
+        r
+    }
+}
+
+fn receiver(vm: &Vm, argc: usize) -> f64 {
+    vm.double_of(vm.arg(argc, 0)).expect("Double primitive on a double")
+}
+
+fn operand(vm: &Vm) -> Result<f64, VmError> {
+    match vm.numeric_operand(vm.arg(1, 1))? {
+        Operand::Double(d) => Ok(d),
+        Operand::Int(i) => vm.int_to_double(&i),
+    }
+}
+
+fn arith(vm: &mut Vm, f: fn(f64, f64) -> f64, check_zero: bool) -> Result<(), VmError> {
+    let y = operand(vm)?;
+    if check_zero && y == 0.0 {
+        return Err(vm.error("Division by zero."));
+    }
+    let x = receiver(vm, 1);
+    let v = vm.new_double(f(x, y))?;
+    vm.answer(1, v)
+}
+
+fn add(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, |a, b| a + b, false)
+}
+fn sub(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, |a, b| a - b, false)
+}
+fn mul(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, |a, b| a * b, false)
+}
+fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, |a, b| a / b, true)
+}
+fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, floored_mod, true)
+}
+
+fn unary(vm: &mut Vm, argc: usize, f: fn(f64) -> f64) -> Result<(), VmError> {
+    let x = receiver(vm, argc);
+    let v = vm.new_double(f(x))?;
+    vm.answer(argc, v)
+}
+
+fn sqrt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    unary(vm, argc, f64::sqrt)
+}
+fn cos(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    unary(vm, argc, f64::cos)
+}
+fn sin(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    unary(vm, argc, f64::sin)
+}
+
+fn to_integer(vm: &mut Vm, argc: usize, d: f64) -> Result<(), VmError> {
+    let Some(b) = BigInt::from_f64(d) else {
+        return Err(vm.error(format!("{} cannot be converted to an Integer.", format_double(d))));
+    };
+    let v = vm.int_result(b)?;
+    vm.answer(argc, v)
+}
+
+/// Rounds half away from zero.
+fn round(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let x = receiver(vm, argc);
+    to_integer(vm, argc, x.round())
+}
+
+/// Truncates toward zero.
+fn as_integer(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let x = receiver(vm, argc);
+    to_integer(vm, argc, x.trunc())
+}
+
+fn compare(vm: &mut Vm, want_equal: bool) -> Result<(), VmError> {
+    let x = receiver(vm, 1);
+    let y = if want_equal {
+        match operand(vm) {
+            Ok(y) => y,
+            Err(_) => return vm.answer(1, Value::FALSE),
+        }
+    } else {
+        operand(vm)?
+    };
+    vm.answer(1, Value::from_bool(if want_equal { x == y } else { x < y }))
+}
+
+fn equal(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    compare(vm, true)
+}
+fn less(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    compare(vm, false)
+}
+
+fn as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let s = format_double(receiver(vm, argc));
+    let v = vm.new_string(s.as_bytes())?;
+    vm.answer(argc, v)
+}
+
+fn positive_infinity(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let v = vm.new_double(f64::INFINITY)?;
+    vm.answer(argc, v)
+}
+
+fn from_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let a = vm.arg(argc, 1);
+    let Some(text) = vm.text_of(a) else {
+        return Err(vm.expected_string(a));
+    };
+    match text.trim().parse::<f64>() {
+        Ok(d) => {
+            let v = vm.new_double(d)?;
+            vm.answer(argc, v)
+        }
+        Err(_) => Err(vm.error(format!("'{text}' cannot be converted to a Double."))),
+    }
+}

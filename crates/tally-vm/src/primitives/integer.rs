@@ -1,0 +1,417 @@
+//! Integer primitives. Small integers take the fast `i64` path with overflow checks; anything
+//! that overflows, or involves a big integer, is done with `BigInt` and normalized back.
+
+use num_bigint::BigInt;
+use num_integer::Integer as _;
+use num_traits::{Signed, ToPrimitive, Zero};
+use tally_heap::Value;
+
+use super::Table;
+use crate::numbers::Int;
+use crate::{Vm, VmError};
+
+pub static INSTANCE: Table = &[
+    ("+", add),
+    ("-", sub),
+    ("*", mul),
+    ("/", div),
+    ("//", fdiv),
+    ("%", modulo),
+    ("rem:", rem),
+    ("&", bit_and),
+    ("bitXor:", bit_xor),
+    ("<<", shift_left),
+    (">>>", shift_right),
+    ("sqrt", sqrt),
+    ("atRandom", at_random),
+    ("=", equal),
+    ("<", less),
+    ("asString", as_string),
+    ("as32BitSignedValue", as_32_signed),
+    ("as32BitUnsignedValue", as_32_unsigned),
+    ("asDouble", as_double),
+];
+
+pub static CLASS: Table = &[("fromString:", from_string)];
+
+/// The other operand of an arithmetic primitive.
+pub(crate) enum Operand {
+    Int(Int),
+    Double(f64),
+}
+
+impl Vm {
+    pub(crate) fn numeric_operand(&self, v: Value) -> Result<Operand, VmError> {
+        if let Some(i) = self.int_of(v) {
+            return Ok(Operand::Int(i));
+        }
+        if let Some(d) = self.double_of(v) {
+            return Ok(Operand::Double(d));
+        }
+        Err(self.error(format!("Expected a numeric type but got type '{}'.", self.type_name(v))))
+    }
+
+    /// An integer as a double, or the error SOM VMs give when it does not fit.
+    pub(crate) fn int_to_double(&self, i: &Int) -> Result<f64, VmError> {
+        let d = match i {
+            Int::Small(s) => *s as f64,
+            Int::Big(b) => b.to_f64().unwrap_or(f64::INFINITY),
+        };
+        if d.is_finite() {
+            Ok(d)
+        } else {
+            Err(self.error("Can't represent as double."))
+        }
+    }
+}
+
+fn receiver_int(vm: &Vm, argc: usize) -> Int {
+    vm.int_of(vm.arg(argc, 0)).expect("Integer primitive on an integer")
+}
+
+/// Shared shape of the binary arithmetic primitives.
+fn arith(
+    vm: &mut Vm,
+    small: fn(i64, i64) -> Option<i64>,
+    big: fn(&BigInt, &BigInt) -> BigInt,
+    double: fn(f64, f64) -> f64,
+) -> Result<(), VmError> {
+    let (a, b) = (vm.arg(1, 0), vm.arg(1, 1));
+    if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
+        if let Some(r) = small(x, y) {
+            let v = vm.i64_result(r)?;
+            return vm.answer(1, v);
+        }
+    }
+    let x = receiver_int(vm, 1);
+    match vm.numeric_operand(b)? {
+        Operand::Int(y) => {
+            let r = big(&x.to_big(), &y.to_big());
+            let v = vm.int_result(r)?;
+            vm.answer(1, v)
+        }
+        Operand::Double(y) => {
+            let x = vm.int_to_double(&x)?;
+            let v = vm.new_double(double(x, y))?;
+            vm.answer(1, v)
+        }
+    }
+}
+
+fn add(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, i64::checked_add, |a, b| a + b, |a, b| a + b)
+}
+
+fn sub(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, i64::checked_sub, |a, b| a - b, |a, b| a - b)
+}
+
+fn mul(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    arith(vm, i64::checked_mul, |a, b| a * b, |a, b| a * b)
+}
+
+fn is_zero(op: &Operand) -> bool {
+    match op {
+        Operand::Int(Int::Small(0)) => true,
+        Operand::Int(Int::Big(b)) => b.is_zero(),
+        Operand::Double(d) => *d == 0.0,
+        _ => false,
+    }
+}
+
+/// Integer division, rounding toward negative infinity.
+fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let b = vm.arg(1, 1);
+    let op = vm.numeric_operand(b)?;
+    if is_zero(&op) {
+        return Err(vm.error("Division by zero."));
+    }
+    let x = receiver_int(vm, 1);
+    match op {
+        Operand::Int(y) => {
+            let v = match (&x, &y) {
+                (Int::Small(a), Int::Small(b)) if !(*a == i64::MIN && *b == -1) => vm.i64_result(a.div_floor(b))?,
+                _ => vm.int_result(x.to_big().div_floor(&y.to_big()))?,
+            };
+            vm.answer(1, v)
+        }
+        Operand::Double(y) => {
+            let x = vm.int_to_double(&x)?;
+            let v = vm.int_result(BigInt::from((x / y).floor() as i64))?;
+            vm.answer(1, v)
+        }
+    }
+}
+
+/// Division with a Double result.
+fn fdiv(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let b = vm.arg(1, 1);
+    let op = vm.numeric_operand(b)?;
+    if is_zero(&op) {
+        return Err(vm.error("Division by zero."));
+    }
+    let x = receiver_int(vm, 1);
+    let r = match op {
+        Operand::Int(y) => match (&x, &y) {
+            (Int::Small(a), Int::Small(b)) => *a as f64 / *b as f64,
+            _ => big_ratio(&x.to_big(), &y.to_big()),
+        },
+        Operand::Double(y) => vm.int_to_double(&x)? / y,
+    };
+    let v = vm.new_double(r)?;
+    vm.answer(1, v)
+}
+
+/// a / b as a double without overflowing when both are huge.
+fn big_ratio(a: &BigInt, b: &BigInt) -> f64 {
+    let (fa, fb) = (a.to_f64().unwrap_or(f64::INFINITY), b.to_f64().unwrap_or(f64::INFINITY));
+    if fa.is_finite() && fb.is_finite() {
+        return fa / fb;
+    }
+    let shift = a.bits().max(b.bits()).saturating_sub(1000);
+    let (sa, sb) = (a >> shift, b >> shift);
+    sa.to_f64().unwrap_or(0.0) / sb.to_f64().unwrap_or(f64::INFINITY)
+}
+
+/// Modulo with the sign of the divisor (floored).
+fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let b = vm.arg(1, 1);
+    let op = vm.numeric_operand(b)?;
+    if is_zero(&op) {
+        return Err(vm.error("Division by zero."));
+    }
+    let x = receiver_int(vm, 1);
+    match op {
+        Operand::Int(y) => {
+            let v = match (&x, &y) {
+                (Int::Small(a), Int::Small(b)) => vm.i64_result(a.mod_floor(b))?,
+                _ => vm.int_result(x.to_big().mod_floor(&y.to_big()))?,
+            };
+            vm.answer(1, v)
+        }
+        Operand::Double(y) => {
+            let x = vm.int_to_double(&x)?;
+            let v = vm.new_double(super::double::floored_mod(x, y))?;
+            vm.answer(1, v)
+        }
+    }
+}
+
+/// Remainder with the sign of the receiver (truncated).
+fn rem(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let b = vm.arg(1, 1);
+    let Some(y) = vm.int_of(b) else {
+        return Err(vm.expected_int(b));
+    };
+    if is_zero(&Operand::Int(y.clone())) {
+        return Err(vm.error("Division by zero or overflow."));
+    }
+    let x = receiver_int(vm, 1);
+    let v = match (&x, &y) {
+        (Int::Small(a), Int::Small(b)) if !(*a == i64::MIN && *b == -1) => vm.i64_result(a % b)?,
+        _ => vm.int_result(x.to_big() % y.to_big())?,
+    };
+    vm.answer(1, v)
+}
+
+fn int_arg(vm: &Vm, v: Value) -> Result<Int, VmError> {
+    vm.int_of(v).ok_or_else(|| vm.expected_int(v))
+}
+
+fn bit_and(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let y = int_arg(vm, vm.arg(1, 1))?;
+    let x = receiver_int(vm, 1);
+    let v = match (&x, &y) {
+        (Int::Small(a), Int::Small(b)) => vm.i64_result(a & b)?,
+        _ => vm.int_result(x.to_big() & y.to_big())?,
+    };
+    vm.answer(1, v)
+}
+
+fn bit_xor(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let y = int_arg(vm, vm.arg(1, 1))?;
+    let x = receiver_int(vm, 1);
+    let v = match (&x, &y) {
+        (Int::Small(a), Int::Small(b)) => vm.i64_result(a ^ b)?,
+        _ => vm.int_result(x.to_big() ^ y.to_big())?,
+    };
+    vm.answer(1, v)
+}
+
+/// Largest shift accepted: results beyond this many bits are refused rather than exhausting memory.
+const MAX_SHIFT: i64 = 1 << 24;
+
+fn shift_amount(vm: &Vm, v: Value) -> Result<i64, VmError> {
+    let s = match vm.int_of(v) {
+        Some(Int::Small(s)) => s,
+        Some(Int::Big(b)) => {
+            if b.is_negative() {
+                return Err(vm.error("Negative shift."));
+            }
+            return Err(vm.error("Shift too big."));
+        }
+        None => return Err(vm.error(format!("Expected a numeric type but got type '{}'.", vm.type_name(v)))),
+    };
+    if s < 0 {
+        return Err(vm.error("Negative shift."));
+    }
+    if s > MAX_SHIFT {
+        return Err(vm.error("Shift too big."));
+    }
+    Ok(s)
+}
+
+fn shift_left(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let s = shift_amount(vm, vm.arg(1, 1))?;
+    let x = receiver_int(vm, 1);
+    let v = match x {
+        Int::Small(a) if s < 63 && (a << s) >> s == a => vm.i64_result(a << s)?,
+        _ => vm.int_result(x.to_big() << (s as usize))?,
+    };
+    vm.answer(1, v)
+}
+
+/// Logical shift right: a negative small integer is treated as its 64-bit pattern.
+fn shift_right(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let s = shift_amount(vm, vm.arg(1, 1))?;
+    let x = receiver_int(vm, 1);
+    let v = match x {
+        Int::Small(a) => {
+            let r = if s >= 64 { 0 } else { (a as u64) >> s };
+            vm.int_result(BigInt::from(r))?
+        }
+        Int::Big(b) => vm.int_result(b >> (s as usize))?,
+    };
+    vm.answer(1, v)
+}
+
+/// Exact for perfect squares (an Integer), otherwise a Double.
+fn sqrt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let x = receiver_int(vm, argc);
+    let b = x.to_big();
+    if b.is_negative() {
+        return Err(vm.error("Domain error."));
+    }
+    let r = b.sqrt();
+    let v = if &r * &r == b {
+        vm.int_result(r)?
+    } else {
+        let d = vm.int_to_double(&x)?;
+        vm.new_double(d.sqrt())?
+    };
+    vm.answer(argc, v)
+}
+
+fn at_random(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let x = receiver_int(vm, argc);
+    let Int::Small(n) = x else {
+        return Err(vm.error("atRandom needs a receiver that fits in 63 bits."));
+    };
+    if n <= 0 {
+        return Err(vm.error("atRandom needs a positive receiver."));
+    }
+    let r = vm.next_random() % (n as u64);
+    vm.answer(argc, Value::from_small_int(r as i64 + 1))
+}
+
+fn compare(vm: &mut Vm, want_equal: bool) -> Result<(), VmError> {
+    let (a, b) = (vm.arg(1, 0), vm.arg(1, 1));
+    if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
+        return vm.answer(1, Value::from_bool(if want_equal { x == y } else { x < y }));
+    }
+    let x = receiver_int(vm, 1);
+    let op = if want_equal {
+        match vm.numeric_operand(b) {
+            Ok(op) => op,
+            Err(_) => return vm.answer(1, Value::FALSE),
+        }
+    } else {
+        vm.numeric_operand(b)?
+    };
+    let r = match op {
+        Operand::Int(y) => {
+            let (x, y) = (x.to_big(), y.to_big());
+            if want_equal {
+                x == y
+            } else {
+                x < y
+            }
+        }
+        Operand::Double(y) => {
+            let x = match &x {
+                Int::Small(s) => *s as f64,
+                Int::Big(b) => b.to_f64().unwrap_or(f64::INFINITY),
+            };
+            if want_equal {
+                x == y
+            } else {
+                x < y
+            }
+        }
+    };
+    vm.answer(1, Value::from_bool(r))
+}
+
+fn equal(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    compare(vm, true)
+}
+
+fn less(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    compare(vm, false)
+}
+
+fn as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let s = match receiver_int(vm, argc) {
+        Int::Small(i) => i.to_string(),
+        Int::Big(b) => b.to_string(),
+    };
+    let v = vm.new_string(s.as_bytes())?;
+    vm.answer(argc, v)
+}
+
+fn as_double(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let x = receiver_int(vm, argc);
+    let d = vm.int_to_double(&x)?;
+    let v = vm.new_double(d)?;
+    vm.answer(argc, v)
+}
+
+fn low_64(x: &Int) -> u64 {
+    match x {
+        Int::Small(i) => *i as u64,
+        Int::Big(b) => {
+            let (sign, digits) = b.to_u64_digits();
+            let low = digits.first().copied().unwrap_or(0);
+            if sign == num_bigint::Sign::Minus {
+                low.wrapping_neg()
+            } else {
+                low
+            }
+        }
+    }
+}
+
+fn as_32_signed(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let x = receiver_int(vm, argc);
+    vm.answer(argc, Value::from_small_int(low_64(&x) as u32 as i32 as i64))
+}
+
+fn as_32_unsigned(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let x = receiver_int(vm, argc);
+    vm.answer(argc, Value::from_small_int(low_64(&x) as u32 as i64))
+}
+
+fn from_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let a = vm.arg(argc, 1);
+    let Some(text) = vm.text_of(a) else {
+        return Err(vm.expected_string(a));
+    };
+    let trimmed = text.trim();
+    match trimmed.parse::<BigInt>() {
+        Ok(b) => {
+            let v = vm.int_result(b)?;
+            vm.answer(argc, v)
+        }
+        Err(_) => Err(vm.error(format!("'{text}' cannot be converted to an Integer."))),
+    }
+}

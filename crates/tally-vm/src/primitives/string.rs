@@ -1,0 +1,148 @@
+//! String and Symbol primitives. Strings are immutable UTF-8; lengths and indices count
+//! characters, as in other SOM VMs (an all-ASCII string takes the byte-indexed fast path).
+
+use tally_heap::Value;
+
+use super::Table;
+use crate::objects::Kind;
+use crate::{Vm, VmError};
+
+pub static INSTANCE: Table = &[
+    ("concatenate:", concatenate),
+    ("asSymbol", as_symbol),
+    ("hashcode", hashcode),
+    ("length", length),
+    ("isWhiteSpace", is_white_space),
+    ("isLetters", is_letters),
+    ("isDigits", is_digits),
+    ("=", equal),
+    ("primSubstringFrom:to:", substring),
+];
+
+pub static SYMBOL: Table = &[("asString", symbol_as_string)];
+
+/// FNV-1a over the UTF-8 bytes: equal strings and symbols hash equal.
+pub(crate) fn string_hash(s: &[u8]) -> i64 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in s {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    (h & 0x3fff_ffff) as i64
+}
+
+impl Vm {
+    /// The bytes of a String or the name of a Symbol (copied: valid across allocation).
+    pub(crate) fn bytes_of(&self, v: Value) -> Option<Vec<u8>> {
+        if let Some(s) = v.as_symbol() {
+            return Some(self.rt.symbols.name(s).as_bytes().to_vec());
+        }
+        if v.is_ref() && Kind::from_u8(v.kind()) == Kind::String {
+            return Some(v.bytes()[..v.byte_len()].to_vec());
+        }
+        None
+    }
+
+    fn receiver_text(&self, argc: usize) -> Vec<u8> {
+        self.bytes_of(self.arg(argc, 0)).expect("String primitive on a string")
+    }
+}
+
+fn concatenate(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let a = vm.arg(1, 1);
+    let Some(rhs) = vm.bytes_of(a) else {
+        return Err(vm.expected_string(a));
+    };
+    let mut s = vm.receiver_text(1);
+    s.extend_from_slice(&rhs);
+    let v = vm.new_string(&s)?;
+    vm.answer(1, v)
+}
+
+fn as_symbol(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let s = vm.receiver_text(argc);
+    let sym = vm.rt.symbols.intern(&String::from_utf8_lossy(&s));
+    vm.answer(argc, Value::from_symbol(sym))
+}
+
+fn symbol_as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let s = vm.receiver_text(argc);
+    let v = vm.new_string(&s)?;
+    vm.answer(argc, v)
+}
+
+fn hashcode(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let s = vm.receiver_text(argc);
+    vm.answer(argc, Value::from_small_int(string_hash(&s)))
+}
+
+fn char_count(s: &[u8]) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        String::from_utf8_lossy(s).chars().count()
+    }
+}
+
+fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    let s = vm.receiver_text(argc);
+    vm.answer(argc, Value::from_small_int(char_count(&s) as i64))
+}
+
+fn all_chars(vm: &mut Vm, argc: usize, pred: fn(char) -> bool) -> Result<(), VmError> {
+    let s = vm.receiver_text(argc);
+    let text = String::from_utf8_lossy(&s);
+    let r = !text.is_empty() && text.chars().all(pred);
+    vm.answer(argc, Value::from_bool(r))
+}
+
+fn is_white_space(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    all_chars(vm, argc, char::is_whitespace)
+}
+fn is_letters(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    all_chars(vm, argc, char::is_alphabetic)
+}
+fn is_digits(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    all_chars(vm, argc, |c| c.is_ascii_digit())
+}
+
+/// Equal when the argument is a String or Symbol with the same characters.
+fn equal(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let (a, b) = (vm.arg(1, 0), vm.arg(1, 1));
+    if a == b {
+        return vm.answer(1, Value::TRUE);
+    }
+    if a.as_symbol().is_some() && b.as_symbol().is_some() {
+        return vm.answer(1, Value::FALSE);
+    }
+    let r = match vm.bytes_of(b) {
+        Some(rhs) => vm.receiver_text(1) == rhs,
+        None => false,
+    };
+    vm.answer(1, Value::from_bool(r))
+}
+
+/// Characters `start` to `end`, both 1-based and inclusive.
+fn substring(vm: &mut Vm, _: usize) -> Result<(), VmError> {
+    let (sv, ev) = (vm.arg(2, 1), vm.arg(2, 2));
+    let (Some(start), Some(end)) = (sv.as_int(), ev.as_int()) else {
+        return Err(vm.expected_int(if sv.is_int() { ev } else { sv }));
+    };
+    let s = vm.receiver_text(2);
+    let out: Vec<u8> = if s.is_ascii() {
+        let len = s.len() as i64;
+        if start < 1 || end > len || start > end + 1 {
+            return Err(vm.error(format!("substring {start} to {end} is out of bounds for a string of length {len}")));
+        }
+        s[(start - 1) as usize..end.max(start - 1) as usize].to_vec()
+    } else {
+        let text = String::from_utf8_lossy(&s);
+        let len = text.chars().count() as i64;
+        if start < 1 || end > len || start > end + 1 {
+            return Err(vm.error(format!("substring {start} to {end} is out of bounds for a string of length {len}")));
+        }
+        text.chars().skip((start - 1) as usize).take((end - start + 1).max(0) as usize).collect::<String>().into_bytes()
+    };
+    let v = vm.new_string(&out)?;
+    vm.answer(2, v)
+}

@@ -1,0 +1,291 @@
+//! The VM's state outside the heap: classes, code, symbols, globals, the value stack and frames.
+//!
+//! Every heap reference the VM holds lives in one of the tables here, and `visit_roots` reaches
+//! all of them: that is what lets the collector move objects. Rust locals holding a `Value`
+//! become stale at the next allocation; code re-reads them from these tables instead.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use tally_heap::{RootSet, Value};
+use tally_syntax::Source;
+
+use crate::bytecode::{CodeId, Op};
+use crate::compiler::{CodeKind, CompiledCode};
+use crate::objects::{CoreClasses, Kind};
+use crate::primitives::Primitive;
+
+pub type ClassId = u32;
+pub type Symbol = u32;
+
+/// Interned strings: selectors, class names, symbol literals.
+#[derive(Default)]
+pub struct Symbols {
+    names: Vec<Rc<str>>,
+    index: HashMap<Rc<str>, Symbol>,
+}
+
+impl Symbols {
+    pub fn intern(&mut self, name: &str) -> Symbol {
+        if let Some(&s) = self.index.get(name) {
+            return s;
+        }
+        let id = self.names.len() as Symbol;
+        let rc: Rc<str> = Rc::from(name);
+        self.names.push(rc.clone());
+        self.index.insert(rc, id);
+        id
+    }
+
+    pub fn lookup(&self, name: &str) -> Option<Symbol> {
+        self.index.get(name).copied()
+    }
+
+    pub fn name(&self, s: Symbol) -> &str {
+        &self.names[s as usize]
+    }
+
+    pub fn name_rc(&self, s: Symbol) -> Rc<str> {
+        self.names[s as usize].clone()
+    }
+}
+
+pub struct ClassInfo {
+    pub name: Symbol,
+    pub superclass: Option<ClassId>,
+    /// For a class, its metaclass; for a metaclass, its sole instance.
+    pub partner: ClassId,
+    pub is_meta: bool,
+    /// The heap object that stands for this class in SOM.
+    pub object: Value,
+    /// Names of all instance fields, inherited first.
+    pub fields: Vec<String>,
+    /// How many of `fields` this class declares itself (the rest are inherited).
+    pub own_fields: usize,
+    pub methods: HashMap<Symbol, CodeId>,
+    /// Selectors in definition order, for `Class>>methods`.
+    pub method_order: Vec<Symbol>,
+    /// The shape of instances made by `new`.
+    pub instance_kind: Kind,
+    /// The Array answered by `Class>>methods`, made on first use (nil until then).
+    pub methods_array: Value,
+}
+
+/// A method or block, ready to run.
+pub struct Code {
+    pub kind: CodeKind,
+    pub selector: Symbol,
+    pub holder: ClassId,
+    pub ops: Vec<Op>,
+    pub positions: Vec<(u32, u32)>,
+    pub num_args: u16,
+    pub num_locals: u16,
+    pub context_size: u16,
+    pub captured_args: Vec<(u16, u16)>,
+    pub primitive: Option<Primitive>,
+    pub source: u32,
+    pub source_line: u32,
+}
+
+impl Code {
+    pub fn from_compiled(c: CompiledCode) -> Code {
+        Code {
+            kind: c.kind,
+            selector: c.selector,
+            holder: c.holder,
+            ops: c.ops,
+            positions: c.positions,
+            num_args: c.num_args,
+            num_locals: c.num_locals,
+            context_size: c.context_size,
+            captured_args: c.captured_args,
+            primitive: None,
+            source: c.source,
+            source_line: c.source_line,
+        }
+    }
+}
+
+/// A send site: its selector, and a monomorphic inline cache (class → code).
+pub struct Site {
+    pub selector: Symbol,
+    pub argc: u8,
+    pub super_lookup: Option<ClassId>,
+    pub cached_class: ClassId,
+    pub cached_code: CodeId,
+}
+
+pub const NO_CLASS: ClassId = u32::MAX;
+
+/// One activation. Its receiver, arguments, stack locals and operand stack are the value
+/// stack from `bp` up.
+pub struct Frame {
+    pub code: Rc<Code>,
+    pub ip: usize,
+    pub bp: usize,
+    /// This activation's context (own, or for a block without one, its closure's), or nil.
+    pub ctx: Value,
+    /// The closure being run, or NONE for a method activation.
+    pub closure: Value,
+}
+
+pub struct Runtime {
+    pub stack: Vec<Value>,
+    pub frames: Vec<Frame>,
+    pub symbols: Symbols,
+    pub classes: Vec<ClassInfo>,
+    pub core: CoreClasses,
+    pub globals: Vec<Value>,
+    pub global_names: Vec<Symbol>,
+    pub global_slots: HashMap<Symbol, u32>,
+    pub literals: Vec<Value>,
+    pub codes: Vec<Rc<Code>>,
+    pub sites: Vec<Site>,
+    pub sources: Vec<Rc<Source>>,
+    /// Values a primitive must keep across an allocation.
+    pub handles: Vec<Value>,
+    /// (class, selector) → method; cleared when methods change.
+    pub lookup_cache: HashMap<(ClassId, Symbol), Option<CodeId>>,
+    /// Block classes by number of parameters (Block1 takes none).
+    pub block_classes: Vec<ClassId>,
+}
+
+impl RootSet for Runtime {
+    fn visit_roots(&mut self, visit: &mut dyn FnMut(&mut Value)) {
+        for v in self.stack.iter_mut() {
+            visit(v);
+        }
+        for f in self.frames.iter_mut() {
+            visit(&mut f.ctx);
+            visit(&mut f.closure);
+        }
+        for v in self.globals.iter_mut() {
+            visit(v);
+        }
+        for v in self.literals.iter_mut() {
+            visit(v);
+        }
+        for c in self.classes.iter_mut() {
+            visit(&mut c.object);
+            visit(&mut c.methods_array);
+        }
+        for v in self.handles.iter_mut() {
+            visit(v);
+        }
+    }
+}
+
+impl Runtime {
+    pub fn new() -> Runtime {
+        Runtime {
+            stack: Vec::with_capacity(1 << 16),
+            frames: Vec::with_capacity(1 << 12),
+            symbols: Symbols::default(),
+            classes: Vec::new(),
+            core: CoreClasses::from_ids(&[0; 19]),
+            globals: Vec::new(),
+            global_names: Vec::new(),
+            global_slots: HashMap::new(),
+            literals: Vec::new(),
+            codes: Vec::new(),
+            sites: Vec::new(),
+            sources: Vec::new(),
+            handles: Vec::new(),
+            lookup_cache: HashMap::new(),
+            block_classes: Vec::new(),
+        }
+    }
+
+    pub fn global_slot(&mut self, name: Symbol) -> u32 {
+        if let Some(&s) = self.global_slots.get(&name) {
+            return s;
+        }
+        let s = self.globals.len() as u32;
+        self.globals.push(Value::NONE);
+        self.global_names.push(name);
+        self.global_slots.insert(name, s);
+        s
+    }
+
+    pub fn global(&self, name: Symbol) -> Option<Value> {
+        let v = self.globals[*self.global_slots.get(&name)? as usize];
+        (v != Value::NONE).then_some(v)
+    }
+
+    pub fn set_global(&mut self, name: Symbol, value: Value) {
+        let s = self.global_slot(name);
+        self.globals[s as usize] = value;
+    }
+
+    /// The class of any value, immediates included.
+    #[inline]
+    pub fn class_of(&self, v: Value) -> ClassId {
+        if v.is_int() {
+            self.core.integer
+        } else if v.is_ref() {
+            v.class_id()
+        } else if v.as_symbol().is_some() {
+            self.core.symbol
+        } else if v == Value::NIL {
+            self.core.nil
+        } else if v == Value::TRUE {
+            self.core.true_
+        } else {
+            self.core.false_
+        }
+    }
+
+    /// Method lookup along the superclass chain, memoized.
+    pub fn lookup(&mut self, class: ClassId, selector: Symbol) -> Option<CodeId> {
+        if let Some(&r) = self.lookup_cache.get(&(class, selector)) {
+            return r;
+        }
+        let mut c = Some(class);
+        let mut found = None;
+        while let Some(id) = c {
+            let info = &self.classes[id as usize];
+            if let Some(&m) = info.methods.get(&selector) {
+                found = Some(m);
+                break;
+            }
+            c = info.superclass;
+        }
+        self.lookup_cache.insert((class, selector), found);
+        found
+    }
+
+    pub fn class_name(&self, class: ClassId) -> String {
+        let info = &self.classes[class as usize];
+        if info.is_meta {
+            format!("{} class", self.symbols.name(self.classes[info.partner as usize].name))
+        } else {
+            self.symbols.name(info.name).to_string()
+        }
+    }
+
+    /// `Holder>>selector`, as stack traces and method printing show it.
+    pub fn code_name(&self, code: &Code) -> String {
+        let base = format!("{}>>{}", self.class_name(code.holder), self.symbols.name(code.selector));
+        match code.kind {
+            CodeKind::Method => base,
+            CodeKind::Block => format!("[] in {base}"),
+        }
+    }
+
+    pub fn is_kind_of(&self, class: ClassId, ancestor: ClassId) -> bool {
+        let mut c = Some(class);
+        while let Some(id) = c {
+            if id == ancestor {
+                return true;
+            }
+            c = self.classes[id as usize].superclass;
+        }
+        false
+    }
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Runtime::new()
+    }
+}
