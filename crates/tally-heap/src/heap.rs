@@ -7,16 +7,15 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use mmtk::util::alloc::{AllocatorSelector, BumpAllocator};
 use mmtk::util::options::{GCTriggerSelector, PlanSelector};
 use mmtk::util::os::{OSMemory, OS};
-use mmtk::util::ObjectReference;
+use mmtk::util::{Address, ObjectReference};
 use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, Mutator, MMTK};
 
 use crate::binding::{fatal, mutator_tls, Tally, MMTK_INSTANCE, MUTATOR, RENDEZVOUS};
 use crate::object::{header_word0, header_word1, object_size, HASH_BITS, HEADER_BYTES};
-use crate::{
-    GcEvent, GcKind, HeapInitError, HeapOptions, HeapStats, OutOfMemory, RootSet, Value,
-};
+use crate::{GcEvent, GcKind, HeapInitError, HeapOptions, HeapStats, OutOfMemory, RootSet, Value};
 
 /// Smallest `max_heap_bytes` accepted. Below this MMTk's page-granular accounting (a semi-space
 /// plan reserves half the heap for copying, and allocation buffers are taken 32 KiB at a time)
@@ -33,9 +32,10 @@ pub const DEFAULT_MAX_HEAP_BYTES_CAP: usize = 8 << 30;
 /// Used when the machine's memory size cannot be read.
 const FALLBACK_MAX_HEAP_BYTES: usize = 4 << 30;
 
-/// At most this many GC worker threads: Tally's mutator is single-threaded and stopped during a
-/// collection, and a semi-space copy of a SOM-sized heap does not scale beyond a few threads.
-const MAX_GC_THREADS: usize = 2;
+/// GC worker threads unless `TALLY_GC_THREADS` says otherwise. One: SOM heaps are small and
+/// often list-shaped, so a second worker mostly adds hand-offs (measured slower on 2 cores), and
+/// the mutator is stopped during a collection anyway.
+const DEFAULT_GC_THREADS: usize = 1;
 
 /// Set by the first `Heap::new`; never reset, because MMTk cannot be initialised twice.
 static CREATED: AtomicBool = AtomicBool::new(false);
@@ -52,6 +52,8 @@ pub struct Heap {
     /// Objects larger than this go to the large object space: the copying plan cannot place
     /// them in its bump-allocated blocks, and moving them would be wasted work anyway.
     los_threshold: usize,
+    /// Byte offset of the default space's bump allocator inside `Mutator` (see `bump_allocate`).
+    bump_offset: usize,
     max_heap_bytes: usize,
     core: HeapCore,
 }
@@ -104,32 +106,39 @@ impl Heap {
                 (GCTriggerSelector::DynamicHeapSize(min, max), max)
             }
         };
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_GC_THREADS);
+        let threads = gc_threads();
         // Environment variables (MMTK_*) are ignored on purpose: the binding depends on the plan
         // being SemiSpace, and the heap size comes from the VM's own flags.
         let mut builder = MMTKBuilder::new_no_env_vars();
         let valid = builder.options.plan.set(PlanSelector::SemiSpace)
             && builder.options.threads.set(threads)
             && builder.options.gc_trigger.set(trigger);
-        assert!(valid, "MMTk rejected options that are valid by construction");
+        assert!(
+            valid,
+            "MMTk rejected options that are valid by construction"
+        );
 
         let mmtk: &'static MMTK<Tally> = Box::leak(memory_manager::mmtk_init::<Tally>(&builder));
         if MMTK_INSTANCE.set(mmtk).is_err() {
             unreachable!("CREATED guards MMTK_INSTANCE");
         }
         memory_manager::initialize_collection(mmtk, mutator_tls().0);
-        let mutator = NonNull::from(Box::leak(memory_manager::bind_mutator(
-            mmtk,
-            mutator_tls(),
-        )));
+        let mutator = NonNull::from(Box::leak(memory_manager::bind_mutator(mmtk, mutator_tls())));
         MUTATOR.store(mutator.as_ptr(), Ordering::Release);
+        let selector = memory_manager::get_allocator_mapping(mmtk, AllocationSemantics::Default);
+        assert!(
+            matches!(selector, AllocatorSelector::BumpPointer(_)),
+            "the fast path assumes SemiSpace allocates with a bump pointer, got {selector:?}"
+        );
 
         Ok(Heap {
             mmtk,
             mutator,
-            los_threshold: mmtk.get_plan().constraints().max_non_los_default_alloc_bytes,
+            los_threshold: mmtk
+                .get_plan()
+                .constraints()
+                .max_non_los_default_alloc_bytes,
+            bump_offset: Mutator::<Tally>::get_allocator_base_offset(selector),
             max_heap_bytes,
             core: HeapCore {
                 mmtk,
@@ -182,30 +191,14 @@ impl Heap {
                 .saturating_add(HEADER_BYTES);
             return Err(self.out_of_memory(requested));
         };
-        let semantics = if size > self.los_threshold {
-            AllocationSemantics::Los
-        } else {
-            AllocationSemantics::Default
-        };
-
-        let mutator = self.mutator;
-        let addr = with_pause_context(
-            &mut self.core,
-            roots,
-            &mut locals,
-            GcKind::Allocation,
-            || {
-                // SAFETY: the mutator box is alive while `self` is; MMTk's workers touch it only
-                // while this thread is parked inside this very call (see `binding`).
-                memory_manager::alloc(unsafe { &mut *mutator.as_ptr() }, size, 8, 0, semantics)
+        let addr = match self.bump_allocate(size) {
+            Some(addr) => addr,
+            None => match self.alloc_slow(roots, &mut locals, size) {
+                Some(addr) => addr,
+                // MMTk returns null only after `Collection::out_of_memory` said the heap is full.
+                None => return Err(self.out_of_memory(size)),
             },
-        );
-        let Some(object) = ObjectReference::from_raw_address(addr) else {
-            // MMTk returns null only after `Collection::out_of_memory` said the heap is full.
-            return Err(self.out_of_memory(size));
         };
-        // SAFETY: as above; no collection can start here.
-        memory_manager::post_alloc(unsafe { &mut *mutator.as_ptr() }, object, size, semantics);
 
         let fill = locals[0];
         let hash = self.core.next_hash();
@@ -220,13 +213,71 @@ impl Heap {
             for i in 0..slots {
                 slot_base.add(i).write(fill);
             }
-            let byte_base = slot_base.add(slots).cast::<u8>();
-            ptr::write_bytes(byte_base, 0, size - HEADER_BYTES - slots * 8);
+            let byte_len = size - HEADER_BYTES - slots * 8;
+            if byte_len > 0 {
+                ptr::write_bytes(slot_base.add(slots).cast::<u8>(), 0, byte_len);
+            }
         }
 
         self.core.allocated_bytes += size as u64;
         self.core.allocated_objects += 1;
         Ok(Value(addr.as_usize() as u64))
+    }
+
+    /// The allocation fast path: MMTk's own bump pointer for the default space, used in place
+    /// (MMTk's porting guide describes this) instead of through `memory_manager::alloc`, which
+    /// resolves the allocator dynamically on every call.
+    #[inline]
+    fn bump_allocate(&mut self, size: usize) -> Option<Address> {
+        if size > self.los_threshold {
+            return None;
+        }
+        // SAFETY: `bump_offset` is MMTk's offset of the default space's `BumpAllocator` inside
+        // `Mutator` (checked to be a bump allocator in `new`); the mutator is alive while `self`
+        // is, and only this thread touches it outside a pause.
+        let bump = unsafe {
+            &mut *self
+                .mutator
+                .as_ptr()
+                .cast::<u8>()
+                .add(self.bump_offset)
+                .cast::<BumpAllocator<Tally>>()
+        };
+        // Sizes are multiples of 8 and buffers start 8-aligned, so no alignment step is needed.
+        let start = bump.bump_pointer.cursor;
+        let end = start + size;
+        if end > bump.bump_pointer.limit {
+            return None;
+        }
+        bump.bump_pointer.cursor = end;
+        // Skipping `post_alloc` is fine here: for the copy space it only sets valid-object bits,
+        // an MMTk feature this crate does not enable.
+        Some(start)
+    }
+
+    /// Everything the fast path cannot do: a new buffer, a large object, or a collection.
+    #[cold]
+    fn alloc_slow(
+        &mut self,
+        roots: &mut dyn RootSet,
+        locals: &mut [Value],
+        size: usize,
+    ) -> Option<Address> {
+        let semantics = if size > self.los_threshold {
+            AllocationSemantics::Los
+        } else {
+            AllocationSemantics::Default
+        };
+        let mutator = self.mutator;
+        let addr = with_pause_context(&mut self.core, roots, locals, GcKind::Allocation, || {
+            // SAFETY: the mutator box is alive while `self` is; MMTk's workers touch it only
+            // while this thread is parked inside this very call (see `binding`).
+            memory_manager::alloc(unsafe { &mut *mutator.as_ptr() }, size, 8, 0, semantics)
+        });
+        let object = ObjectReference::from_raw_address(addr)?;
+        // SAFETY: as above; no collection can start here.
+        memory_manager::post_alloc(unsafe { &mut *mutator.as_ptr() }, object, size, semantics);
+        Some(addr)
     }
 
     /// A full collection now (SOM's `System>>fullGC`).
@@ -295,6 +346,17 @@ impl Drop for Heap {
         // MMTk itself stays: it is leaked and process-global, and its parked worker threads end
         // with the process.
     }
+}
+
+/// `TALLY_GC_THREADS` (a positive number, capped at the machine's parallelism) overrides the
+/// default, for experiments.
+fn gc_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::env::var("TALLY_GC_THREADS")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .map_or(DEFAULT_GC_THREADS, |n| n.min(cores))
 }
 
 fn default_max_heap_bytes() -> usize {
@@ -366,8 +428,8 @@ fn with_pause_context<R>(
         roots,
         locals,
     };
-    let previous = ACTIVE_PAUSE_CONTEXT
-        .with(|c| c.replace((&mut ctx as *mut PauseContext<'_>).cast::<()>()));
+    let previous =
+        ACTIVE_PAUSE_CONTEXT.with(|c| c.replace((&mut ctx as *mut PauseContext<'_>).cast::<()>()));
     debug_assert!(previous.is_null(), "nested heap calls");
     let unpublish = Unpublish;
     let result = f();

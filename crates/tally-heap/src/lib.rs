@@ -6,6 +6,12 @@
 //! [`Heap::collect`]; each takes the VM's [`RootSet`] so the collector can find and update every
 //! reference the VM holds. Any reference *not* reachable from those roots is stale after the
 //! call, because objects move.
+//!
+//! MMTk's state is process-global, so a process gets one `Heap`, ever: tests that need a heap
+//! either share one or run in their own process (each file under `tests/` is its own process).
+//!
+//! Collections run on MMTk worker threads while the mutator waits; there is one worker unless
+//! the environment variable `TALLY_GC_THREADS` asks for more (see `heap::gc_threads`).
 
 mod binding;
 mod heap;

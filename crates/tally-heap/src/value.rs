@@ -142,7 +142,13 @@ mod tests {
 
     #[test]
     fn immediates_are_not_references() {
-        for v in [Value::NIL, Value::TRUE, Value::FALSE, Value::from_symbol(7), Value::NONE] {
+        for v in [
+            Value::NIL,
+            Value::TRUE,
+            Value::FALSE,
+            Value::from_symbol(7),
+            Value::NONE,
+        ] {
             assert!(!v.is_ref(), "{v:?}");
             assert!(!v.is_int(), "{v:?}");
         }

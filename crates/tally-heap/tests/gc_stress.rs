@@ -23,7 +23,8 @@ fn every_allocation_collects_and_nothing_is_lost() {
 
     // The same object reachable from two roots and from the heap stays one object.
     roots.0.push(roots.0[0]);
-    heap.alloc(&mut roots, 1, 1, 0, Value::NIL, 0).expect("alloc");
+    heap.alloc(&mut roots, 1, 1, 0, Value::NIL, 0)
+        .expect("alloc");
     assert_eq!(roots.0[0], roots.0[2]);
     let a2 = walk_list(roots.0[0], N);
     let b2 = walk_list(roots.0[1], N / 2);

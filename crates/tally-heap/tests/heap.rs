@@ -19,6 +19,7 @@ use tally_heap::{GcEvent, GcKind, Heap, HeapInitError, HeapOptions, Value};
 fn heap_end_to_end() {
     let mut heap = init_refuses_bad_options_then_one_heap();
     objects_move_and_survive_many_collections(&mut heap);
+    graphs_with_sharing_and_cycles_survive(&mut heap);
     allocation_triggers_collections(&mut heap);
     byte_payloads_survive(&mut heap);
     fill_value_is_kept_alive_and_updated(&mut heap);
@@ -102,6 +103,22 @@ fn objects_move_and_survive_many_collections(heap: &mut Heap) {
     assert_eq!(heap.stats().collections, collections_before + 20);
 }
 
+fn graphs_with_sharing_and_cycles_survive(heap: &mut Heap) {
+    let mut roots = Roots(vec![Value::NIL]);
+    let graph = build_graph(heap, &mut roots, 0, 20_000, 3, 42);
+    let mut before = check_graph(&roots, &graph);
+    for round in 0..5 {
+        make_garbage(heap, &mut roots, 5000, 2);
+        heap.collect(&mut roots);
+        let now = check_graph(&roots, &graph);
+        assert!(
+            now.iter().zip(&before).all(|(a, b)| a != b),
+            "round {round}: a node did not move"
+        );
+        before = now;
+    }
+}
+
 fn allocation_triggers_collections(heap: &mut Heap) {
     const N: usize = 1000;
     let mut roots = Roots(vec![Value::NIL]);
@@ -152,7 +169,11 @@ fn byte_payloads_survive(heap: &mut Heap) {
             let obj = roots.0[i];
             assert_eq!((obj.class_id(), obj.kind()), (20, 2));
             assert_eq!((obj.slot_count(), obj.byte_len()), (0, len));
-            assert_eq!(obj.bytes(), pattern(len, i as u8).as_slice(), "length {len}");
+            assert_eq!(
+                obj.bytes(),
+                pattern(len, i as u8).as_slice(),
+                "length {len}"
+            );
         }
         let mixed = roots.0[last];
         assert_eq!((mixed.slot_count(), mixed.byte_len()), (3, 13));
@@ -249,7 +270,11 @@ fn large_objects(heap: &mut Heap) {
     assert_eq!((big.class_id(), big.slot_count()), (40, SLOTS));
     let small = big.slot(SLOTS - 1);
     assert_ne!(small.bits(), 0);
-    assert_eq!(big.slot(1234), small, "references from a large object are updated");
+    assert_eq!(
+        big.slot(1234),
+        small,
+        "references from a large object are updated"
+    );
     assert_eq!(small.slot(0).as_int(), Some(77));
     assert_eq!(small.class_id(), 42);
     assert_eq!(big.slot(0).as_int(), Some(9));
@@ -357,7 +382,8 @@ fn impossible_sizes_are_out_of_memory(heap: &mut Heap) {
     assert_eq!(err.requested_bytes, 16 + slots * 8);
     assert!(err.to_string().starts_with("out of memory"), "{err}");
     // Still usable afterwards.
-    heap.alloc(&mut roots, 1, 1, 1, Value::NIL, 0).expect("alloc");
+    heap.alloc(&mut roots, 1, 1, 1, Value::NIL, 0)
+        .expect("alloc");
 }
 
 fn allocation_rate(heap: &mut Heap) {

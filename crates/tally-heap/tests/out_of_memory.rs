@@ -62,7 +62,10 @@ fn exhausting_a_small_heap_is_an_error_not_a_crash() {
             Ok(s) => big.0.push(s),
             Err(e) => break e,
         }
-        assert!(big.0.len() < 100, "100 MB of large objects in a {LIMIT}-byte heap");
+        assert!(
+            big.0.len() < 100,
+            "100 MB of large objects in a {LIMIT}-byte heap"
+        );
     };
     assert!(big.0.len() >= 4, "only {} large objects fit", big.0.len());
     assert!(err.requested_bytes > 1 << 20);

@@ -122,3 +122,72 @@ pub(crate) fn decompose<G: AsRef<[f64]>>(groups: &[G]) -> Result<(Anova, Vec<Gro
         stats,
     ))
 }
+
+/// Reference values from SciPy 1.17.1 (`scipy.stats.f_oneway`: `statistic`
+/// and `pvalue`), computed independently of this crate; only the numbers
+/// are kept here.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
+        assert!(
+            (got - want).abs() <= rel * want.abs(),
+            "{what}: got {got}, want {want}"
+        );
+    }
+
+    #[test]
+    fn four_unequal_groups_match_scipy() {
+        let groups: [&[f64]; 4] = [
+            &[24.5, 23.9, 25.1, 24.8, 24.2],
+            &[25.3, 26.1, 25.8, 26.4, 25.0, 25.9, 26.2],
+            &[24.0, 24.7, 23.6, 24.4],
+            &[26.8, 27.5, 26.1, 27.9, 27.2, 26.6],
+        ];
+        let a = one_way_anova(&groups).unwrap();
+        assert_eq!((a.df_between, a.df_within), (3, 18));
+        assert_close(a.f, 30.516620328684354, 1e-12, "F");
+        assert_close(a.p_value, 2.8392871302403834e-07, 1e-8, "p");
+    }
+
+    #[test]
+    fn three_groups_not_significant_match_scipy() {
+        let groups = vec![
+            vec![3.1, 2.9, 3.4, 3.0],
+            vec![3.3, 3.6, 3.2, 3.5, 3.8],
+            vec![3.0, 3.7, 3.2],
+        ];
+        let a = one_way_anova(&groups).unwrap();
+        assert_eq!((a.df_between, a.df_within), (2, 9));
+        assert_close(a.f, 2.301353503184714, 1e-12, "F");
+        assert_close(a.p_value, 0.155875279663274, 1e-9, "p");
+    }
+
+    #[test]
+    fn degenerate_input() {
+        let one: [&[f64]; 1] = [&[1.0, 2.0]];
+        assert_eq!(
+            one_way_anova(&one),
+            Err(StatsError::TooFewGroups { needed: 2, got: 1 })
+        );
+        let empty: [&[f64]; 3] = [&[1.0, 2.0], &[], &[3.0]];
+        assert_eq!(
+            one_way_anova(&empty),
+            Err(StatsError::EmptyGroup { index: 1 })
+        );
+        let singletons: [&[f64]; 2] = [&[1.0], &[2.0]];
+        assert_eq!(
+            one_way_anova(&singletons),
+            Err(StatsError::TooFewObservations { needed: 3, got: 2 })
+        );
+        let constant: [&[f64]; 2] = [&[1.0, 1.0], &[2.0, 2.0]];
+        assert_eq!(one_way_anova(&constant), Err(StatsError::ZeroVariance));
+        let nan: [&[f64]; 2] = [&[1.0, f64::NAN], &[2.0, 3.0]];
+        assert_eq!(one_way_anova(&nan), Err(StatsError::NonFinite));
+        // A singleton group is fine as long as others supply within-group
+        // degrees of freedom.
+        let mixed: [&[f64]; 2] = [&[1.0], &[2.0, 3.0]];
+        assert_eq!(one_way_anova(&mixed).unwrap().df_within, 1);
+    }
+}

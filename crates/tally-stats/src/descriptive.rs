@@ -170,3 +170,95 @@ pub(crate) fn logarithms(xs: &[f64]) -> Result<Vec<f64>> {
         })
         .collect()
 }
+
+/// Reference values from NumPy 2.4.6 / SciPy 1.17.1 (`numpy.mean`,
+/// `numpy.median`, `numpy.std(ddof=1)`, `numpy.var(ddof=1)`,
+/// `scipy.stats.variation(ddof=1)`, `scipy.stats.gmean`,
+/// `scipy.stats.t.interval` with `scipy.stats.sem`), computed independently
+/// of this crate; only the numbers are kept here.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: [f64; 8] = [12.1, 11.8, 12.6, 12.3, 11.9, 12.8, 12.2, 12.0];
+
+    fn assert_close(got: f64, want: f64, rel: f64) {
+        assert!(
+            (got - want).abs() <= rel * want.abs(),
+            "got {got}, want {want}"
+        );
+    }
+
+    #[test]
+    fn match_numpy_and_scipy() {
+        assert_close(mean(&A).unwrap(), 12.2125, 1e-14);
+        assert_close(median(&A).unwrap(), 12.149999999999999, 1e-14);
+        assert_close(
+            median(&[13.0, 12.4, 13.9, 12.7, 14.1, 13.3]).unwrap(),
+            13.15,
+            1e-14,
+        );
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Ok(2.0));
+        assert_close(std_dev(&A).unwrap(), 0.3440826312717007, 1e-13);
+        assert_close(variance(&A).unwrap(), 0.11839285714285715, 1e-13);
+        assert_close(
+            coefficient_of_variation(&A).unwrap(),
+            0.02817462692091715,
+            1e-13,
+        );
+        assert_close(geometric_mean(&A).unwrap(), 12.208298239961021, 1e-14);
+    }
+
+    #[test]
+    fn summary_matches_scipy() {
+        let s = Summary::new(&A).unwrap();
+        assert_eq!(s.n, 8);
+        assert_eq!((s.min, s.max), (11.8, 12.8));
+        assert_close(s.mean, 12.2125, 1e-14);
+        assert_close(s.median, 12.149999999999999, 1e-14);
+        assert_close(s.std_dev, 0.3440826312717007, 1e-13);
+        assert_close(s.ci.lower, 11.924839721487457, 1e-12);
+        assert_close(s.ci.upper, 12.500160278512544, 1e-12);
+        assert_eq!(s.ci.level, 0.95);
+        let s99 = Summary::with_level(&A, 0.99).unwrap();
+        assert_close(s99.ci.lower, 11.786782324437906, 1e-12);
+        assert_close(s99.ci.upper, 12.638217675562094, 1e-12);
+        assert_close(
+            s.coefficient_of_variation().unwrap(),
+            0.02817462692091715,
+            1e-13,
+        );
+    }
+
+    #[test]
+    fn degenerate_input_is_an_error_not_a_panic() {
+        let too_few = |needed, got| StatsError::TooFewObservations { needed, got };
+        assert_eq!(mean(&[]), Err(too_few(1, 0)));
+        assert_eq!(median(&[]), Err(too_few(1, 0)));
+        assert_eq!(std_dev(&[1.0]), Err(too_few(2, 1)));
+        assert_eq!(Summary::new(&[1.0]), Err(too_few(2, 1)));
+        assert_eq!(mean(&[1.0, f64::NAN]), Err(StatsError::NonFinite));
+        assert_eq!(median(&[1.0, f64::INFINITY]), Err(StatsError::NonFinite));
+        assert_eq!(
+            coefficient_of_variation(&[-1.0, 1.0]),
+            Err(StatsError::ZeroMean)
+        );
+        assert_eq!(geometric_mean(&[1.0, 0.0]), Err(StatsError::NonPositive));
+        assert_eq!(geometric_mean(&[1.0, -2.0]), Err(StatsError::NonPositive));
+        assert!(Summary::with_level(&A, 1.0).is_err());
+        // Zero variance is a legitimate answer, with a zero-width interval.
+        let flat = Summary::new(&[5.0; 4]).unwrap();
+        assert_eq!(
+            (flat.std_dev, flat.ci.lower, flat.ci.upper),
+            (0.0, 5.0, 5.0)
+        );
+        assert_eq!(coefficient_of_variation(&[5.0; 4]), Ok(0.0));
+    }
+
+    #[test]
+    fn variance_survives_large_offsets() {
+        // One-pass formulas return garbage (even negative values) here.
+        let xs = [1e9 + 4.0, 1e9 + 7.0, 1e9 + 13.0, 1e9 + 16.0];
+        assert_close(variance(&xs).unwrap(), 30.0, 1e-9);
+    }
+}

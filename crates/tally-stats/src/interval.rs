@@ -77,9 +77,10 @@ pub fn mean_ci(xs: &[f64], level: f64) -> Result<ConfidenceInterval> {
 /// the delta method because it does not linearise the ratio: with a few
 /// noisy invocations the true sampling distribution of a ratio is skewed,
 /// and Fieller's interval is correspondingly asymmetric and keeps its
-/// coverage, whereas the delta method's symmetric interval
-/// `ρ̂ ± t·sqrt(v_x + ρ̂² v_y)/|ȳ|` (which Fieller's approaches as the
-/// denominator's relative error shrinks) under-covers. Fieller also says
+/// nominal coverage under normality, whereas the delta method's symmetric
+/// interval `ρ̂ ± t·sqrt(v_x + ρ̂² v_y)/|ȳ|` (which Fieller's approaches as
+/// the denominator's relative error shrinks) tends to under-cover exactly
+/// when the denominator is noisy. Fieller also says
 /// honestly when no finite interval exists. The degrees of freedom are the
 /// Welch–Satterthwaite value for `x̄ − ρ̂ȳ`, since the two samples may have
 /// different sizes and variances.
@@ -161,4 +162,120 @@ pub fn geometric_mean_ratio_ci(ratios: &[f64], level: f64) -> Result<ConfidenceI
 /// The quantile that leaves `(1 − level)/2` in each tail.
 pub(crate) fn two_sided(level: f64) -> f64 {
     0.5 + 0.5 * level
+}
+
+/// Reference values from SciPy 1.17.1, computed independently of this crate
+/// (only the numbers are kept here): `scipy.stats.t.interval` with
+/// `scipy.stats.sem` for the mean; the same on `numpy.log` of the ratios,
+/// exponentiated, with `scipy.stats.gmean` for the geometric mean; and for
+/// Fieller's interval the roots (`numpy.roots`) of
+/// `(ȳ² − t²v_y)ρ² − 2x̄ȳρ + (x̄² − t²v_x) = 0` with `t` from
+/// `scipy.stats.t.ppf` at the Welch–Satterthwaite degrees of freedom.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_close(got: f64, want: f64, rel: f64) {
+        assert!(
+            (got - want).abs() <= rel * want.abs(),
+            "got {got}, want {want}"
+        );
+    }
+
+    const NUMERATOR: [f64; 6] = [10.2, 10.8, 9.9, 10.5, 11.1, 10.4];
+    const DENOMINATOR: [f64; 5] = [8.1, 7.6, 8.4, 7.9, 8.8];
+
+    #[test]
+    fn mean_interval_matches_scipy() {
+        let a = [12.1, 11.8, 12.6, 12.3, 11.9, 12.8, 12.2, 12.0];
+        let ci = mean_ci(&a, 0.95).unwrap();
+        assert_close(ci.estimate, 12.2125, 1e-14);
+        assert_close(ci.lower, 11.924839721487457, 1e-12);
+        assert_close(ci.upper, 12.500160278512544, 1e-12);
+        assert!(ci.contains(12.0) && ci.excludes(12.6));
+    }
+
+    #[test]
+    fn fieller_interval_matches_reference() {
+        let ci = ratio_ci(&NUMERATOR, &DENOMINATOR, 0.95).unwrap();
+        assert_close(ci.estimate, 1.284722222222222, 1e-14);
+        assert_close(ci.lower, 1.1974529169124017, 1e-10);
+        assert_close(ci.upper, 1.3811485223611175, 1e-10);
+        // Asymmetric, as a ratio's interval should be.
+        assert!(ci.upper - ci.estimate > ci.estimate - ci.lower);
+        let ci = ratio_ci(&NUMERATOR, &DENOMINATOR, 0.99).unwrap();
+        assert_close(ci.lower, 1.1586658013379927, 1e-10);
+        assert_close(ci.upper, 1.4308187916865673, 1e-10);
+    }
+
+    #[test]
+    fn fieller_endpoints_solve_the_defining_equation() {
+        // At each endpoint ρ, (x̄ − ρȳ)² = t²(v_x + ρ²v_y): a check that does
+        // not rely on any reference implementation.
+        use crate::descriptive::{mean, variance};
+        let (mx, my) = (mean(&NUMERATOR).unwrap(), mean(&DENOMINATOR).unwrap());
+        let vx = variance(&NUMERATOR).unwrap() / 6.0;
+        let vy = variance(&DENOMINATOR).unwrap() / 5.0;
+        let ci = ratio_ci(&NUMERATOR, &DENOMINATOR, 0.95).unwrap();
+        // Welch–Satterthwaite degrees of freedom from the reference script.
+        let df = 7.129122539717778;
+        let t = t_quantile(0.975, df).unwrap();
+        for rho in [ci.lower, ci.upper] {
+            let lhs = (mx - rho * my).powi(2);
+            let rhs = t * t * (vx + rho * rho * vy);
+            assert!((lhs - rhs).abs() < 1e-6 * rhs, "{lhs} vs {rhs}");
+        }
+    }
+
+    #[test]
+    fn fieller_degenerates_sensibly() {
+        // A constant denominator leaves only the numerator's uncertainty: the
+        // interval is the numerator's mean interval divided by the constant.
+        let ci = ratio_ci(&NUMERATOR, &[4.0, 4.0, 4.0], 0.95).unwrap();
+        let numerator = mean_ci(&NUMERATOR, 0.95).unwrap();
+        assert_close(ci.lower, numerator.lower / 4.0, 1e-12);
+        assert_close(ci.upper, numerator.upper / 4.0, 1e-12);
+        // Both constant: a point.
+        let ci = ratio_ci(&[3.0, 3.0], &[2.0, 2.0], 0.95).unwrap();
+        assert_eq!((ci.lower, ci.estimate, ci.upper), (1.5, 1.5, 1.5));
+        // A denominator straddling zero has no finite interval.
+        assert_eq!(
+            ratio_ci(&NUMERATOR, &[-1.0, 1.5, -0.5, 0.3], 0.95),
+            Err(StatsError::Unbounded)
+        );
+        assert_eq!(
+            ratio_ci(&NUMERATOR, &[-1.0, 1.0], 0.95),
+            Err(StatsError::ZeroMean)
+        );
+        assert!(ratio_ci(&NUMERATOR, &[1.0], 0.95).is_err());
+        assert!(ratio_ci(&NUMERATOR, &[1.0, f64::NAN], 0.95).is_err());
+    }
+
+    #[test]
+    fn geometric_mean_of_ratios_matches_scipy() {
+        let ratios = [1.12, 0.95, 1.30, 1.05, 1.21, 0.99, 1.17];
+        let ci = geometric_mean_ratio_ci(&ratios, 0.95).unwrap();
+        assert_close(ci.estimate, 1.1068715979832437, 1e-14);
+        assert_close(ci.lower, 0.9977211416834816, 1e-12);
+        assert_close(ci.upper, 1.227963088318171, 1e-12);
+        // Not significant: the interval contains "no change".
+        assert!(ci.contains(1.0));
+        // Inverting every ratio inverts the interval.
+        let inverted: Vec<f64> = ratios.iter().map(|r| 1.0 / r).collect();
+        let inv = geometric_mean_ratio_ci(&inverted, 0.95).unwrap();
+        assert_close(inv.lower, 1.0 / ci.upper, 1e-12);
+        assert_close(inv.upper, 1.0 / ci.lower, 1e-12);
+        assert_eq!(
+            geometric_mean_ratio_ci(&[1.0, 0.0], 0.95),
+            Err(StatsError::NonPositive)
+        );
+        assert!(geometric_mean_ratio_ci(&[1.0], 0.95).is_err());
+    }
+
+    #[test]
+    fn rejects_bad_levels() {
+        for level in [0.0, 1.0, -0.5, 1.5, f64::NAN] {
+            assert!(mean_ci(&[1.0, 2.0], level).is_err(), "{level}");
+        }
+    }
 }

@@ -21,6 +21,29 @@
 //! - [`distributions`] and [`studentized_range`]: the t, F and studentized
 //!   range distributions underneath.
 //!
+//! ```
+//! use tally_stats::{find_steady_state, mean, tukey_hsd, welch_t_test, Summary};
+//!
+//! // One invocation: warm-up, then steady iterations (milliseconds).
+//! let iterations = [41.0, 23.5, 12.4, 10.3, 10.1, 10.0, 10.2, 10.1, 10.0, 10.1];
+//! let steady = find_steady_state(&iterations, 5, 0.02)?.expect("settles");
+//! assert_eq!(steady.start, 3);
+//!
+//! // Per-invocation steady-state means of two VMs.
+//! let old = [10.1, 10.4, 9.9, 10.2, 10.3];
+//! let new = [9.1, 9.4, 9.0, 9.3, 9.2, 9.5];
+//! let summary = Summary::new(&new)?;
+//! assert!(summary.ci.lower < mean(&new)? && mean(&new)? < summary.ci.upper);
+//! let test = welch_t_test(&old, &new, 0.95)?;
+//! assert!(test.is_significant() && test.p_value < 0.05);
+//!
+//! // Three alternatives: which pairs differ?
+//! let hsd = tukey_hsd(&[&old[..], &new[..], &[9.9, 10.5, 10.0, 10.2]], 0.95)?;
+//! assert!(hsd.pair(0, 1).unwrap().is_significant());
+//! assert!(!hsd.pair(0, 2).unwrap().is_significant());
+//! # Ok::<(), tally_stats::StatsError>(())
+//! ```
+//!
 //! Nothing panics on degenerate data: every function returns a
 //! [`Result`] whose [`StatsError`] says what was wrong (too few values,
 //! NaN, zero variance, an empty group, …). Each function documents which

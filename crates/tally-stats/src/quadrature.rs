@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 /// Number of nodes per panel; 20 nodes integrate polynomials of degree 39
 /// exactly, which is far beyond what the panel widths used here need.
-const ORDER: usize = 20;
+pub(crate) const ORDER: usize = 20;
 
 /// Nodes and weights on [-1, 1].
 struct Rule {

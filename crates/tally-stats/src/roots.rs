@@ -83,6 +83,43 @@ pub(crate) fn brent(
     b
 }
 
+/// Root of an increasing function `f` on the whole real line, searched
+/// outward from `guess`: steps of `step`, doubling each time, until the sign
+/// changes, then [`brent`] to `tolerance`.
+///
+/// Used to turn a good but imprecise starting value (statrs's quantile, an
+/// approximation) into a root accurate to the precision of `f` itself.
+pub(crate) fn solve_increasing(
+    mut f: impl FnMut(f64) -> f64,
+    guess: f64,
+    step: f64,
+    tolerance: f64,
+) -> f64 {
+    let at_guess = f(guess);
+    if at_guess == 0.0 {
+        return guess;
+    }
+    let direction = if at_guess < 0.0 { 1.0 } else { -1.0 };
+    let mut near = guess;
+    let mut far = guess + direction * step;
+    let mut stride = step;
+    for _ in 0..1100 {
+        let value = f(far);
+        if value.is_nan() || (value < 0.0) != (at_guess < 0.0) || value == 0.0 {
+            break;
+        }
+        near = far;
+        stride *= 2.0;
+        far += direction * stride;
+    }
+    let (lo, hi) = if direction > 0.0 {
+        (near, far)
+    } else {
+        (far, near)
+    };
+    brent(f, lo, hi, tolerance, 200)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +139,14 @@ mod tests {
         );
         assert!((x - 2f64.cbrt()).abs() < 1e-13, "{x}");
         assert!(calls < 30, "{calls} evaluations");
+    }
+
+    #[test]
+    fn brackets_from_a_poor_guess() {
+        let x = solve_increasing(|x| x.powi(3) - 1000.0, -3.0, 0.1, 1e-13);
+        assert!((x - 10.0).abs() < 1e-11, "{x}");
+        let x = solve_increasing(|x| x - 2.5, 7.0, 0.1, 1e-13);
+        assert!((x - 2.5).abs() < 1e-12, "{x}");
     }
 
     #[test]

@@ -119,3 +119,102 @@ pub fn analyse_invocation(iterations: &[f64], window: usize, max_cov: f64) -> Re
         steady_state,
     })
 }
+
+/// Expected windows for the synthetic series were found independently with
+/// a NumPy/SciPy 1.17.1 scan (`scipy.stats.variation(window, ddof=1)` over
+/// every window, first one below the threshold); only the numbers are kept
+/// here.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nine warm-up iterations falling towards 10, then noise of ±0.5 %.
+    const WARMING: [f64; 21] = [
+        95.0, 61.0, 40.0, 27.5, 20.1, 15.8, 12.9, 11.2, 10.5, // warm-up
+        10.02, 9.97, 10.05, 9.99, 10.01, 9.96, 10.03, 10.00, 9.98, 10.04, 10.01, 9.99,
+    ];
+
+    fn assert_close(got: f64, want: f64) {
+        assert!(
+            (got - want).abs() <= 1e-12 * want.abs(),
+            "got {got}, want {want}"
+        );
+    }
+
+    #[test]
+    fn finds_the_end_of_warm_up() {
+        // (window, threshold, start, window mean, window CoV)
+        let table = [
+            (5, 0.01, 9, 10.008, 0.003030725597142903),
+            (10, 0.01, 9, 10.005, 0.0030261372854547292),
+            (5, 0.05, 8, 10.106000000000002, 0.021999662146888546),
+            (5, 0.2, 5, 12.084, 0.19418622959560067),
+            (3, 0.003, 12, 9.986666666666666, 0.002519971440343988),
+        ];
+        for (window, threshold, start, mean, cov) in table {
+            let found = find_steady_state(&WARMING, window, threshold)
+                .unwrap()
+                .unwrap_or_else(|| panic!("k={window} t={threshold}: not reached"));
+            assert_eq!(found.start, start, "k={window} t={threshold}");
+            assert_eq!(found.window, window);
+            assert_eq!(found.iterations(), start..start + window);
+            assert_close(found.mean, mean);
+            assert_close(found.coefficient_of_variation, cov);
+        }
+    }
+
+    #[test]
+    fn reports_not_reached() {
+        // Too strict for the noise.
+        assert_eq!(find_steady_state(&WARMING, 10, 0.002), Ok(None));
+        // Alternating times never settle at 2 % (their CoV is about 10 %).
+        let alternating: Vec<f64> = (0..30)
+            .map(|i| if i % 2 == 0 { 10.0 } else { 12.0 })
+            .collect();
+        assert_eq!(find_steady_state(&alternating, 5, 0.02), Ok(None));
+        let loose = find_steady_state(&alternating, 5, 0.2).unwrap().unwrap();
+        assert_eq!(loose.start, 0);
+        assert_close(loose.coefficient_of_variation, 0.10143010324169743);
+        // Fewer iterations than the window.
+        assert_eq!(find_steady_state(&[10.0, 10.0, 10.0], 5, 0.02), Ok(None));
+        assert_eq!(find_steady_state(&[], 5, 0.02), Ok(None));
+    }
+
+    #[test]
+    fn startup_is_the_first_iteration() {
+        assert_eq!(startup_time(&WARMING), Ok(95.0));
+        let invocation = analyse_invocation(&WARMING, 5, 0.01).unwrap();
+        assert_eq!(invocation.startup, 95.0);
+        assert_eq!(invocation.steady_state.map(|s| s.start), Some(9));
+        assert_eq!(
+            startup_time(&[]),
+            Err(StatsError::TooFewObservations { needed: 1, got: 0 })
+        );
+    }
+
+    #[test]
+    fn constant_series_is_steady_from_the_start() {
+        let found = find_steady_state(&[7.0; 12], 10, 0.01).unwrap().unwrap();
+        assert_eq!(
+            (found.start, found.mean, found.coefficient_of_variation),
+            (0, 7.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn rejects_bad_parameters_and_data() {
+        assert!(find_steady_state(&WARMING, 1, 0.02).is_err());
+        assert!(find_steady_state(&WARMING, 5, 0.0).is_err());
+        assert!(find_steady_state(&WARMING, 5, f64::NAN).is_err());
+        assert!(find_steady_state(&WARMING, 5, f64::INFINITY).is_err());
+        assert_eq!(
+            find_steady_state(&[1.0, f64::NAN, 1.0], 2, 0.1),
+            Err(StatsError::NonFinite)
+        );
+        assert_eq!(
+            find_steady_state(&[1.0, 0.0, 1.0], 2, 0.1),
+            Err(StatsError::NonPositive)
+        );
+        assert_eq!(startup_time(&[-1.0]), Err(StatsError::NonPositive));
+    }
+}

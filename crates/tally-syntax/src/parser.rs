@@ -15,9 +15,9 @@ use crate::source::Source;
 
 /// How deeply constructs may nest before the parser gives up.
 ///
-/// The parser and every later pass over the tree (compiler, `Drop`, `Debug`) recurse over it,
-/// so an unbounded depth would let a hostile or generated file overflow the stack. Real code
-/// nests a few dozen levels at most. Each parenthesis, block, literal array, assignment and
+/// Every pass over the tree (the compiler, `Drop`, `Debug`, `PartialEq`) recurses over it, so
+/// an unbounded depth would let a hostile or generated file overflow the stack of whoever
+/// walks the tree. Real code nests a few dozen levels at most. Each parenthesis, block, literal array, assignment and
 /// each message in a chain (`a b c d`, `1 + 2 + 3`: the tree grows one level per message)
 /// counts as a level.
 pub const MAX_NESTING_DEPTH: usize = 1000;
@@ -33,7 +33,12 @@ pub(crate) struct Parser<'a> {
     lexer: Lexer<'a>,
     /// The current, not yet consumed token.
     tok: Token,
+    /// Depth of the tree being built, counted as [`MAX_NESTING_DEPTH`] describes.
     depth: usize,
+    /// Brackets consumed and not yet closed, which is what the parser's recursion (and so its
+    /// stack use) is proportional to, and the bound [`max_bracket_depth`] promised for it.
+    open_brackets: usize,
+    bracket_bound: usize,
 }
 
 /// What closes a body: used for the check and for messages about it.
@@ -95,6 +100,8 @@ impl<'a> Parser<'a> {
             lexer,
             tok,
             depth: 0,
+            open_brackets: 0,
+            bracket_bound: max_bracket_depth(text),
         })
     }
 
@@ -102,6 +109,19 @@ impl<'a> Parser<'a> {
 
     /// Consumes the current token and returns it.
     fn advance(&mut self) -> PResult<Token> {
+        match self.tok.kind {
+            TokenKind::LParen | TokenKind::LBracket | TokenKind::ArrayStart => {
+                self.open_brackets += 1;
+                debug_assert!(
+                    self.open_brackets <= self.bracket_bound,
+                    "bracket pre-scan underestimated the nesting"
+                );
+            }
+            TokenKind::RParen | TokenKind::RBracket => {
+                self.open_brackets = self.open_brackets.saturating_sub(1)
+            }
+            _ => {}
+        }
         let next = self.lexer.next_token()?;
         Ok(std::mem::replace(&mut self.tok, next))
     }
@@ -874,6 +894,38 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// An upper bound on how deeply brackets (`(`, `[`, `#(`) nest in `text` as the parser will
+/// see them, found by a quick scan that skips comments and strings like the lexer does.
+///
+/// The parser recurses only into brackets, so this bounds its stack use before it starts,
+/// which lets [`crate::parse_class`] run ordinary files on the caller's stack.
+pub(crate) fn max_bracket_depth(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let (mut depth, mut max, mut i) = (0usize, 0usize, 0usize);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'(' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b']' => depth = depth.saturating_sub(1),
+            b'"' => match bytes[i + 1..].iter().position(|&b| b == b'"') {
+                Some(len) => i += len + 1,
+                None => break,
+            },
+            b'\'' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    max
+}
+
 /// The names declared by one method or block (parameters, then locals), to reject a name
 /// declared twice in one scope, as SOM VMs do (IntegrationTests/call2.som): the second would be
 /// unreachable. Shadowing a name of an enclosing scope is allowed. A map rather than a scan of
@@ -905,5 +957,26 @@ impl<'a> Scope<'a> {
             )),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_bracket_depth;
+
+    #[test]
+    fn bracket_prescan_skips_comments_and_strings() {
+        assert_eq!(max_bracket_depth(""), 0);
+        assert_eq!(max_bracket_depth("Foo = ( m = ( [ #( 1 ) ] ) )"), 4);
+        assert_eq!(max_bracket_depth("( ) ( ) [ ]"), 1);
+        assert_eq!(max_bracket_depth("\"(((\" ( '[[[' )"), 1);
+        assert_eq!(max_bracket_depth(r"( 'it\'s (' ( ) )"), 2);
+        assert_eq!(max_bracket_depth(r"( '\\' ( ) )"), 2);
+        assert_eq!(max_bracket_depth("#'(' ("), 1);
+        // Stray closers cannot hide later openers.
+        assert_eq!(max_bracket_depth(") ) ) ( ("), 2);
+        // Unterminated comments and strings end the scan (the lexer stops there too).
+        assert_eq!(max_bracket_depth("( \"((("), 1);
+        assert_eq!(max_bracket_depth("( '(((\\"), 1);
     }
 }

@@ -698,6 +698,24 @@ fn deep_nesting_within_the_limit_parses() {
 }
 
 #[test]
+fn moderate_nesting_parses_on_the_callers_small_stack() {
+    // Up to 64 brackets deep, parsing runs on the calling thread: check that even an
+    // unoptimised build fits in a small stack.
+    let n = 30;
+    let text = format!(
+        "t = ( {}x{} )",
+        "[:a | a foo: (b bar: #(#(1)) baz: ".repeat(n),
+        ") ]".repeat(n)
+    );
+    std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || parse_method(&Source::new("moderate.som", text)).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
 fn excessive_nesting_is_an_error_not_a_crash() {
     on_small_stack(|| {
         let n = 100_000;
@@ -729,17 +747,17 @@ fn excessive_nesting_is_an_error_not_a_crash() {
 #[test]
 fn large_inputs_parse_in_linear_time() {
     // Quadratic behaviour would make these take minutes; linear takes milliseconds.
-    let statements = "x := x + 1. y foo: 'bar' baz: #(1 2 3). ".repeat(50_000);
+    let statements = "x := x + 1. y foo: 'bar' baz: #(1 2 3). ".repeat(20_000);
     let text = format!("Big = ( run = ( | x y | {statements} ) )");
     let c = parse_class(&Source::new("big.som", text)).unwrap();
     let MethodBody::Code(b) = &c.instance_methods[0].body else {
         panic!()
     };
-    assert_eq!(b.statements.len(), 100_000);
+    assert_eq!(b.statements.len(), 40_000);
 
-    let methods = "m = ( ^ 1 ) ".repeat(50_000);
+    let methods = "m = ( ^ 1 ) ".repeat(20_000);
     let c = parse_class(&Source::new("many.som", format!("Many = ( {methods} )"))).unwrap();
-    assert_eq!(c.instance_methods.len(), 50_000);
+    assert_eq!(c.instance_methods.len(), 20_000);
 
     let comment = format!("\"{}\" Foo = ( )", "x".repeat(1 << 20));
     parse_class(&Source::new("comment.som", comment)).unwrap();
@@ -747,20 +765,20 @@ fn large_inputs_parse_in_linear_time() {
     parse_class(&Source::new("string.som", string)).unwrap();
     let array = format!(
         "Foo = ( s = ( ^ #({}) ) )",
-        "1 foo #bar 'x' ".repeat(50_000)
+        "1 foo #bar 'x' ".repeat(20_000)
     );
     parse_class(&Source::new("array.som", array)).unwrap();
     // Declarations are checked for duplicates without comparing every pair.
-    let names: String = (0..50_000).map(|i| format!(" v{i}")).collect();
-    let keywords: String = (0..50_000).map(|i| format!(" k: p{i}")).collect();
+    let names: String = (0..20_000).map(|i| format!(" v{i}")).collect();
+    let keywords: String = (0..20_000).map(|i| format!(" k: p{i}")).collect();
     let text = format!(
         "Foo = ( |{names} | {keywords} = ( |{names} | [{}| |{names} | ] ) )",
         names.replace(" v", " :b")
     );
     let c = parse_class(&Source::new("decls.som", text)).unwrap();
-    assert_eq!(c.instance_fields.len(), 50_000);
-    assert_eq!(c.instance_methods[0].params.len(), 50_000);
-    let bars = format!("Foo = ( s = ( {} ) )", "a || b. ".repeat(50_000));
+    assert_eq!(c.instance_fields.len(), 20_000);
+    assert_eq!(c.instance_methods[0].params.len(), 20_000);
+    let bars = format!("Foo = ( s = ( {} ) )", "a || b. ".repeat(20_000));
     parse_class(&Source::new("bars.som", bars)).unwrap();
 }
 

@@ -153,6 +153,9 @@ impl Vm {
         let mut fields = inherited.to_vec();
         let mut seen: HashSet<&str> = HashSet::new();
         for f in list {
+            if inherited.contains(&f.name) {
+                return Err(self.compile_error(source, f.span.start, &format!("Field '{}' is already defined in a superclass.", f.name)));
+            }
             if !seen.insert(&f.name) {
                 return Err(self.compile_error(source, f.span.start, &format!("Field '{}' has already been defined in this class", f.name)));
             }

@@ -19,7 +19,7 @@ fn at_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (a, i, v) = (vm.arg(2, 0), vm.arg(2, 1), vm.arg(2, 2));
     let i = vm.index_arg(i, a.slot_count(), "array")?;
     a.set_slot(i, v);
-    vm.answer(2, v)
+    vm.answer(2, a)
 }
 
 fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {

@@ -27,14 +27,9 @@ pub static INSTANCE: Table = &[
 
 pub static CLASS: Table = &[("PositiveInfinity", positive_infinity), ("fromString:", from_string)];
 
-/// Modulo with the sign of the divisor, like Integer's `%`.
-pub(crate) fn floored_mod(a: f64, b: f64) -> f64 {
-    let r = a % b;
-    if r != 0.0 && (r < 0.0) != (b < 0.0) {
-        r + b
-    } else {
-        r
-    }
+/// Double `%` is C's fmod: the result has the sign of the receiver (SOM's DoubleTest).
+pub(crate) fn double_mod(a: f64, b: f64) -> f64 {
+    a % b
 }
 
 fn receiver(vm: &Vm, argc: usize) -> f64 {
@@ -67,11 +62,12 @@ fn sub(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 fn mul(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     arith(vm, |a, b| a * b, false)
 }
+/// IEEE division: a zero divisor gives an infinity or NaN, which AWFY's CD relies on.
 fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    arith(vm, |a, b| a / b, true)
+    arith(vm, |a, b| a / b, false)
 }
 fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    arith(vm, floored_mod, true)
+    arith(vm, double_mod, true)
 }
 
 fn unary(vm: &mut Vm, argc: usize, f: fn(f64) -> f64) -> Result<(), VmError> {

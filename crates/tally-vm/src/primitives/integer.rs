@@ -3,7 +3,7 @@
 
 use num_bigint::BigInt;
 use num_integer::Integer as _;
-use num_traits::{Signed, ToPrimitive, Zero};
+use num_traits::{FromPrimitive, Signed, ToPrimitive, Zero};
 use tally_heap::Value;
 
 use super::Table;
@@ -136,8 +136,12 @@ fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
             vm.answer(1, v)
         }
         Operand::Double(y) => {
+            // Other SOM VMs truncate a quotient with a Double divisor.
             let x = vm.int_to_double(&x)?;
-            let v = vm.int_result(BigInt::from((x / y).floor() as i64))?;
+            let Some(q) = BigInt::from_f64((x / y).trunc()) else {
+                return Err(vm.error("Can't represent as integer."));
+            };
+            let v = vm.int_result(q)?;
             vm.answer(1, v)
         }
     }
@@ -191,7 +195,7 @@ fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
         }
         Operand::Double(y) => {
             let x = vm.int_to_double(&x)?;
-            let v = vm.new_double(super::double::floored_mod(x, y))?;
+            let v = vm.new_double(super::double::double_mod(x, y))?;
             vm.answer(1, v)
         }
     }
@@ -277,15 +281,16 @@ fn shift_right(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let x = receiver_int(vm, 1);
     let v = match x {
         Int::Small(a) => {
-            let r = if s >= 64 { 0 } else { (a as u64) >> s };
-            vm.int_result(BigInt::from(r))?
+            let r = if s >= 64 { 0 } else { ((a as u64) >> s) as i64 };
+            vm.i64_result(r)?
         }
         Int::Big(b) => vm.int_result(b >> (s as usize))?,
     };
     vm.answer(1, v)
 }
 
-/// Exact for perfect squares (an Integer), otherwise a Double.
+/// A small integer's root is exact for perfect squares (an Integer), otherwise a Double; a big
+/// integer's root is its integer square root.
 fn sqrt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     let x = receiver_int(vm, argc);
     let b = x.to_big();
@@ -293,7 +298,7 @@ fn sqrt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
         return Err(vm.error("Domain error."));
     }
     let r = b.sqrt();
-    let v = if &r * &r == b {
+    let v = if &r * &r == b || matches!(x, Int::Big(_)) {
         vm.int_result(r)?
     } else {
         let d = vm.int_to_double(&x)?;

@@ -45,6 +45,12 @@ impl Vm {
     /// Numbers compare by value even when boxed: two boxes of the same double or big integer
     /// are indistinguishable to a SOM program.
     pub(crate) fn value_identical(&self, a: Value, b: Value) -> bool {
+        if let (Some(x), Some(y)) = (self.double_of(a), b.as_int()) {
+            return x == y as f64;
+        }
+        if let (Some(x), Some(y)) = (a.as_int(), self.double_of(b)) {
+            return x as f64 == y;
+        }
         if !(a.is_ref() && b.is_ref()) || a.kind() != b.kind() {
             return false;
         }
@@ -196,7 +202,7 @@ fn inst_var_at_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let n = if o.is_ref() { o.slot_count() } else { 0 };
     let i = vm.index_arg(i, n, "array")?;
     o.set_slot(i, v);
-    vm.answer(2, v)
+    vm.answer(2, o)
 }
 
 fn inst_var_named(vm: &mut Vm, _: usize) -> Result<(), VmError> {

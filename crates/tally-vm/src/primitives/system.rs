@@ -36,7 +36,8 @@ fn global_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (n, v) = (vm.arg(2, 1), vm.arg(2, 2));
     let name = symbol_arg(vm, n)?;
     vm.rt.set_global(name, v);
-    vm.answer(2, v)
+    let recv = vm.arg(2, 0);
+    vm.answer(2, recv)
 }
 
 fn has_global(vm: &mut Vm, _: usize) -> Result<(), VmError> {
