@@ -6,7 +6,7 @@
 //! false positive; a significant F is then followed by a post-hoc test
 //! ([`crate::tukey`]) to find *which* pairs differ.
 
-use crate::descriptive::mean_unchecked;
+use crate::descriptive::checked_mean;
 use crate::distributions::f_sf;
 use crate::error::{Result, StatsError};
 use crate::validate;
@@ -77,7 +77,7 @@ pub(crate) fn decompose<G: AsRef<[f64]>>(groups: &[G]) -> Result<(Anova, Vec<Gro
         validate::finite(xs)?;
         stats.push(GroupStats {
             n: xs.len(),
-            mean: mean_unchecked(xs),
+            mean: checked_mean(xs)?,
         });
     }
     let total: usize = stats.iter().map(|g| g.n).sum();
@@ -103,6 +103,9 @@ pub(crate) fn decompose<G: AsRef<[f64]>>(groups: &[G]) -> Result<(Anova, Vec<Gro
                 .sum::<f64>()
         })
         .sum();
+    if !(ss_between.is_finite() && ss_within.is_finite()) {
+        return Err(StatsError::Overflow);
+    }
     if ss_within == 0.0 {
         return Err(StatsError::ZeroVariance);
     }

@@ -15,7 +15,7 @@ use crate::validate;
 /// [`StatsError::NonFinite`] on NaN or infinity.
 pub fn mean(xs: &[f64]) -> Result<f64> {
     validate::sample(xs, 1)?;
-    Ok(mean_unchecked(xs))
+    checked_mean(xs)
 }
 
 /// Median (the mean of the two middle values for an even count).
@@ -44,7 +44,7 @@ pub fn median(xs: &[f64]) -> Result<f64> {
 /// result, not an error.
 pub fn variance(xs: &[f64]) -> Result<f64> {
     validate::sample(xs, 2)?;
-    Ok(variance_unchecked(xs, mean_unchecked(xs)))
+    Ok(mean_and_variance(xs)?.1)
 }
 
 /// Sample standard deviation (divisor `n − 1`).
@@ -63,11 +63,11 @@ pub fn std_dev(xs: &[f64]) -> Result<f64> {
 /// As [`variance`], plus [`StatsError::ZeroMean`] if the mean is zero.
 pub fn coefficient_of_variation(xs: &[f64]) -> Result<f64> {
     validate::sample(xs, 2)?;
-    let m = mean_unchecked(xs);
+    let (m, v) = mean_and_variance(xs)?;
     if m == 0.0 {
         return Err(StatsError::ZeroMean);
     }
-    Ok(variance_unchecked(xs, m).sqrt() / m.abs())
+    Ok(v.sqrt() / m.abs())
 }
 
 /// Geometric mean, computed as the exponential of the mean logarithm so that
@@ -82,7 +82,7 @@ pub fn coefficient_of_variation(xs: &[f64]) -> Result<f64> {
 pub fn geometric_mean(xs: &[f64]) -> Result<f64> {
     validate::sample(xs, 1)?;
     let logs = logarithms(xs)?;
-    Ok(mean_unchecked(&logs).exp())
+    Ok(checked_mean(&logs)?.exp())
 }
 
 /// The usual one-line description of a sample.
@@ -105,8 +105,8 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Summary with a 95 % confidence interval of the mean, the level
-    /// Georges et al. use throughout.
+    /// Summary with a 95 % confidence interval of the mean, the
+    /// conventional level.
     ///
     /// # Errors
     /// [`StatsError::TooFewObservations`] for fewer than two values (no
@@ -146,16 +146,28 @@ impl Summary {
     }
 }
 
-/// Mean of a non-empty slice of finite values.
-pub(crate) fn mean_unchecked(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
+/// Mean of a non-empty slice of finite values, or
+/// [`StatsError::Overflow`] if their sum does not fit in a double.
+pub(crate) fn checked_mean(xs: &[f64]) -> Result<f64> {
+    let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+    if mean.is_finite() {
+        Ok(mean)
+    } else {
+        Err(StatsError::Overflow)
+    }
 }
 
-/// Sample variance about a known mean; two-pass (the mean is subtracted
-/// first) because the one-pass sum-of-squares formula loses all precision
-/// when timings share many leading digits.
-pub(crate) fn variance_unchecked(xs: &[f64], mean: f64) -> f64 {
-    xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (xs.len() - 1) as f64
+/// Mean and sample variance of at least two finite values. Two-pass (the
+/// mean is subtracted first) because the one-pass sum-of-squares formula
+/// loses all precision when timings share many leading digits.
+pub(crate) fn mean_and_variance(xs: &[f64]) -> Result<(f64, f64)> {
+    let mean = checked_mean(xs)?;
+    let variance = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (xs.len() - 1) as f64;
+    if variance.is_finite() {
+        Ok((mean, variance))
+    } else {
+        Err(StatsError::Overflow)
+    }
 }
 
 /// Natural logarithms of strictly positive values.
@@ -246,6 +258,8 @@ mod tests {
         assert_eq!(geometric_mean(&[1.0, 0.0]), Err(StatsError::NonPositive));
         assert_eq!(geometric_mean(&[1.0, -2.0]), Err(StatsError::NonPositive));
         assert!(Summary::with_level(&A, 1.0).is_err());
+        assert_eq!(mean(&[f64::MAX, f64::MAX]), Err(StatsError::Overflow));
+        assert_eq!(variance(&[1e200, -1e200]), Err(StatsError::Overflow));
         // Zero variance is a legitimate answer, with a zero-width interval.
         let flat = Summary::new(&[5.0; 4]).unwrap();
         assert_eq!(

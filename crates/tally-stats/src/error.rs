@@ -46,6 +46,9 @@ pub enum StatsError {
     /// mean of zero.
     #[error("mean is zero")]
     ZeroMean,
+    /// Values so large that a sum or sum of squares overflowed to infinity.
+    #[error("values too large: an intermediate result overflowed")]
+    Overflow,
     /// The confidence region of a ratio is not a finite interval because the
     /// denominator's mean is not significantly different from zero.
     #[error("confidence interval is unbounded: denominator not distinguishable from zero")]

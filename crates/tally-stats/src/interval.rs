@@ -6,7 +6,7 @@
 //! 0.95) and is derived from Student's t, which is exact for normal data and
 //! robust for the small sample counts (tens of invocations) benchmarks have.
 
-use crate::descriptive::{logarithms, mean_unchecked, variance_unchecked};
+use crate::descriptive::{logarithms, mean_and_variance};
 use crate::distributions::t_quantile;
 use crate::error::{Result, StatsError};
 use crate::validate;
@@ -57,8 +57,8 @@ pub fn mean_ci(xs: &[f64], level: f64) -> Result<ConfidenceInterval> {
     validate::level(level)?;
     validate::sample(xs, 2)?;
     let n = xs.len() as f64;
-    let mean = mean_unchecked(xs);
-    let standard_error = (variance_unchecked(xs, mean) / n).sqrt();
+    let (mean, variance) = mean_and_variance(xs)?;
+    let standard_error = (variance / n).sqrt();
     let t = t_quantile(two_sided(level), n - 1.0)?;
     Ok(ConfidenceInterval {
         estimate: mean,
@@ -80,10 +80,10 @@ pub fn mean_ci(xs: &[f64], level: f64) -> Result<ConfidenceInterval> {
 /// nominal coverage under normality, whereas the delta method's symmetric
 /// interval `ρ̂ ± t·sqrt(v_x + ρ̂² v_y)/|ȳ|` (which Fieller's approaches as
 /// the denominator's relative error shrinks) tends to under-cover exactly
-/// when the denominator is noisy. Fieller also says
-/// honestly when no finite interval exists. The degrees of freedom are the
-/// Welch–Satterthwaite value for `x̄ − ρ̂ȳ`, since the two samples may have
-/// different sizes and variances.
+/// when the denominator is noisy. Fieller also says honestly when no finite
+/// interval exists. The degrees of freedom are the Welch–Satterthwaite value
+/// for `x̄ − ρ̂ȳ`, since the two samples may have different sizes and
+/// variances.
 ///
 /// # Errors
 /// [`StatsError::TooFewObservations`] if either sample has fewer than two
@@ -98,12 +98,12 @@ pub fn ratio_ci(numerator: &[f64], denominator: &[f64], level: f64) -> Result<Co
     validate::sample(numerator, 2)?;
     validate::sample(denominator, 2)?;
     let (nx, ny) = (numerator.len() as f64, denominator.len() as f64);
-    let (mx, my) = (mean_unchecked(numerator), mean_unchecked(denominator));
+    let (mx, vx) = mean_and_variance(numerator)?;
+    let (my, vy) = mean_and_variance(denominator)?;
     if my == 0.0 {
         return Err(StatsError::ZeroMean);
     }
-    let vx = variance_unchecked(numerator, mx) / nx;
-    let vy = variance_unchecked(denominator, my) / ny;
+    let (vx, vy) = (vx / nx, vy / ny);
     let ratio = mx / my;
     let pooled = vx + ratio * ratio * vy;
     if pooled == 0.0 {

@@ -47,7 +47,9 @@
 //! Nothing panics on degenerate data: every function returns a
 //! [`Result`] whose [`StatsError`] says what was wrong (too few values,
 //! NaN, zero variance, an empty group, …). Each function documents which
-//! errors it can return.
+//! errors it can return; in addition, any function that sums observations
+//! returns [`StatsError::Overflow`] rather than an infinite or NaN result if
+//! they are so large (beyond about 1e150) that the sums overflow.
 
 pub mod anova;
 pub mod descriptive;

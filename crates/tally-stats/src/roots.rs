@@ -95,6 +95,9 @@ pub(crate) fn solve_increasing(
     step: f64,
     tolerance: f64,
 ) -> f64 {
+    // Log-probability residuals are ±∞ where a probability under- or
+    // overflows; keep them finite so Brent's interpolation stays defined.
+    let mut f = |x: f64| f(x).clamp(-f64::MAX, f64::MAX);
     let at_guess = f(guess);
     if at_guess == 0.0 {
         return guess;

@@ -12,7 +12,7 @@
 
 use std::ops::Range;
 
-use crate::descriptive::{mean_unchecked, variance_unchecked};
+use crate::descriptive::mean_and_variance;
 use crate::error::{Result, StatsError};
 use crate::validate;
 
@@ -92,20 +92,19 @@ pub fn find_steady_state(
     if iterations.iter().any(|&x| x <= 0.0) {
         return Err(StatsError::NonPositive);
     }
-    let found = iterations
-        .windows(window)
-        .enumerate()
-        .find_map(|(start, times)| {
-            let mean = mean_unchecked(times);
-            let cov = variance_unchecked(times, mean).sqrt() / mean;
-            (cov < max_cov).then_some(SteadyState {
+    for (start, times) in iterations.windows(window).enumerate() {
+        let (mean, variance) = mean_and_variance(times)?;
+        let cov = variance.sqrt() / mean;
+        if cov < max_cov {
+            return Ok(Some(SteadyState {
                 start,
                 window,
                 mean,
                 coefficient_of_variation: cov,
-            })
-        });
-    Ok(found)
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Start-up figure and steady-state window of one invocation together.

@@ -483,6 +483,15 @@ mod tests {
         let a = studentized_range_sf(12.0, 3, INF).unwrap();
         let b = studentized_range_sf(14.0, 3, INF).unwrap();
         assert!(a > 0.0 && b > 0.0 && b < a && a < 1e-15, "{a} {b}");
+        // Far tail with finite df, where SciPy's own sf (computed as
+        // 1 − cdf) has already collapsed to 0: for large q,
+        // P(Q > q) ≈ (ν/2)^(ν/2) / Γ(ν/2 + 1) · E[R^ν] / q^ν, because only
+        // a small S can make Q that large. E[R^10] = 241133.366274483 for
+        // the range R of 5 normals (SciPy `integrate.quad`), giving
+        // 1.0034939592001889e-15 at q = 151.2311; the expansion's next term
+        // is a few tenths of a percent.
+        let far = studentized_range_sf(151.23110736469272, 5, 10.0).unwrap();
+        assert_close(far, 1.0034939592001889e-15, 1e-2, "far tail");
         // k = 2, df = ∞: P(√2 |Z| > q) = erfc(q / 2).
         assert_close(
             studentized_range_sf(12.0, 2, INF).unwrap(),

@@ -5,7 +5,7 @@
 //! they do. Georges et al. compare two alternatives in exactly this way: the
 //! difference is significant when its confidence interval excludes zero.
 
-use crate::descriptive::{mean_unchecked, variance_unchecked};
+use crate::descriptive::mean_and_variance;
 use crate::distributions::{t_quantile, t_sf};
 use crate::error::{Result, StatsError};
 use crate::interval::{two_sided, ConfidenceInterval};
@@ -49,9 +49,9 @@ pub fn welch_t_test(a: &[f64], b: &[f64], level: f64) -> Result<WelchTest> {
     validate::sample(a, 2)?;
     validate::sample(b, 2)?;
     let (na, nb) = (a.len() as f64, b.len() as f64);
-    let (ma, mb) = (mean_unchecked(a), mean_unchecked(b));
-    let va = variance_unchecked(a, ma) / na;
-    let vb = variance_unchecked(b, mb) / nb;
+    let (ma, va) = mean_and_variance(a)?;
+    let (mb, vb) = mean_and_variance(b)?;
+    let (va, vb) = (va / na, vb / nb);
     let pooled = va + vb;
     if pooled == 0.0 {
         return Err(StatsError::ZeroVariance);

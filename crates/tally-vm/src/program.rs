@@ -35,11 +35,14 @@ impl Vm {
                 }
             }
         };
-        // The arguments array: every command-line word after the options, the class first.
+        // The arguments array: every command-line word after the options, the class's name
+        // first (also when the program was given as a file).
         let array = self.alloc(self.rt.core.array, Kind::Array, args.len(), Value::NIL, 0)?;
         self.rt.handles.push(array);
+        let class_name = self.rt.class_name(class);
         for (i, a) in args.iter().enumerate() {
-            let s = self.new_string(a.as_bytes())?;
+            let word = if i == 0 { class_name.as_str() } else { a.as_str() };
+            let s = self.new_string(word.as_bytes())?;
             self.rt.handles[0].set_slot(i, s);
         }
         let class_obj = self.rt.classes[class as usize].object;

@@ -119,7 +119,7 @@ fn is_zero(op: &Operand) -> bool {
     }
 }
 
-/// Integer division, rounding toward negative infinity.
+/// Integer division, truncating toward zero (as other SOM VMs do).
 fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let b = vm.arg(1, 1);
     let op = vm.numeric_operand(b)?;
@@ -130,8 +130,8 @@ fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     match op {
         Operand::Int(y) => {
             let v = match (&x, &y) {
-                (Int::Small(a), Int::Small(b)) if !(*a == i64::MIN && *b == -1) => vm.i64_result(a.div_floor(b))?,
-                _ => vm.int_result(x.to_big().div_floor(&y.to_big()))?,
+                (Int::Small(a), Int::Small(b)) if !(*a == i64::MIN && *b == -1) => vm.i64_result(a / b)?,
+                _ => vm.int_result(x.to_big() / y.to_big())?,
             };
             vm.answer(1, v)
         }

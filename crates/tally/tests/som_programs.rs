@@ -1,0 +1,65 @@
+//! Runs every SOM test program in `tests/som` (`NameTest.som`, with the expected standard
+//! output in `NameTest.expected` and, when not 0, the expected exit status in `NameTest.exit`)
+//! through the `tally` binary: once normally and once with the GC collecting every few
+//! allocations, so the programs also check that nothing the VM holds is lost when objects move.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn som_tests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/som")
+}
+
+fn test_programs() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(som_tests_dir())
+        .expect("tests/som exists")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("Test.som"))
+        .map(|n| n.trim_end_matches(".som").to_string())
+        .collect();
+    names.sort();
+    assert!(names.len() >= 30, "expected the SOM test programs, found {}", names.len());
+    names
+}
+
+fn run_all(extra_flags: &[&str]) {
+    let dir = som_tests_dir();
+    let mut failures = Vec::new();
+    let programs = test_programs();
+    for name in &programs {
+        let expected = std::fs::read_to_string(dir.join(format!("{name}.expected")))
+            .unwrap_or_else(|_| panic!("{name}.expected is missing"));
+        let expected_status: i32 = std::fs::read_to_string(dir.join(format!("{name}.exit")))
+            .map(|s| s.trim().parse().expect("exit file holds a number"))
+            .unwrap_or(0);
+        let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args(extra_flags)
+            .arg("-cp")
+            .arg(&dir)
+            .arg(format!("{name}.som"))
+            .current_dir(&dir)
+            .output()
+            .expect("run tally");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let status = out.status.code().unwrap_or(-1);
+        if stdout.trim_end() != expected.trim_end() || status != expected_status {
+            failures.push(format!(
+                "{name}: exit {status} (expected {expected_status})\n--- stdout\n{stdout}\n--- expected\n{expected}\n--- stderr\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    println!("{} passed, {} failed", programs.len() - failures.len(), failures.len());
+    assert!(failures.is_empty(), "{} SOM test program(s) failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn som_programs_produce_expected_output() {
+    run_all(&[]);
+}
+
+#[test]
+fn som_programs_survive_gc_stress() {
+    run_all(&["--gc-stress", "400"]);
+}
