@@ -13,6 +13,7 @@ use tally_heap::Value;
 use tally_syntax::ast::{self, BlockDef, Body, Expr, Ident, Literal, MethodDef, Span, Stmt};
 
 use crate::bytecode::{CodeId, Op, SiteId};
+use crate::objects::context;
 
 /// A compile-time error with the span to blame.
 #[derive(Debug, Clone)]
@@ -394,7 +395,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         let s = self.scope();
         let slot = if captured {
             s.next_context += 1;
-            Slot::Context(s.next_context) // slot 0 of a context is its outer context
+            Slot::Context(s.next_context)
         } else {
             s.next_stack += 1;
             Slot::Stack(s.next_stack - 1)
@@ -411,7 +412,8 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             positions: Vec::new(),
             num_args: params.len() as u16,
             next_stack: 1, // slot 0: the receiver
-            next_context: 0,
+            // Context slots before the variables: the outer context and the home frame index.
+            next_context: context::VARIABLES as u16 - 1,
             captured_args: Vec::new(),
             has_context: force_context,
         });

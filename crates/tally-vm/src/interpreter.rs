@@ -238,7 +238,9 @@ impl Vm {
             }
             ctx = outer;
         }
-        self.rt.frames.iter().rposition(|f| f.closure == Value::NONE && f.ctx == ctx)
+        let index = ctx.slot(context::FRAME_INDEX).as_int()? as usize;
+        let f = self.rt.frames.get(index)?;
+        (f.closure == Value::NONE && f.ctx == ctx).then_some(index)
     }
 
     pub(crate) fn pop_frame(&mut self, result: Value) {
@@ -317,8 +319,12 @@ impl Vm {
         self.rt.frames.push(Frame { code, ip: 0, bp, ctx: outer, closure });
         if context_size > 0 {
             let ctx = self.alloc(self.rt.core.object, Kind::Context, context_size, Value::NIL, 0)?;
+            let depth = self.rt.frames.len() - 1;
             let f = self.rt.frames.last_mut().expect("frame");
             ctx.set_slot(context::OUTER, f.ctx);
+            if f.closure == Value::NONE {
+                ctx.set_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
+            }
             f.ctx = ctx;
             if has_captured_args {
                 let f = self.rt.frames.last().expect("frame");

@@ -19,7 +19,8 @@ pub enum Kind {
     BigInt = 4,
     /// Slots: code id, outer context, receiver.
     Block = 5,
-    /// Slot 0: the lexically enclosing context (or nil); then captured variables.
+    /// Slot 0: the lexically enclosing context (or nil); slot 1: for a method's context, the
+    /// index of its frame; then captured variables.
     Context = 6,
     /// Slot 0: code id (an integer). Instances of Method and Primitive.
     Method = 7,
@@ -53,6 +54,10 @@ pub mod block {
 
 pub mod context {
     pub const OUTER: usize = 0;
+    /// Where the method activation owning this context sits in the frame stack, so a
+    /// non-local return finds its home in O(1) instead of searching the stack.
+    pub const FRAME_INDEX: usize = 1;
+    pub const VARIABLES: usize = 2;
 }
 
 /// Class ids of the classes the VM itself creates instances of. They are created first, in
