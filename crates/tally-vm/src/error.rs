@@ -30,22 +30,35 @@ pub enum VmError {
     Fatal(String),
 }
 
-/// How many frames of each end of a deep stack a trace shows.
+/// How many (folded) frames of each end of a deep stack a trace shows.
 const TRACE_EDGE: usize = 20;
 
-fn write_trace(f: &mut fmt::Formatter<'_>, trace: &[TraceEntry]) -> fmt::Result {
+/// Writes a trace, outermost frame first. Runs of the same frame (deep recursion) are folded
+/// into one line with a count, and a still-long trace keeps only its two ends.
+pub(crate) fn write_trace(f: &mut impl fmt::Write, trace: &[TraceEntry]) -> fmt::Result {
     writeln!(f, "Traceback (most recent call at bottom):")?;
-    let elide = trace.len() > 2 * TRACE_EDGE;
-    for (i, e) in trace.iter().enumerate() {
-        if elide && i == TRACE_EDGE {
-            writeln!(f, "  ... {} frames omitted ...", trace.len() - 2 * TRACE_EDGE)?;
+    let mut folded: Vec<(&TraceEntry, usize)> = Vec::new();
+    for e in trace {
+        match folded.last_mut() {
+            Some((last, n)) if last.name == e.name && last.file == e.file && last.line == e.line && last.column == e.column => *n += 1,
+            _ => folded.push((e, 1)),
         }
-        if elide && i >= TRACE_EDGE && i < trace.len() - TRACE_EDGE {
+    }
+    let elide = folded.len() > 2 * TRACE_EDGE;
+    for (i, (e, repeats)) in folded.iter().enumerate() {
+        if elide && i == TRACE_EDGE {
+            let hidden: usize = folded[TRACE_EDGE..folded.len() - TRACE_EDGE].iter().map(|(_, n)| n).sum();
+            writeln!(f, "  ... {hidden} frames omitted ...")?;
+        }
+        if elide && i >= TRACE_EDGE && i < folded.len() - TRACE_EDGE {
             continue;
         }
         writeln!(f, "  {}, line {}, column {}: {}", e.file, e.line, e.column, e.name)?;
         if !e.text.is_empty() {
             writeln!(f, "    {}", e.text)?;
+        }
+        if *repeats > 1 {
+            writeln!(f, "  ... the frame above repeats {} more times ...", repeats - 1)?;
         }
     }
     Ok(())

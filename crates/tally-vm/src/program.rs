@@ -28,9 +28,13 @@ impl Vm {
                 None => {
                     let searched: Vec<String> =
                         self.options.class_path.iter().map(|d| d.join(format!("{first}.som")).display().to_string()).collect();
-                    let searched = if searched.is_empty() { "no class path given".to_string() } else { searched.join(", ") };
+                    let searched = if searched.is_empty() {
+                        "the class path is empty".to_string()
+                    } else {
+                        format!("looked for {}", searched.join(", "))
+                    };
                     return Err(VmError::Load(format!(
-                        "cannot find class {first}: looked in {searched} and the embedded library"
+                        "cannot find class {first}: {searched}; the embedded library has no such class either"
                     )));
                 }
             }

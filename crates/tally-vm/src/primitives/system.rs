@@ -118,13 +118,8 @@ fn error_print(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 }
 
 fn print_stack_trace(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let mut text = String::from("Traceback (most recent call at bottom):\n");
-    for e in vm.stack_trace() {
-        text.push_str(&format!("  {}, line {}, column {}: {}\n", e.file, e.line, e.column, e.name));
-        if !e.text.is_empty() {
-            text.push_str(&format!("    {}\n", e.text));
-        }
-    }
+    let mut text = String::new();
+    let _ = crate::error::write_trace(&mut text, &vm.stack_trace());
     vm.write_err(text.as_bytes());
     let recv = vm.arg(argc, 0);
     vm.answer(argc, recv)

@@ -1,0 +1,169 @@
+//! End-to-end tests of the `tally` command: how it runs programs and how it reports bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn tally(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally")).args(args).current_dir(dir).output().expect("run tally")
+}
+
+fn write(dir: &Path, name: &str, text: &[u8]) {
+    std::fs::write(dir.join(name), text).expect("write fixture");
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn hello_world_runs_from_the_embedded_library_without_a_class_path() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Hello.som", b"Hello = ( run = ( 'Hello, world' println ) )");
+    let o = tally(d.path(), &["Hello.som"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Hello, world\n");
+}
+
+#[test]
+fn a_class_is_found_by_name_on_the_class_path_and_gets_its_arguments() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("lib")).unwrap();
+    write(&d.path().join("lib"), "Echo.som", b"Echo = ( run: args = ( args do: [:a | a println] ) )");
+    let o = tally(d.path(), &["-cp", "lib", "Echo", "one", "-two"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "Echo\none\n-two\n");
+}
+
+#[test]
+fn syntax_errors_name_file_line_and_column_and_show_the_line() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Bad.som", b"Bad = (\n  run = ( 1 + ).\n)\n");
+    let o = tally(d.path(), &["Bad.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.starts_with("Bad.som:2:15: error: "), "{e}");
+    assert!(e.contains("\n  run = ( 1 + ).\n"), "{e}");
+    assert!(e.contains("              ^"), "{e}");
+}
+
+#[test]
+fn an_unknown_class_says_where_it_was_looked_for() {
+    let d = tempfile::tempdir().unwrap();
+    let o = tally(d.path(), &["-cp", "a:b", "Nowhere"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("cannot find class Nowhere"), "{e}");
+    assert!(e.contains("a/Nowhere.som") && e.contains("b/Nowhere.som"), "{e}");
+}
+
+#[test]
+fn a_missing_file_is_one_clear_line() {
+    let d = tempfile::tempdir().unwrap();
+    let o = tally(d.path(), &["Missing.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o).trim(), "cannot find the file Missing.som");
+}
+
+#[test]
+fn a_primitive_failure_prints_the_message_and_a_som_stack_trace() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Div.som", b"Div = (\n  run = ( ^self divide )\n  divide = ( ^1 / 0 )\n)\n");
+    let o = tally(d.path(), &["Div.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    let run = e.find("line 2, column").expect("frame of run");
+    let divide = e.find("line 3, column").expect("frame of divide");
+    assert!(run < divide, "outermost frame first: {e}");
+    assert!(e.contains("Div>>run") && e.contains("Div>>divide"), "{e}");
+    assert!(e.trim_end().ends_with("Division by zero."), "{e}");
+}
+
+#[test]
+fn an_unhandled_does_not_understand_reports_and_traces() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Dnu.som", b"Dnu = ( run = ( ^3 frobnicate: 4 ) )");
+    let o = tally(d.path(), &["Dnu.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("ERROR: Method frobnicate: not found in class Integer"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("Dnu>>run"), "{}", stderr(&o));
+}
+
+#[test]
+fn error_colon_reports_and_traces() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Err.som", b"Err = ( run = ( self error: 'it broke' ) )");
+    let o = tally(d.path(), &["Err.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("ERROR: it broke"));
+    assert!(stderr(&o).contains("Err>>run"), "{}", stderr(&o));
+}
+
+#[test]
+fn infinite_recursion_is_a_stack_overflow_not_a_crash() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Rec.som", b"Rec = ( run = ( ^self down: 0 ) down: n = ( ^self down: n + 1 ) )");
+    let o = tally(d.path(), &["--max-stack-depth", "5000", "Rec.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("stack overflow"), "{e}");
+    assert!(e.contains("Rec>>down:") && e.contains("repeats 4998 more times"), "{e}");
+    assert!(e.lines().count() < 20, "recursion is folded: {e}");
+}
+
+#[test]
+fn heap_exhaustion_is_reported_with_heap_figures() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "Oom.som",
+        b"Oom = ( run = ( | v | v := nil. 1 to: 100000000 do: [:i | v := Array with: v with: (Array new: 100)] ) )",
+    );
+    let o = tally(d.path(), &["--heap-size", "8M", "Oom.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("out of memory"), "{e}");
+    assert!(e.contains("heap limit 8388608 bytes"), "{e}");
+    assert!(e.contains("Oom>>run"), "{e}");
+}
+
+#[test]
+fn binary_source_is_rejected_clearly() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Bin.som", b"\xff\xfeBin = ( )");
+    let o = tally(d.path(), &["Bin.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not valid UTF-8"), "{}", stderr(&o));
+}
+
+#[test]
+fn exit_status_comes_from_system_exit() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Quit.som", b"Quit = ( run = ( 'bye' println. system exit: 42 ) )");
+    let o = tally(d.path(), &["Quit.som"]);
+    assert_eq!(o.status.code(), Some(42));
+    assert_eq!(stdout(&o), "bye\n", "output is flushed before exiting");
+}
+
+#[test]
+fn bad_options_are_rejected_with_usage() {
+    let d = tempfile::tempdir().unwrap();
+    let o = tally(d.path(), &["--heap-size", "lots", "X"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not a size"), "{}", stderr(&o));
+    let o = tally(d.path(), &[]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn help_explains_the_class_path_and_the_run_convention() {
+    let d = tempfile::tempdir().unwrap();
+    let o = tally(d.path(), &["--help"]);
+    assert!(o.status.success());
+    let h = stdout(&o);
+    assert!(h.contains("-cp") && h.contains("run:") && h.contains("--gc-stress") && h.contains("--heap-size"), "{h}");
+}
