@@ -33,6 +33,10 @@ struct Cli {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     heap_size: Option<usize>,
 
+    /// Print garbage-collection statistics to stderr when the program ends.
+    #[arg(long)]
+    gc_stats: bool,
+
     /// Deepest SOM call stack before "stack overflow" is reported.
     #[arg(long, value_name = "FRAMES", default_value_t = 100_000)]
     max_stack_depth: usize,
@@ -98,6 +102,18 @@ fn main() -> ExitCode {
     let result = Vm::new(options).and_then(|mut vm| {
         let r = vm.run_main(&cli.program);
         vm.flush();
+        if cli.gc_stats {
+            let s = vm.heap.stats();
+            eprintln!(
+                "gc: {} collections in {:.1} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes",
+                s.collections,
+                s.gc_time.as_secs_f64() * 1e3,
+                s.allocated_objects,
+                s.allocated_bytes,
+                s.heap_used_bytes,
+                s.heap_limit_bytes
+            );
+        }
         r
     });
     match result {
