@@ -586,7 +586,13 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         } else if PSEUDO_VARIABLES.contains(&target.name.as_str()) {
             return err(format!("cannot assign to '{}'", target.name), target.span);
         } else {
-            return err(format!("No such field '{}' in class (assignment to an undeclared variable)", target.name), target.span);
+            return err(
+                format!(
+                    "cannot assign to '{}': no local, argument or field of that name is in scope (globals are set with `system global:put:`)",
+                    target.name
+                ),
+                target.span,
+            );
         }
         Ok(())
     }
