@@ -11,7 +11,7 @@ use tally_heap::Value;
 use crate::bytecode::{CodeId, Op, SiteId};
 use crate::compiler::CodeKind;
 use crate::objects::{block, context, Kind};
-use crate::runtime::{Code, Frame, Symbol, NO_CLASS};
+use crate::runtime::{Code, Frame, IntOp, Symbol, NO_CLASS};
 use crate::{Vm, VmError};
 
 impl Vm {
@@ -142,6 +142,18 @@ impl Vm {
                     self.push(v);
                 }
                 Op::Send(site) => {
+                    let int_op = self.rt.sites[site as usize].int_op;
+                    if int_op != IntOp::None {
+                        let len = self.rt.stack.len();
+                        let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
+                        if a.is_int() && b.is_int() {
+                            if let Some(r) = int_op.apply(a.int_unchecked(), b.int_unchecked()) {
+                                self.rt.stack.truncate(len - 1);
+                                self.rt.stack[len - 2] = r;
+                                continue;
+                            }
+                        }
+                    }
                     save!();
                     self.send(site, false)?;
                     reload!();

@@ -14,7 +14,7 @@ use crate::bytecode::{CodeId, SiteId};
 use crate::compiler::{compile_method, ClassContext, CodeKind, CompileEnv, CompiledCode};
 use crate::objects::{CoreClasses, Kind, CORE_CLASS_NAMES};
 use crate::primitives;
-use crate::runtime::{ClassId, ClassInfo, Code, Site, Symbol, NO_CLASS};
+use crate::runtime::{ClassId, ClassInfo, Code, IntOp, Site, Symbol, NO_CLASS};
 use crate::{stdlib, Vm, VmError};
 
 /// The name of the hidden field every class object has first: its class id.
@@ -357,8 +357,14 @@ impl CompileEnv for Env<'_> {
 
     fn add_site(&mut self, selector: u32, argc: u8, super_lookup: Option<u32>) -> SiteId {
         let id = self.vm.rt.sites.len() as SiteId;
+        let int_op = if argc == 1 && super_lookup.is_none() {
+            IntOp::for_selector(self.vm.rt.symbols.name(selector))
+        } else {
+            IntOp::None
+        };
         self.vm.rt.sites.push(Site {
             selector,
+            int_op,
             argc,
             super_lookup,
             cached_class: NO_CLASS,

@@ -106,9 +106,64 @@ impl Code {
     }
 }
 
+/// Binary selectors the interpreter answers directly when both operands are small integers:
+/// the result is what Integer's methods would compute, without a lookup or a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntOp {
+    None,
+    Add,
+    Sub,
+    Mul,
+    Less,
+    Greater,
+    LessEq,
+    GreaterEq,
+    Equal,
+    NotEqual,
+    BitAnd,
+}
+
+impl IntOp {
+    pub fn for_selector(name: &str) -> IntOp {
+        match name {
+            "+" => IntOp::Add,
+            "-" => IntOp::Sub,
+            "*" => IntOp::Mul,
+            "<" => IntOp::Less,
+            ">" => IntOp::Greater,
+            "<=" => IntOp::LessEq,
+            ">=" => IntOp::GreaterEq,
+            "=" => IntOp::Equal,
+            "~=" | "<>" => IntOp::NotEqual,
+            "&" => IntOp::BitAnd,
+            _ => IntOp::None,
+        }
+    }
+
+    /// The result for two small integers, or None when it must take the general path
+    /// (overflow into a big integer).
+    #[inline(always)]
+    pub fn apply(self, a: i64, b: i64) -> Option<Value> {
+        Some(match self {
+            IntOp::Add => return a.checked_add(b).and_then(Value::from_int),
+            IntOp::Sub => return a.checked_sub(b).and_then(Value::from_int),
+            IntOp::Mul => return a.checked_mul(b).and_then(Value::from_int),
+            IntOp::Less => Value::from_bool(a < b),
+            IntOp::Greater => Value::from_bool(a > b),
+            IntOp::LessEq => Value::from_bool(a <= b),
+            IntOp::GreaterEq => Value::from_bool(a >= b),
+            IntOp::Equal => Value::from_bool(a == b),
+            IntOp::NotEqual => Value::from_bool(a != b),
+            IntOp::BitAnd => Value::from_small_int(a & b),
+            IntOp::None => return None,
+        })
+    }
+}
+
 /// A send site: its selector, and a monomorphic inline cache (class → code).
 pub struct Site {
     pub selector: Symbol,
+    pub int_op: IntOp,
     pub argc: u8,
     pub super_lookup: Option<ClassId>,
     pub cached_class: ClassId,
