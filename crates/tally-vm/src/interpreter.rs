@@ -11,7 +11,7 @@ use tally_heap::Value;
 use crate::bytecode::{CodeId, Op, SiteId};
 use crate::compiler::CodeKind;
 use crate::objects::{block, context, Kind};
-use crate::runtime::{Code, Frame, IntOp, Symbol, NO_CLASS};
+use crate::runtime::{Code, Frame, IntOp, Symbol, Trivial, NO_CLASS};
 use crate::{Vm, VmError};
 
 impl Vm {
@@ -303,6 +303,9 @@ impl Vm {
         if let Some(p) = code.primitive {
             return p(self, argc);
         }
+        if code.trivial != Trivial::No && argc == code.num_args as usize && self.run_trivial(code.trivial, argc) {
+            return Ok(());
+        }
         if code.ops.is_empty() {
             return Err(self.error(format!("primitive {} is not implemented by Tally", self.rt.code_name(&code))));
         }
@@ -315,6 +318,33 @@ impl Vm {
         }
         let bp = self.rt.stack.len() - 1 - argc;
         self.push_frame(code, bp, Value::NONE)
+    }
+
+    /// Does a trivial method's work in place of the receiver and arguments; false when the
+    /// receiver does not have the field (the method then runs normally and reports it).
+    #[inline]
+    fn run_trivial(&mut self, trivial: Trivial, argc: usize) -> bool {
+        let len = self.rt.stack.len();
+        let recv = self.rt.stack[len - 1 - argc];
+        let result = match trivial {
+            Trivial::Getter(i) => match self.field(recv, i as usize) {
+                Some(v) => v,
+                None => return false,
+            },
+            Trivial::Setter(i) => {
+                if !self.set_field(recv, i as usize, self.rt.stack[len - 1]) {
+                    return false;
+                }
+                recv
+            }
+            Trivial::Constant(v) => v,
+            Trivial::Literal(i) => self.rt.literals[i as usize],
+            Trivial::Receiver => recv,
+            Trivial::No => return false,
+        };
+        self.rt.stack.truncate(len - argc);
+        self.rt.stack[len - 1 - argc] = result;
+        true
     }
 
     /// Activates `code` on the stack from `bp` (receiver, then arguments).

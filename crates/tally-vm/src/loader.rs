@@ -283,6 +283,7 @@ impl Vm {
                 let prim = primitives::find(&base, info.is_meta, &m.selector);
                 let line = self.rt.sources[source as usize].line_col(m.span.start).0;
                 let code = Code {
+                    trivial: crate::runtime::Trivial::No,
                     kind: CodeKind::Method,
                     selector,
                     holder,

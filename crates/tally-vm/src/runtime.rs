@@ -71,8 +71,42 @@ pub struct ClassInfo {
     pub methods_array: Value,
 }
 
+/// Methods so simple that a send can do their work without a frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Trivial {
+    No,
+    /// `^field`
+    Getter(u16),
+    /// `field := argument` (answers the receiver)
+    Setter(u16),
+    /// `^constant`
+    Constant(Value),
+    /// `^literal`
+    Literal(u32),
+    /// An empty method: answers the receiver.
+    Receiver,
+}
+
+impl Trivial {
+    fn recognize(kind: CodeKind, ops: &[Op]) -> Trivial {
+        if kind != CodeKind::Method {
+            return Trivial::No;
+        }
+        match *ops {
+            [Op::PushField(i), Op::Return] => Trivial::Getter(i),
+            [Op::PushLocal(1), Op::StoreField(i), Op::Pop, Op::ReturnSelf] => Trivial::Setter(i),
+            [Op::PushConst(v), Op::Return] => Trivial::Constant(v),
+            [Op::PushLiteral(i), Op::Return] => Trivial::Literal(i),
+            [Op::ReturnSelf] => Trivial::Receiver,
+            _ => Trivial::No,
+        }
+    }
+}
+
 /// A method or block, ready to run.
 pub struct Code {
+    /// Set when the method's whole effect can be done at the send.
+    pub trivial: Trivial,
     pub kind: CodeKind,
     pub selector: Symbol,
     pub holder: ClassId,
@@ -90,6 +124,7 @@ pub struct Code {
 impl Code {
     pub fn from_compiled(c: CompiledCode) -> Code {
         Code {
+            trivial: Trivial::recognize(c.kind, &c.ops),
             kind: c.kind,
             selector: c.selector,
             holder: c.holder,
