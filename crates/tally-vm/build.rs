@@ -18,7 +18,10 @@ fn main() {
     for name in &entries {
         println!("cargo:rerun-if-changed={}", dir.join(name).display());
         let class = name.trim_end_matches(".som");
-        out.push_str(&format!("    ({class:?}, include_str!({:?})),\n", dir.join(name).display().to_string()));
+        out.push_str(&format!(
+            "    ({class:?}, include_str!({:?})),\n",
+            dir.join(name).display().to_string()
+        ));
     }
     out.push_str("];\n");
     let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("embedded_stdlib.rs");

@@ -19,9 +19,18 @@ pub enum Op {
     /// Store the top of stack into a frame slot and pop it.
     PopLocal(u16),
     /// Push a variable of a context: start at the frame's context and follow `outer` `level` times.
-    PushCtx { level: u8, index: u16 },
-    StoreCtx { level: u8, index: u16 },
-    PopCtx { level: u8, index: u16 },
+    PushCtx {
+        level: u8,
+        index: u16,
+    },
+    StoreCtx {
+        level: u8,
+        index: u16,
+    },
+    PopCtx {
+        level: u8,
+        index: u16,
+    },
     /// Push/store a field of the receiver.
     PushField(u16),
     StoreField(u16),

@@ -125,16 +125,24 @@ fn inline_kind(send: &ast::Send) -> Option<Inline> {
     let k = match send.selector.as_str() {
         "ifTrue:" if literal_block(&a[0], 0).is_some() => Inline::IfTrue,
         "ifFalse:" if literal_block(&a[0], 0).is_some() => Inline::IfFalse,
-        "ifTrue:ifFalse:" if literal_block(&a[0], 0).is_some() && literal_block(&a[1], 0).is_some() => {
+        "ifTrue:ifFalse:"
+            if literal_block(&a[0], 0).is_some() && literal_block(&a[1], 0).is_some() =>
+        {
             Inline::IfTrueIfFalse
         }
-        "ifFalse:ifTrue:" if literal_block(&a[0], 0).is_some() && literal_block(&a[1], 0).is_some() => {
+        "ifFalse:ifTrue:"
+            if literal_block(&a[0], 0).is_some() && literal_block(&a[1], 0).is_some() =>
+        {
             Inline::IfFalseIfTrue
         }
-        "whileTrue:" if literal_block(&send.receiver, 0).is_some() && literal_block(&a[0], 0).is_some() => {
+        "whileTrue:"
+            if literal_block(&send.receiver, 0).is_some() && literal_block(&a[0], 0).is_some() =>
+        {
             Inline::WhileTrue
         }
-        "whileFalse:" if literal_block(&send.receiver, 0).is_some() && literal_block(&a[0], 0).is_some() => {
+        "whileFalse:"
+            if literal_block(&send.receiver, 0).is_some() && literal_block(&a[0], 0).is_some() =>
+        {
             Inline::WhileFalse
         }
         "and:" | "&&" if literal_block(&a[0], 0).is_some() => Inline::And,
@@ -209,7 +217,8 @@ impl<'a> Analyzer<'a> {
 
     fn declare(&mut self, id: &'a Ident) {
         self.env.push((&id.name, self.depth, id.span.start));
-        self.declared_in.insert(id.span.start, *self.scope_keys.last().expect("scope"));
+        self.declared_in
+            .insert(id.span.start, *self.scope_keys.last().expect("scope"));
     }
 
     fn use_name(&mut self, name: &str) {
@@ -337,7 +346,8 @@ pub fn compile_method(
         position: source_text.line_col(method.span.start),
         inline_depth: 0,
     };
-    let needs_context = c.analysis.has_non_local_return || c.analysis.scopes_with_context.contains(&METHOD_SCOPE);
+    let needs_context =
+        c.analysis.has_non_local_return || c.analysis.scopes_with_context.contains(&METHOD_SCOPE);
     c.open_scope(CodeKind::Method, &method.params, needs_context)?;
     c.body_statements(body, false)?;
     c.position = c.source_text.line_col(body.end.start);
@@ -347,7 +357,10 @@ pub fn compile_method(
 }
 
 fn err<T>(message: impl Into<String>, span: Span) -> Result<T, CompileError> {
-    Err(CompileError { message: message.into(), span })
+    Err(CompileError {
+        message: message.into(),
+        span,
+    })
 }
 
 impl<'a, 'e> MethodCompiler<'a, 'e> {
@@ -377,12 +390,22 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         };
     }
 
-    fn check_shadowing(&self, id: &Ident, declared_here: &[(String, VarRef)]) -> Result<(), CompileError> {
+    fn check_shadowing(
+        &self,
+        id: &Ident,
+        declared_here: &[(String, VarRef)],
+    ) -> Result<(), CompileError> {
         if PSEUDO_VARIABLES.contains(&id.name.as_str()) {
-            return err(format!("'{}' is a reserved name and cannot be declared", id.name), id.span);
+            return err(
+                format!("'{}' is a reserved name and cannot be declared", id.name),
+                id.span,
+            );
         }
         if declared_here.iter().any(|(n, _)| *n == id.name) {
-            return err(format!("Variable '{}' shadows another of the same name", id.name), id.span);
+            return err(
+                format!("Variable '{}' shadows another of the same name", id.name),
+                id.span,
+            );
         }
         Ok(())
     }
@@ -405,7 +428,12 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         Ok(r)
     }
 
-    fn open_scope(&mut self, kind: CodeKind, params: &[Ident], force_context: bool) -> Result<usize, CompileError> {
+    fn open_scope(
+        &mut self,
+        kind: CodeKind,
+        params: &[Ident],
+        force_context: bool,
+    ) -> Result<usize, CompileError> {
         self.scopes.push(Scope {
             kind,
             ops: Vec::new(),
@@ -460,7 +488,9 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         let current = self.scopes.len() - 1;
         // A frame's context is its own if it has one, else its closure's: count the scopes with
         // a context from the current one (inclusive) down to the target (exclusive).
-        (target + 1..=current).filter(|&i| self.scope_has_context(i)).count() as u8
+        (target + 1..=current)
+            .filter(|&i| self.scope_has_context(i))
+            .count() as u8
     }
 
     fn scope_has_context(&self, i: usize) -> bool {
@@ -468,7 +498,11 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
     }
 
     fn lookup(&self, name: &str) -> Option<VarRef> {
-        self.names.iter().rev().find(|(n, _)| n == name).map(|(_, r)| *r)
+        self.names
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, r)| *r)
     }
 
     fn body_statements(&mut self, body: &Body, keep_value: bool) -> Result<(), CompileError> {
@@ -522,11 +556,19 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
     fn store(&mut self, r: VarRef, pop: bool) {
         match r.slot {
             Slot::Stack(i) => {
-                self.emit(if pop { Op::PopLocal(i) } else { Op::StoreLocal(i) });
+                self.emit(if pop {
+                    Op::PopLocal(i)
+                } else {
+                    Op::StoreLocal(i)
+                });
             }
             Slot::Context(index) => {
                 let level = self.context_level(r.scope);
-                self.emit(if pop { Op::PopCtx { level, index } } else { Op::StoreCtx { level, index } });
+                self.emit(if pop {
+                    Op::PopCtx { level, index }
+                } else {
+                    Op::StoreCtx { level, index }
+                });
             }
         }
     }
@@ -625,7 +667,10 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             }
             _ => {}
         }
-        let idx = self.env.add_literal(lit).map_err(|m| CompileError { message: m, span })?;
+        let idx = self
+            .env
+            .add_literal(lit)
+            .map_err(|m| CompileError { message: m, span })?;
         self.emit(Op::PushLiteral(idx));
         Ok(())
     }
@@ -670,8 +715,20 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         }
         self.position = self.source_text.line_col(send.selector_span.start);
         let sel = self.env.intern(&send.selector);
-        let site = self.env.add_site(sel, send.args.len() as u8, if is_super { self.class.super_class } else { None });
-        self.emit(if is_super { Op::SuperSend(site) } else { Op::Send(site) });
+        let site = self.env.add_site(
+            sel,
+            send.args.len() as u8,
+            if is_super {
+                self.class.super_class
+            } else {
+                None
+            },
+        );
+        self.emit(if is_super {
+            Op::SuperSend(site)
+        } else {
+            Op::Send(site)
+        });
         Ok(())
     }
 
@@ -691,7 +748,11 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             Inline::IfTrue | Inline::IfFalse => {
                 self.expr(&send.receiver)?;
                 self.position = pos;
-                let j = self.emit(if kind == Inline::IfTrue { Op::JumpIfFalse(0) } else { Op::JumpIfTrue(0) });
+                let j = self.emit(if kind == Inline::IfTrue {
+                    Op::JumpIfFalse(0)
+                } else {
+                    Op::JumpIfTrue(0)
+                });
                 self.inline_block(&block(&send.args[0]), &[])?;
                 let end = self.emit(Op::Jump(0));
                 let t = self.here();
@@ -703,7 +764,11 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             Inline::IfTrueIfFalse | Inline::IfFalseIfTrue => {
                 self.expr(&send.receiver)?;
                 self.position = pos;
-                let j = self.emit(if kind == Inline::IfTrueIfFalse { Op::JumpIfFalse(0) } else { Op::JumpIfTrue(0) });
+                let j = self.emit(if kind == Inline::IfTrueIfFalse {
+                    Op::JumpIfFalse(0)
+                } else {
+                    Op::JumpIfTrue(0)
+                });
                 self.inline_block(&block(&send.args[0]), &[])?;
                 let end = self.emit(Op::Jump(0));
                 let t = self.here();
@@ -715,7 +780,11 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             Inline::And | Inline::Or => {
                 self.expr(&send.receiver)?;
                 self.position = pos;
-                let j = self.emit(if kind == Inline::And { Op::JumpIfFalse(0) } else { Op::JumpIfTrue(0) });
+                let j = self.emit(if kind == Inline::And {
+                    Op::JumpIfFalse(0)
+                } else {
+                    Op::JumpIfTrue(0)
+                });
                 self.inline_block(&block(&send.args[0]), &[])?;
                 let end = self.emit(Op::Jump(0));
                 let t = self.here();
@@ -728,7 +797,11 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
                 let top = self.here();
                 self.inline_block(&block(&send.receiver), &[])?;
                 self.position = pos;
-                let exit = self.emit(if kind == Inline::WhileTrue { Op::JumpIfFalse(0) } else { Op::JumpIfTrue(0) });
+                let exit = self.emit(if kind == Inline::WhileTrue {
+                    Op::JumpIfFalse(0)
+                } else {
+                    Op::JumpIfTrue(0)
+                });
                 self.inline_block(&block(&send.args[0]), &[])?;
                 self.emit(Op::Pop);
                 self.emit(Op::JumpBack(top));

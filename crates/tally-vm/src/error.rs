@@ -21,9 +21,18 @@ pub enum VmError {
     /// `System>>exit:` with this status.
     Exit(i32),
     /// An error the program did not handle: message and the stack, outermost first.
-    Runtime { message: String, trace: Vec<TraceEntry> },
-    StackOverflow { depth: usize, trace: Vec<TraceEntry> },
-    OutOfMemory { message: String, trace: Vec<TraceEntry> },
+    Runtime {
+        message: String,
+        trace: Vec<TraceEntry>,
+    },
+    StackOverflow {
+        depth: usize,
+        trace: Vec<TraceEntry>,
+    },
+    OutOfMemory {
+        message: String,
+        trace: Vec<TraceEntry>,
+    },
     /// A class that could not be loaded or compiled, already rendered for the user.
     Load(String),
     /// A VM-level failure outside the program's control.
@@ -40,25 +49,43 @@ pub(crate) fn write_trace(f: &mut impl fmt::Write, trace: &[TraceEntry]) -> fmt:
     let mut folded: Vec<(&TraceEntry, usize)> = Vec::new();
     for e in trace {
         match folded.last_mut() {
-            Some((last, n)) if last.name == e.name && last.file == e.file && last.line == e.line && last.column == e.column => *n += 1,
+            Some((last, n))
+                if last.name == e.name
+                    && last.file == e.file
+                    && last.line == e.line
+                    && last.column == e.column =>
+            {
+                *n += 1
+            }
             _ => folded.push((e, 1)),
         }
     }
     let elide = folded.len() > 2 * TRACE_EDGE;
     for (i, (e, repeats)) in folded.iter().enumerate() {
         if elide && i == TRACE_EDGE {
-            let hidden: usize = folded[TRACE_EDGE..folded.len() - TRACE_EDGE].iter().map(|(_, n)| n).sum();
+            let hidden: usize = folded[TRACE_EDGE..folded.len() - TRACE_EDGE]
+                .iter()
+                .map(|(_, n)| n)
+                .sum();
             writeln!(f, "  ... {hidden} frames omitted ...")?;
         }
         if elide && i >= TRACE_EDGE && i < folded.len() - TRACE_EDGE {
             continue;
         }
-        writeln!(f, "  {}, line {}, column {}: {}", e.file, e.line, e.column, e.name)?;
+        writeln!(
+            f,
+            "  {}, line {}, column {}: {}",
+            e.file, e.line, e.column, e.name
+        )?;
         if !e.text.is_empty() {
             writeln!(f, "    {}", e.text)?;
         }
         if *repeats > 1 {
-            writeln!(f, "  ... the frame above repeats {} more times ...", repeats - 1)?;
+            writeln!(
+                f,
+                "  ... the frame above repeats {} more times ...",
+                repeats - 1
+            )?;
         }
     }
     Ok(())
@@ -103,8 +130,15 @@ impl Vm {
             .iter()
             .map(|fr| {
                 let code = &fr.code;
-                let at = fr.ip.saturating_sub(1).min(code.positions.len().saturating_sub(1));
-                let (line, column) = code.positions.get(at).copied().unwrap_or((code.source_line, 1));
+                let at = fr
+                    .ip
+                    .saturating_sub(1)
+                    .min(code.positions.len().saturating_sub(1));
+                let (line, column) = code
+                    .positions
+                    .get(at)
+                    .copied()
+                    .unwrap_or((code.source_line, 1));
                 let source = self.rt.sources.get(code.source as usize);
                 let text = source
                     .filter(|_| line > 0)
@@ -112,7 +146,9 @@ impl Vm {
                     .unwrap_or_default();
                 TraceEntry {
                     name: self.rt.code_name(code),
-                    file: source.map(|s| s.path().to_string()).unwrap_or_else(|| "<primitive>".into()),
+                    file: source
+                        .map(|s| s.path().to_string())
+                        .unwrap_or_else(|| "<primitive>".into()),
                     line,
                     column,
                     text,
@@ -123,10 +159,16 @@ impl Vm {
 
     /// A runtime error at the current point of execution.
     pub(crate) fn error(&self, message: impl Into<String>) -> VmError {
-        VmError::Runtime { message: message.into(), trace: self.stack_trace() }
+        VmError::Runtime {
+            message: message.into(),
+            trace: self.stack_trace(),
+        }
     }
 
     pub(crate) fn out_of_memory(&self, oom: tally_heap::OutOfMemory) -> VmError {
-        VmError::OutOfMemory { message: oom.to_string(), trace: self.stack_trace() }
+        VmError::OutOfMemory {
+            message: oom.to_string(),
+            trace: self.stack_trace(),
+        }
     }
 }

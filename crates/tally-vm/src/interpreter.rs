@@ -90,7 +90,9 @@ impl Vm {
                         Some(v) => self.push(v),
                         None => {
                             save!();
-                            return Err(self.error(format!("field {} read on an object without it", i + 1)));
+                            return Err(
+                                self.error(format!("field {} read on an object without it", i + 1))
+                            );
                         }
                     }
                 }
@@ -99,7 +101,9 @@ impl Vm {
                     let v = *self.rt.stack.last().expect("value");
                     if !self.set_field(recv, i as usize, v) {
                         save!();
-                        return Err(self.error(format!("field {} written on an object without it", i + 1)));
+                        return Err(
+                            self.error(format!("field {} written on an object without it", i + 1))
+                        );
                     }
                 }
                 Op::PopField(i) => {
@@ -107,7 +111,9 @@ impl Vm {
                     let v = self.pop();
                     if !self.set_field(recv, i as usize, v) {
                         save!();
-                        return Err(self.error(format!("field {} written on an object without it", i + 1)));
+                        return Err(
+                            self.error(format!("field {} written on an object without it", i + 1))
+                        );
                     }
                 }
                 Op::PushLiteral(i) => {
@@ -127,7 +133,13 @@ impl Vm {
                 }
                 Op::PushBlock(id) => {
                     save!();
-                    let b = self.alloc(self.block_class_for(id), Kind::Block, block::SLOTS, Value::NIL, 0)?;
+                    let b = self.alloc(
+                        self.block_class_for(id),
+                        Kind::Block,
+                        block::SLOTS,
+                        Value::NIL,
+                        0,
+                    )?;
                     let f = self.rt.frames.last().expect("frame");
                     b.set_slot(block::CODE, Value::from_small_int(id as i64));
                     b.set_slot(block::CONTEXT, f.ctx);
@@ -164,7 +176,11 @@ impl Vm {
                     reload!();
                 }
                 Op::Return | Op::ReturnSelf => {
-                    let result = if op == Op::ReturnSelf { self.rt.stack[bp] } else { self.pop() };
+                    let result = if op == Op::ReturnSelf {
+                        self.rt.stack[bp]
+                    } else {
+                        self.pop()
+                    };
                     self.pop_frame(result);
                     if self.rt.frames.len() <= base_depth {
                         return Ok(result);
@@ -234,7 +250,11 @@ impl Vm {
 
     fn block_class_for(&self, id: CodeId) -> u32 {
         let n = self.rt.codes[id as usize].num_args as usize;
-        self.rt.block_classes.get(n).copied().unwrap_or(self.rt.core.block)
+        self.rt
+            .block_classes
+            .get(n)
+            .copied()
+            .unwrap_or(self.rt.core.block)
     }
 
     /// Index of the live frame of the current block's home method, if it is still on the stack.
@@ -268,11 +288,19 @@ impl Vm {
         let argc = site.argc as usize;
         let selector = site.selector;
         let recv = self.rt.stack[self.rt.stack.len() - 1 - argc];
-        let class = if is_super { site.super_lookup.unwrap_or(NO_CLASS) } else { self.rt.class_of(recv) };
+        let class = if is_super {
+            site.super_lookup.unwrap_or(NO_CLASS)
+        } else {
+            self.rt.class_of(recv)
+        };
         let code = if site.cached_class == class {
             Some(site.cached_code)
         } else {
-            let found = if class == NO_CLASS { None } else { self.rt.lookup(class, selector) };
+            let found = if class == NO_CLASS {
+                None
+            } else {
+                self.rt.lookup(class, selector)
+            };
             if let Some(c) = found {
                 let site = &mut self.rt.sites[site_id as usize];
                 site.cached_class = class;
@@ -303,11 +331,17 @@ impl Vm {
         if let Some(p) = code.primitive {
             return p(self, argc);
         }
-        if code.trivial != Trivial::No && argc == code.num_args as usize && self.run_trivial(code.trivial, argc) {
+        if code.trivial != Trivial::No
+            && argc == code.num_args as usize
+            && self.run_trivial(code.trivial, argc)
+        {
             return Ok(());
         }
         if code.ops.is_empty() {
-            return Err(self.error(format!("primitive {} is not implemented by Tally", self.rt.code_name(&code))));
+            return Err(self.error(format!(
+                "primitive {} is not implemented by Tally",
+                self.rt.code_name(&code)
+            )));
         }
         if argc != code.num_args as usize {
             return Err(self.error(format!(
@@ -348,19 +382,43 @@ impl Vm {
     }
 
     /// Activates `code` on the stack from `bp` (receiver, then arguments).
-    pub(crate) fn push_frame(&mut self, code: Rc<Code>, bp: usize, closure: Value) -> Result<(), VmError> {
+    pub(crate) fn push_frame(
+        &mut self,
+        code: Rc<Code>,
+        bp: usize,
+        closure: Value,
+    ) -> Result<(), VmError> {
         if self.rt.frames.len() >= self.options.max_stack_depth {
-            return Err(VmError::StackOverflow { depth: self.options.max_stack_depth, trace: self.stack_trace() });
+            return Err(VmError::StackOverflow {
+                depth: self.options.max_stack_depth,
+                trace: self.stack_trace(),
+            });
         }
         for _ in 0..code.num_locals {
             self.rt.stack.push(Value::NIL);
         }
-        let outer = if closure == Value::NONE { Value::NIL } else { closure.slot(block::CONTEXT) };
+        let outer = if closure == Value::NONE {
+            Value::NIL
+        } else {
+            closure.slot(block::CONTEXT)
+        };
         let context_size = code.context_size as usize;
         let has_captured_args = !code.captured_args.is_empty();
-        self.rt.frames.push(Frame { code, ip: 0, bp, ctx: outer, closure });
+        self.rt.frames.push(Frame {
+            code,
+            ip: 0,
+            bp,
+            ctx: outer,
+            closure,
+        });
         if context_size > 0 {
-            let ctx = self.alloc(self.rt.core.object, Kind::Context, context_size, Value::NIL, 0)?;
+            let ctx = self.alloc(
+                self.rt.core.object,
+                Kind::Context,
+                context_size,
+                Value::NIL,
+                0,
+            )?;
             let depth = self.rt.frames.len() - 1;
             let f = self.rt.frames.last_mut().expect("frame");
             ctx.set_slot(context::OUTER, f.ctx);
@@ -438,7 +496,12 @@ impl Vm {
     }
 
     /// Sends `selector` to `receiver` with `args` from Rust and runs it to completion.
-    pub fn call(&mut self, receiver: Value, selector: &str, args: &[Value]) -> Result<Value, VmError> {
+    pub fn call(
+        &mut self,
+        receiver: Value,
+        selector: &str,
+        args: &[Value],
+    ) -> Result<Value, VmError> {
         let sel = self.rt.symbols.intern(selector);
         let depth = self.rt.frames.len();
         self.push(receiver);

@@ -34,7 +34,12 @@ pub struct VmOptions {
 
 impl Default for VmOptions {
     fn default() -> Self {
-        VmOptions { class_path: Vec::new(), max_heap_bytes: None, gc_stress_every: None, max_stack_depth: 100_000 }
+        VmOptions {
+            class_path: Vec::new(),
+            max_heap_bytes: None,
+            gc_stress_every: None,
+            max_stack_depth: 100_000,
+        }
     }
 }
 
@@ -102,7 +107,10 @@ impl Vm {
         fill: Value,
         bytes: usize,
     ) -> Result<Value, VmError> {
-        match self.heap.alloc(&mut self.rt, class, kind as u8, slots, fill, bytes) {
+        match self
+            .heap
+            .alloc(&mut self.rt, class, kind as u8, slots, fill, bytes)
+        {
             Ok(v) => Ok(v),
             Err(oom) => Err(self.out_of_memory(oom)),
         }

@@ -66,7 +66,13 @@ impl Vm {
             };
             self.rt.set_global(sym, v);
         }
-        let system = self.alloc(core.system, Kind::Plain, self.rt.classes[core.system as usize].fields.len(), Value::NIL, 0)?;
+        let system = self.alloc(
+            core.system,
+            Kind::Plain,
+            self.rt.classes[core.system as usize].fields.len(),
+            Value::NIL,
+            0,
+        )?;
         let sym = self.rt.symbols.intern("system");
         self.rt.set_global(sym, system);
         Ok(())
@@ -110,12 +116,15 @@ impl Vm {
                 source = Some(Source::new(format!("<tally>/{file}"), text.to_string()));
             }
         }
-        let Some(source) = source else { return Ok(None) };
+        let Some(source) = source else {
+            return Ok(None);
+        };
         self.parse_source(source).map(Some)
     }
 
     fn parse_source(&mut self, source: Source) -> Result<(ClassDef, u32), VmError> {
-        let def = tally_syntax::parse_class(&source).map_err(|e| VmError::Load(e.render(&source)))?;
+        let def =
+            tally_syntax::parse_class(&source).map_err(|e| VmError::Load(e.render(&source)))?;
         let index = self.rt.sources.len() as u32;
         self.rt.sources.push(Rc::new(source));
         Ok((def, index))
@@ -128,7 +137,9 @@ impl Vm {
                 return Ok(Some(v.slot(0).int_unchecked() as ClassId));
             }
         }
-        let Some((def, source)) = self.read_class(name)? else { return Ok(None) };
+        let Some((def, source)) = self.read_class(name)? else {
+            return Ok(None);
+        };
         if def.name.name != self.rt.symbols.name(name) {
             let s = &self.rt.sources[source as usize];
             let (line, col) = s.line_col(def.name.span.start);
@@ -149,15 +160,28 @@ impl Vm {
         self.define_class(&def, index, None)
     }
 
-    fn field_names(&self, list: &[Ident], inherited: &[String], source: u32) -> Result<Vec<String>, VmError> {
+    fn field_names(
+        &self,
+        list: &[Ident],
+        inherited: &[String],
+        source: u32,
+    ) -> Result<Vec<String>, VmError> {
         let mut fields = inherited.to_vec();
         let mut seen: HashSet<&str> = HashSet::new();
         for f in list {
             if inherited.contains(&f.name) {
-                return Err(self.compile_error(source, f.span.start, &format!("Field '{}' is already defined in a superclass.", f.name)));
+                return Err(self.compile_error(
+                    source,
+                    f.span.start,
+                    &format!("Field '{}' is already defined in a superclass.", f.name),
+                ));
             }
             if !seen.insert(&f.name) {
-                return Err(self.compile_error(source, f.span.start, &format!("Field '{}' has already been defined in this class", f.name)));
+                return Err(self.compile_error(
+                    source,
+                    f.span.start,
+                    &format!("Field '{}' has already been defined in this class", f.name),
+                ));
             }
             fields.push(f.name.clone());
         }
@@ -166,12 +190,23 @@ impl Vm {
 
     fn compile_error(&self, source: u32, offset: u32, message: &str) -> VmError {
         let s = &self.rt.sources[source as usize];
-        let err = tally_syntax::SyntaxError::new(message, tally_syntax::ast::Span { start: offset, end: offset + 1 });
+        let err = tally_syntax::SyntaxError::new(
+            message,
+            tally_syntax::ast::Span {
+                start: offset,
+                end: offset + 1,
+            },
+        );
         VmError::Load(err.render(s))
     }
 
     /// Creates (or fills the reserved slot of) a class from its definition.
-    fn define_class(&mut self, def: &ClassDef, source: u32, reserved: Option<ClassId>) -> Result<ClassId, VmError> {
+    fn define_class(
+        &mut self,
+        def: &ClassDef,
+        source: u32,
+        reserved: Option<ClassId>,
+    ) -> Result<ClassId, VmError> {
         let name = self.rt.symbols.intern(&def.name.name);
         let superclass = match &def.superclass {
             Some(s) if s.name == "nil" => None,
@@ -185,7 +220,10 @@ impl Vm {
                         return Err(self.compile_error(
                             source,
                             s.span.start,
-                            &format!("superclass '{}' of '{}' not found on the class path", s.name, def.name.name),
+                            &format!(
+                                "superclass '{}' of '{}' not found on the class path",
+                                s.name, def.name.name
+                            ),
                         ))
                     }
                 }
@@ -274,7 +312,12 @@ impl Vm {
         Ok(id)
     }
 
-    fn compile(&mut self, holder: ClassId, m: &tally_syntax::ast::MethodDef, source: u32) -> Result<CodeId, VmError> {
+    fn compile(
+        &mut self,
+        holder: ClassId,
+        m: &tally_syntax::ast::MethodDef,
+        source: u32,
+    ) -> Result<CodeId, VmError> {
         let selector = self.rt.symbols.intern(&m.selector);
         match &m.body {
             MethodBody::Primitive => {
@@ -305,7 +348,11 @@ impl Vm {
                 let info = &self.rt.classes[holder as usize];
                 let fields = info.fields.clone();
                 let super_class = info.superclass;
-                let class = ClassContext { fields: &fields, super_class, holder };
+                let class = ClassContext {
+                    fields: &fields,
+                    super_class,
+                    holder,
+                };
                 let src = self.rt.sources[source as usize].clone();
                 let mut env = Env { vm: self };
                 compile_method(&mut env, &class, m, body, source, &src)
@@ -326,7 +373,8 @@ impl Vm {
             Literal::String(s) => self.new_string(s.as_bytes())?,
             Literal::Symbol(s) => Value::from_symbol(self.rt.symbols.intern(s)),
             Literal::Array(items) => {
-                let arr = self.alloc(self.rt.core.array, Kind::Array, items.len(), Value::NIL, 0)?;
+                let arr =
+                    self.alloc(self.rt.core.array, Kind::Array, items.len(), Value::NIL, 0)?;
                 self.rt.handles.push(arr);
                 for (i, item) in items.iter().enumerate() {
                     let v = self.materialize(item);

@@ -32,7 +32,11 @@ pub fn format_double(d: f64) -> String {
         return "NaN".into();
     }
     if d.is_infinite() {
-        return if d > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if d > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     let a = d.abs();
     if a != 0.0 && !(1e-4..1e16).contains(&a) {
@@ -70,7 +74,13 @@ impl Vm {
 
     pub(crate) fn new_bigint(&mut self, b: &BigInt) -> Result<Value, VmError> {
         let (sign, digits) = b.to_u32_digits();
-        let v = self.alloc(self.rt.core.integer, Kind::BigInt, 0, Value::NIL, 1 + 4 * digits.len())?;
+        let v = self.alloc(
+            self.rt.core.integer,
+            Kind::BigInt,
+            0,
+            Value::NIL,
+            1 + 4 * digits.len(),
+        )?;
         let bytes = v.bytes_mut();
         bytes[0] = (sign == Sign::Minus) as u8;
         for (i, d) in digits.iter().enumerate() {
@@ -86,9 +96,16 @@ impl Vm {
         if v.is_ref() && Kind::from_u8(v.kind()) == Kind::BigInt {
             let bytes = v.bytes();
             let n = (bytes.len() - 1) / 4;
-            let digits: Vec<u32> =
-                (0..n).map(|i| u32::from_le_bytes(bytes[1 + 4 * i..5 + 4 * i].try_into().expect("4 bytes"))).collect();
-            let sign = if bytes[0] == 1 { Sign::Minus } else { Sign::Plus };
+            let digits: Vec<u32> = (0..n)
+                .map(|i| {
+                    u32::from_le_bytes(bytes[1 + 4 * i..5 + 4 * i].try_into().expect("4 bytes"))
+                })
+                .collect();
+            let sign = if bytes[0] == 1 {
+                Sign::Minus
+            } else {
+                Sign::Plus
+            };
             let b = BigInt::from_slice(sign, &digits);
             return Some(Int::Big(b));
         }
@@ -142,8 +159,14 @@ mod tests {
         assert_eq!(format_double(100000.19879879123), "100000.19879879123");
         assert_eq!(format_double(1152921504606846976.0), "1.152921504606847e18");
         assert_eq!(format_double(0.1 + 0.2), "0.30000000000000004");
-        assert_eq!(format_double(9.334522916791713e-61), "9.334522916791713e-61");
-        assert_eq!(format_double(-1.8446744073709552e19), "-1.8446744073709552e19");
+        assert_eq!(
+            format_double(9.334522916791713e-61),
+            "9.334522916791713e-61"
+        );
+        assert_eq!(
+            format_double(-1.8446744073709552e19),
+            "-1.8446744073709552e19"
+        );
         assert_eq!(format_double(1e16), "1.0e16");
         assert_eq!(format_double(0.0), "0.0");
         assert_eq!(format_double(f64::NAN), "NaN");

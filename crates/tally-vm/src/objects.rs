@@ -87,8 +87,25 @@ pub struct CoreClasses {
 
 /// The names of the core classes, in creation order.
 pub const CORE_CLASS_NAMES: [&str; 19] = [
-    "Object", "Class", "Metaclass", "Nil", "Boolean", "True", "False", "Integer", "Double", "String", "Symbol",
-    "Array", "Block", "Block1", "Block2", "Block3", "Method", "Primitive", "System",
+    "Object",
+    "Class",
+    "Metaclass",
+    "Nil",
+    "Boolean",
+    "True",
+    "False",
+    "Integer",
+    "Double",
+    "String",
+    "Symbol",
+    "Array",
+    "Block",
+    "Block1",
+    "Block2",
+    "Block3",
+    "Method",
+    "Primitive",
+    "System",
 ];
 
 impl CoreClasses {

@@ -18,7 +18,10 @@ impl Vm {
                 return Err(VmError::Load(format!("cannot find the file {first}")));
             }
             // The file's directory goes first on the class path, so its neighbours load.
-            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let dir = path
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             self.options.class_path.insert(0, dir.to_path_buf());
             self.load_class_file(path)?
         } else {
@@ -26,8 +29,12 @@ impl Vm {
             match self.load_class(sym)? {
                 Some(c) => c,
                 None => {
-                    let searched: Vec<String> =
-                        self.options.class_path.iter().map(|d| d.join(format!("{first}.som")).display().to_string()).collect();
+                    let searched: Vec<String> = self
+                        .options
+                        .class_path
+                        .iter()
+                        .map(|d| d.join(format!("{first}.som")).display().to_string())
+                        .collect();
                     let searched = if searched.is_empty() {
                         "the class path is empty".to_string()
                     } else {
@@ -45,7 +52,11 @@ impl Vm {
         self.rt.handles.push(array);
         let class_name = self.rt.class_name(class);
         for (i, a) in args.iter().enumerate() {
-            let word = if i == 0 { class_name.as_str() } else { a.as_str() };
+            let word = if i == 0 {
+                class_name.as_str()
+            } else {
+                a.as_str()
+            };
             let s = self.new_string(word.as_bytes())?;
             self.rt.handles[0].set_slot(i, s);
         }

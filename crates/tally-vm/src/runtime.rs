@@ -347,7 +347,10 @@ impl Runtime {
     pub fn class_name(&self, class: ClassId) -> String {
         let info = &self.classes[class as usize];
         if info.is_meta {
-            format!("{} class", self.symbols.name(self.classes[info.partner as usize].name))
+            format!(
+                "{} class",
+                self.symbols.name(self.classes[info.partner as usize].name)
+            )
         } else {
             self.symbols.name(info.name).to_string()
         }
@@ -355,7 +358,11 @@ impl Runtime {
 
     /// `Holder>>selector`, as stack traces and method printing show it.
     pub fn code_name(&self, code: &Code) -> String {
-        let base = format!("{}>>{}", self.class_name(code.holder), self.symbols.name(code.selector));
+        let base = format!(
+            "{}>>{}",
+            self.class_name(code.holder),
+            self.symbols.name(code.selector)
+        );
         match code.kind {
             CodeKind::Method => base,
             CodeKind::Block => format!("[] in {base}"),

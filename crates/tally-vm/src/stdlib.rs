@@ -4,5 +4,8 @@ include!(concat!(env!("OUT_DIR"), "/embedded_stdlib.rs"));
 
 /// The source of an embedded class, if the library has it.
 pub fn embedded(class: &str) -> Option<&'static str> {
-    EMBEDDED.iter().find(|(name, _)| *name == class).map(|(_, src)| *src)
+    EMBEDDED
+        .iter()
+        .find(|(name, _)| *name == class)
+        .map(|(_, src)| *src)
 }

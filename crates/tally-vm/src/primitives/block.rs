@@ -4,8 +4,12 @@ use super::Table;
 use crate::{Vm, VmError};
 
 pub static BLOCK: Table = &[("value", value), ("restart", restart)];
-pub static BLOCK_N: Table =
-    &[("value", value), ("value:", value), ("value:with:", value), ("value:with:with:", value)];
+pub static BLOCK_N: Table = &[
+    ("value", value),
+    ("value:", value),
+    ("value:with:", value),
+    ("value:with:with:", value),
+];
 
 fn value(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     vm.invoke_block(argc)

@@ -7,10 +7,19 @@ use crate::objects::Kind;
 use crate::runtime::ClassId;
 use crate::{Vm, VmError};
 
-pub static INSTANCE: Table =
-    &[("name", name), ("new", new), ("superclass", superclass), ("fields", fields), ("methods", methods)];
+pub static INSTANCE: Table = &[
+    ("name", name),
+    ("new", new),
+    ("superclass", superclass),
+    ("fields", fields),
+    ("methods", methods),
+];
 
-pub static METHOD: Table = &[("signature", signature), ("holder", holder), ("invokeOn:with:", invoke_on_with)];
+pub static METHOD: Table = &[
+    ("signature", signature),
+    ("holder", holder),
+    ("invokeOn:with:", invoke_on_with),
+];
 
 fn class_id(v: Value) -> ClassId {
     v.slot(0).int_unchecked() as ClassId
@@ -32,7 +41,9 @@ fn new(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
         Kind::String => (Kind::String, 0),
         other => {
             let name = vm.rt.class_name(c);
-            return Err(vm.error(format!("instances of {name} cannot be created with new ({other:?})")));
+            return Err(vm.error(format!(
+                "instances of {name} cannot be created with new ({other:?})"
+            )));
         }
     };
     let obj = vm.alloc(c, kind, slots, Value::NIL, 0)?;
@@ -80,7 +91,11 @@ fn methods(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     vm.rt.handles.push(arr);
     for (i, sel) in order.iter().enumerate() {
         let code = vm.rt.classes[c as usize].methods[sel];
-        let class = if vm.rt.codes[code as usize].primitive.is_some() { vm.rt.core.primitive } else { vm.rt.core.method };
+        let class = if vm.rt.codes[code as usize].primitive.is_some() {
+            vm.rt.core.primitive
+        } else {
+            vm.rt.core.method
+        };
         let m = vm.alloc(class, Kind::Method, 1, Value::NIL, 0);
         let m = match m {
             Ok(m) => m,

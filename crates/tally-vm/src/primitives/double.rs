@@ -25,7 +25,10 @@ pub static INSTANCE: Table = &[
     ("asString", as_string),
 ];
 
-pub static CLASS: Table = &[("PositiveInfinity", positive_infinity), ("fromString:", from_string)];
+pub static CLASS: Table = &[
+    ("PositiveInfinity", positive_infinity),
+    ("fromString:", from_string),
+];
 
 /// Double `%` is C's fmod: the result has the sign of the receiver (SOM's DoubleTest).
 pub(crate) fn double_mod(a: f64, b: f64) -> f64 {
@@ -33,7 +36,8 @@ pub(crate) fn double_mod(a: f64, b: f64) -> f64 {
 }
 
 fn receiver(vm: &Vm, argc: usize) -> f64 {
-    vm.double_of(vm.arg(argc, 0)).expect("Double primitive on a double")
+    vm.double_of(vm.arg(argc, 0))
+        .expect("Double primitive on a double")
 }
 
 fn operand(vm: &Vm) -> Result<f64, VmError> {
@@ -88,7 +92,10 @@ fn sin(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 
 fn to_integer(vm: &mut Vm, argc: usize, d: f64) -> Result<(), VmError> {
     let Some(b) = BigInt::from_f64(d) else {
-        return Err(vm.error(format!("{} cannot be converted to an Integer.", format_double(d))));
+        return Err(vm.error(format!(
+            "{} cannot be converted to an Integer.",
+            format_double(d)
+        )));
     };
     let v = vm.int_result(b)?;
     vm.answer(argc, v)

@@ -48,7 +48,10 @@ impl Vm {
         if let Some(d) = self.double_of(v) {
             return Ok(Operand::Double(d));
         }
-        Err(self.error(format!("Expected a numeric type but got type '{}'.", self.type_name(v))))
+        Err(self.error(format!(
+            "Expected a numeric type but got type '{}'.",
+            self.type_name(v)
+        )))
     }
 
     /// An integer as a double, or the error SOM VMs give when it does not fit.
@@ -66,7 +69,8 @@ impl Vm {
 }
 
 fn receiver_int(vm: &Vm, argc: usize) -> Int {
-    vm.int_of(vm.arg(argc, 0)).expect("Integer primitive on an integer")
+    vm.int_of(vm.arg(argc, 0))
+        .expect("Integer primitive on an integer")
 }
 
 /// Shared shape of the binary arithmetic primitives.
@@ -130,7 +134,9 @@ fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     match op {
         Operand::Int(y) => {
             let v = match (&x, &y) {
-                (Int::Small(a), Int::Small(b)) if !(*a == i64::MIN && *b == -1) => vm.i64_result(a / b)?,
+                (Int::Small(a), Int::Small(b)) if !(*a == i64::MIN && *b == -1) => {
+                    vm.i64_result(a / b)?
+                }
                 _ => vm.int_result(x.to_big() / y.to_big())?,
             };
             vm.answer(1, v)
@@ -168,7 +174,10 @@ fn fdiv(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 
 /// a / b as a double without overflowing when both are huge.
 fn big_ratio(a: &BigInt, b: &BigInt) -> f64 {
-    let (fa, fb) = (a.to_f64().unwrap_or(f64::INFINITY), b.to_f64().unwrap_or(f64::INFINITY));
+    let (fa, fb) = (
+        a.to_f64().unwrap_or(f64::INFINITY),
+        b.to_f64().unwrap_or(f64::INFINITY),
+    );
     if fa.is_finite() && fb.is_finite() {
         return fa / fb;
     }
@@ -254,7 +263,12 @@ fn shift_amount(vm: &Vm, v: Value) -> Result<i64, VmError> {
             }
             return Err(vm.error("Shift too big."));
         }
-        None => return Err(vm.error(format!("Expected a numeric type but got type '{}'.", vm.type_name(v)))),
+        None => {
+            return Err(vm.error(format!(
+                "Expected a numeric type but got type '{}'.",
+                vm.type_name(v)
+            )))
+        }
     };
     if s < 0 {
         return Err(vm.error("Negative shift."));

@@ -31,7 +31,9 @@ pub fn find(class: &str, class_side: bool, selector: &str) -> Option<Primitive> 
         ("Array", false) => array::INSTANCE,
         ("Array", true) => array::CLASS,
         ("Block", false) => block::BLOCK,
-        ("Block1", false) | ("Block2", false) | ("Block3", false) | ("Block4", false) => block::BLOCK_N,
+        ("Block1", false) | ("Block2", false) | ("Block3", false) | ("Block4", false) => {
+            block::BLOCK_N
+        }
         ("Double", false) => double::INSTANCE,
         ("Double", true) => double::CLASS,
         ("Integer", false) => integer::INSTANCE,
@@ -44,7 +46,6 @@ pub fn find(class: &str, class_side: bool, selector: &str) -> Option<Primitive> 
     };
     table.iter().find(|(s, _)| *s == selector).map(|(_, p)| *p)
 }
-
 
 impl Vm {
     /// The `i`-th argument (0 is the receiver) of a primitive call with `argc` arguments.
@@ -90,16 +91,24 @@ impl Vm {
     }
 
     pub(crate) fn expected_int(&self, v: Value) -> VmError {
-        self.error(format!("Expected object of type 'Int' but got type '{}'.", self.type_name(v)))
+        self.error(format!(
+            "Expected object of type 'Int' but got type '{}'.",
+            self.type_name(v)
+        ))
     }
 
     pub(crate) fn expected_symbol(&self, v: Value) -> VmError {
         let class = self.rt.class_name(self.rt.class_of(v));
-        self.error(format!("Expected instance of 'Symbol' but got instance of '{class}'."))
+        self.error(format!(
+            "Expected instance of 'Symbol' but got instance of '{class}'."
+        ))
     }
 
     pub(crate) fn expected_string(&self, v: Value) -> VmError {
-        self.error(format!("Expected object of type 'String_' but got type '{}'.", self.type_name(v)))
+        self.error(format!(
+            "Expected object of type 'String_' but got type '{}'.",
+            self.type_name(v)
+        ))
     }
 
     /// A small non-negative index argument, 1-based, or the error SOM VMs report.

@@ -17,7 +17,10 @@ pub static INSTANCE: Table = &[
     ("perform:", perform),
     ("perform:withArguments:", perform_with_arguments),
     ("perform:inSuperclass:", perform_in_superclass),
-    ("perform:withArguments:inSuperclass:", perform_with_arguments_in_superclass),
+    (
+        "perform:withArguments:inSuperclass:",
+        perform_with_arguments_in_superclass,
+    ),
     ("instVarAt:", inst_var_at),
     ("instVarAt:put:", inst_var_at_put),
     ("instVarNamed:", inst_var_named),
@@ -31,7 +34,11 @@ fn class(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 
 fn object_size(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     let v = vm.arg(argc, 0);
-    let size = if v.is_ref() { 16 + 8 * v.slot_count() + v.byte_len().div_ceil(8) * 8 } else { 8 };
+    let size = if v.is_ref() {
+        16 + 8 * v.slot_count() + v.byte_len().div_ceil(8) * 8
+    } else {
+        8
+    };
     vm.answer(argc, Value::from_small_int(size as i64))
 }
 
@@ -71,7 +78,9 @@ impl Vm {
             return (v.bits() >> 3) as i64;
         }
         match Kind::from_u8(v.kind()) {
-            Kind::Double | Kind::BigInt | Kind::String => super::string::string_hash(&v.bytes()[..v.byte_len()]),
+            Kind::Double | Kind::BigInt | Kind::String => {
+                super::string::string_hash(&v.bytes()[..v.byte_len()])
+            }
             _ => v.identity_hash() as i64,
         }
     }
@@ -124,13 +133,19 @@ fn check_arity(vm: &Vm, selector: u32, n: usize) -> Result<(), VmError> {
     let name = vm.rt.symbols.name(selector);
     let expected = if name.ends_with(':') {
         name.matches(':').count()
-    } else if name.chars().next().is_some_and(|c| !c.is_alphanumeric() && c != '_') {
+    } else if name
+        .chars()
+        .next()
+        .is_some_and(|c| !c.is_alphanumeric() && c != '_')
+    {
         1
     } else {
         0
     };
     if expected != n {
-        return Err(vm.error(format!("Tried passing {n} arguments to a function that requires {expected}.")));
+        return Err(vm.error(format!(
+            "Tried passing {n} arguments to a function that requires {expected}."
+        )));
     }
     Ok(())
 }
@@ -164,7 +179,10 @@ fn send_in(vm: &mut Vm, class: ClassId, sel: u32, n: usize) -> Result<(), VmErro
         Some(code) => vm.invoke(code, n),
         None => {
             let name = vm.rt.class_name(class);
-            Err(vm.error(format!("Method {} not found in class {name}", vm.rt.symbols.name(sel))))
+            Err(vm.error(format!(
+                "Method {} not found in class {name}",
+                vm.rt.symbols.name(sel)
+            )))
         }
     }
 }
@@ -210,7 +228,11 @@ fn inst_var_named(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let sym = selector_arg(vm, s)?;
     let name = vm.rt.symbols.name(sym).to_string();
     let c = vm.rt.class_of(o);
-    match vm.rt.classes[c as usize].fields.iter().position(|f| *f == name) {
+    match vm.rt.classes[c as usize]
+        .fields
+        .iter()
+        .position(|f| *f == name)
+    {
         Some(i) if o.is_ref() && i < o.slot_count() => vm.answer(1, o.slot(i)),
         _ => Err(vm.error(format!("No field named {name} in {}", vm.rt.class_name(c)))),
     }

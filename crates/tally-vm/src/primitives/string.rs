@@ -44,7 +44,8 @@ impl Vm {
     }
 
     fn receiver_text(&self, argc: usize) -> Vec<u8> {
-        self.bytes_of(self.arg(argc, 0)).expect("String primitive on a string")
+        self.bytes_of(self.arg(argc, 0))
+            .expect("String primitive on a string")
     }
 }
 
@@ -132,16 +133,24 @@ fn substring(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let out: Vec<u8> = if s.is_ascii() {
         let len = s.len() as i64;
         if start < 1 || end > len || start > end + 1 {
-            return Err(vm.error(format!("substring {start} to {end} is out of bounds for a string of length {len}")));
+            return Err(vm.error(format!(
+                "substring {start} to {end} is out of bounds for a string of length {len}"
+            )));
         }
         s[(start - 1) as usize..end.max(start - 1) as usize].to_vec()
     } else {
         let text = String::from_utf8_lossy(&s);
         let len = text.chars().count() as i64;
         if start < 1 || end > len || start > end + 1 {
-            return Err(vm.error(format!("substring {start} to {end} is out of bounds for a string of length {len}")));
+            return Err(vm.error(format!(
+                "substring {start} to {end} is out of bounds for a string of length {len}"
+            )));
         }
-        text.chars().skip((start - 1) as usize).take((end - start + 1).max(0) as usize).collect::<String>().into_bytes()
+        text.chars()
+            .skip((start - 1) as usize)
+            .take((end - start + 1).max(0) as usize)
+            .collect::<String>()
+            .into_bytes()
     };
     let v = vm.new_string(&out)?;
     vm.answer(2, v)

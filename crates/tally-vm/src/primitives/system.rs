@@ -72,7 +72,9 @@ fn load(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 fn exit(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let a = vm.arg(1, 1);
     match vm.int_of(a) {
-        Some(crate::numbers::Int::Small(code)) if (i32::MIN as i64..=i32::MAX as i64).contains(&code) => {
+        Some(crate::numbers::Int::Small(code))
+            if (i32::MIN as i64..=i32::MAX as i64).contains(&code) =>
+        {
             Err(VmError::Exit(code as i32))
         }
         Some(_) => Err(vm.error("Domain error.")),
