@@ -67,6 +67,34 @@ impl Vm {
         }
     }
 
+    /// A short, readable rendering of any value for `inspect`.
+    pub(crate) fn describe(&self, v: Value) -> String {
+        if let Some(i) = self.int_of(v) {
+            return match i {
+                crate::numbers::Int::Small(i) => i.to_string(),
+                crate::numbers::Int::Big(b) => b.to_string(),
+            };
+        }
+        if let Some(d) = self.double_of(v) {
+            return crate::numbers::format_double(d);
+        }
+        if let Some(s) = v.as_symbol() {
+            return format!("#{}", self.rt.symbols.name(s));
+        }
+        match v {
+            Value::NIL => return "nil".into(),
+            Value::TRUE => return "true".into(),
+            Value::FALSE => return "false".into(),
+            _ => {}
+        }
+        if let Some(text) = self.text_of(v) {
+            return format!("'{text}'");
+        }
+        let class = self.rt.class_name(self.rt.class_of(v));
+        let article = if class.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+        format!("{article} {class}")
+    }
+
     pub(crate) fn hash_of(&self, v: Value) -> i64 {
         if let Some(i) = v.as_int() {
             return i;
@@ -99,7 +127,7 @@ fn inspect(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
         let c = vm.rt.class_of(v);
         let fields = vm.rt.classes[c as usize].fields.clone();
         for (i, f) in fields.iter().enumerate() {
-            text.push_str(&format!("  {f}: {:?}\n", v.slot(i)));
+            text.push_str(&format!("  {f}: {}\n", vm.describe(v.slot(i))));
         }
     }
     vm.write_out(text.as_bytes());
@@ -107,7 +135,7 @@ fn inspect(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 }
 
 fn halt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let trace = vm.error("halt");
+    let trace = vm.error("halt: no debugger is attached; execution continues");
     vm.write_err(format!("{trace}\n").as_bytes());
     let v = vm.arg(argc, 0);
     vm.answer(argc, v)
