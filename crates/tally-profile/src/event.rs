@@ -1,0 +1,69 @@
+//! The event stream: everything that happens to the VM that is not a
+//! sample, each stamped on the profile's one clock. Method and class names
+//! reach the profile only through these events, which keeps the hot path
+//! free of strings.
+
+use crate::code::CodeVersion;
+use crate::ids::{ClassId, CodeVersionId, MethodId};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub time_ns: u64,
+    pub kind: EventKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    ProgramStart,
+    ProgramEnd {
+        exit_code: i32,
+    },
+    ClassLoaded {
+        class: ClassId,
+        name: String,
+        /// Where it came from (a file, or e.g. `<embedded>`).
+        source: String,
+    },
+    /// A method compiled to bytecode (the interpreter tier). Its `name` is
+    /// what reports show, so the VM picks the familiar spelling
+    /// (`Class>>selector` for SOM).
+    MethodCompiled {
+        method: MethodId,
+        class: ClassId,
+        name: String,
+        file: String,
+        line: u32,
+        bytecode_len: u32,
+    },
+    /// A compiled code version became executable.
+    CodeInstalled(CodeVersion),
+    /// A code version was discarded; its id is never reused.
+    CodeFreed {
+        code: CodeVersionId,
+    },
+    GcStart {
+        kind: String,
+    },
+    GcEnd {
+        kind: String,
+        bytes_before: u64,
+        bytes_after: u64,
+        duration_ns: u64,
+    },
+}
+
+impl EventKind {
+    /// A short name, used by the timeline exporters.
+    pub fn label(&self) -> &'static str {
+        match self {
+            EventKind::ProgramStart => "program start",
+            EventKind::ProgramEnd { .. } => "program end",
+            EventKind::ClassLoaded { .. } => "class loaded",
+            EventKind::MethodCompiled { .. } => "method compiled",
+            EventKind::CodeInstalled(_) => "code installed",
+            EventKind::CodeFreed { .. } => "code freed",
+            EventKind::GcStart { .. } => "gc start",
+            EventKind::GcEnd { .. } => "gc",
+        }
+    }
+}

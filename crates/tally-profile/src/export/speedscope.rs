@@ -1,0 +1,74 @@
+//! speedscope's file format (one "sampled" profile): each sample is a list
+//! of indices into a shared frame table, outermost first, weighted by the
+//! sampling period in nanoseconds so speedscope shows time.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::frame_label;
+use crate::profile::Profile;
+
+pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
+
+pub fn to_json(p: &Profile) -> Value {
+    let symbols = p.symbols();
+    let mut frames: Vec<Value> = vec![];
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut intern = |label: String, file: &str, line: u32, frames: &mut Vec<Value>| {
+        *index.entry(label.clone()).or_insert_with(|| {
+            let mut f = json!({ "name": label });
+            if !file.is_empty() {
+                f["file"] = json!(file);
+                f["line"] = json!(line);
+            }
+            frames.push(f);
+            frames.len() - 1
+        })
+    };
+    let period = 1_000_000_000u64 / u64::from(p.header.sampler.rate_hz.max(1));
+    let mut samples = vec![];
+    for s in &p.samples {
+        let logical = symbols.resolve_stack(&s.frames);
+        let stack: Vec<usize> = if logical.is_empty() {
+            vec![intern(format!("[{}]", s.state.name()), "", 0, &mut frames)]
+        } else {
+            logical
+                .iter()
+                .rev()
+                .map(|f| {
+                    let info = symbols.methods.get(&f.method);
+                    intern(
+                        frame_label(&symbols, f),
+                        info.map(|i| i.file.as_str()).unwrap_or(""),
+                        info.map(|i| i.line).unwrap_or(0),
+                        &mut frames,
+                    )
+                })
+                .collect()
+        };
+        samples.push(stack);
+    }
+    let n = samples.len() as u64;
+    let name = if p.header.program.is_empty() {
+        "profile".to_string()
+    } else {
+        p.header.program.clone()
+    };
+    json!({
+        "$schema": SCHEMA_URL,
+        "name": name,
+        "exporter": format!("tally-profile {}", env!("CARGO_PKG_VERSION")),
+        "activeProfileIndex": 0,
+        "shared": { "frames": frames },
+        "profiles": [{
+            "type": "sampled",
+            "name": name,
+            "unit": "nanoseconds",
+            "startValue": 0,
+            "endValue": n * period,
+            "samples": samples,
+            "weights": vec![period; n as usize],
+        }],
+    })
+}

@@ -1,0 +1,63 @@
+//! The profile file: versioned, self-describing, checksummed, written
+//! atomically.
+//!
+//! ```text
+//! file  = "TALLYPRF" major:u16le minor:u16le chunk*
+//! chunk = tag:[u8;4] len:u32le payload[len] crc32:u32le   (crc over tag, len, payload)
+//! ```
+//!
+//! Chunks: `HEAD` (exactly one, first: VM, program, options, clock,
+//! sampler), then any number of `EVNT` (events), `SMPL` (samples), `EDGE`
+//! (CBS edges), `EXCT` (exhaustive counts), `CNTR` (sample accounting), and
+//! last `END!`, whose payload is the number of chunks before it. Nothing
+//! may follow `END!`.
+//!
+//! Versioning: a reader accepts its own major version only. Minor versions
+//! only *add*: new fields at the end of a known chunk's payload (an older
+//! reader skips trailing bytes when the file's minor is newer, and rejects
+//! them otherwise) or new chunk types. As in PNG, a chunk whose tag starts
+//! with a lowercase letter is ancillary and may be skipped by readers that
+//! do not know it; an unknown uppercase tag is critical and rejected.
+//!
+//! Corruption is caught by the per-chunk CRC-32, truncation by lengths
+//! that run past the end of the file and by the missing `END!`; every
+//! rejection says which chunk, at which byte offset, and why.
+
+mod codec;
+mod read;
+mod write;
+
+pub use read::{decode, read_file, ReadError};
+pub use write::{encode, write_atomically};
+
+pub const MAGIC: &[u8; 8] = b"TALLYPRF";
+pub const MAJOR: u16 = 1;
+pub const MINOR: u16 = 0;
+
+/// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
+/// damaged chunk loses a bounded number of samples.
+pub const SAMPLES_PER_CHUNK: usize = 8192;
+
+pub(crate) mod tags {
+    pub const HEAD: [u8; 4] = *b"HEAD";
+    pub const EVNT: [u8; 4] = *b"EVNT";
+    pub const SMPL: [u8; 4] = *b"SMPL";
+    pub const EDGE: [u8; 4] = *b"EDGE";
+    pub const EXCT: [u8; 4] = *b"EXCT";
+    pub const CNTR: [u8; 4] = *b"CNTR";
+    pub const END: [u8; 4] = *b"END!";
+}
+
+pub(crate) mod event_tags {
+    pub const PROGRAM_START: u8 = 0;
+    pub const PROGRAM_END: u8 = 1;
+    pub const CLASS_LOADED: u8 = 2;
+    pub const METHOD_COMPILED: u8 = 3;
+    pub const CODE_INSTALLED: u8 = 4;
+    pub const CODE_FREED: u8 = 5;
+    pub const GC_START: u8 = 6;
+    pub const GC_END: u8 = 7;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,182 @@
+use super::*;
+use crate::fixtures::example_profile;
+use crate::profile::Profile;
+
+fn patch_crc(bytes: &mut [u8], chunk_start: usize) {
+    let len =
+        u32::from_le_bytes(bytes[chunk_start + 4..chunk_start + 8].try_into().unwrap()) as usize;
+    let end = chunk_start + 8 + len;
+    let crc = crc32fast::hash(&bytes[chunk_start..end]);
+    bytes[end..end + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+#[test]
+fn round_trips_in_memory_and_on_disk() {
+    let p = example_profile();
+    let bytes = encode(&p);
+    assert_eq!(decode(&bytes).unwrap(), p);
+
+    let dir = std::env::temp_dir().join(format!("tally-profile-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.tprof");
+    std::fs::write(&path, b"old contents").unwrap();
+    p.write_atomically(&path).unwrap();
+    assert_eq!(Profile::read(&path).unwrap(), p);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "the temporary file was renamed away");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_empty_profile_round_trips() {
+    let p = Profile::default();
+    assert_eq!(decode(&encode(&p)).unwrap(), p);
+}
+
+#[test]
+fn many_samples_span_several_chunks() {
+    let mut p = example_profile();
+    let s = p.samples[0].clone();
+    p.samples = (0..SAMPLES_PER_CHUNK as u64 * 2 + 5)
+        .map(|k| crate::sample::Sample {
+            time_ns: s.time_ns + k,
+            ..s.clone()
+        })
+        .collect();
+    assert_eq!(decode(&encode(&p)).unwrap(), p);
+}
+
+#[test]
+fn every_truncation_is_rejected_as_truncated() {
+    let bytes = encode(&example_profile());
+    for len in 1..bytes.len() {
+        match decode(&bytes[..len]) {
+            Err(ReadError::Truncated { .. } | ReadError::MissingEnd) => {}
+            other => panic!("prefix of {len} bytes: {other:?}"),
+        }
+    }
+    assert!(matches!(decode(&[]), Err(ReadError::NotAProfile)));
+}
+
+#[test]
+fn a_flipped_bit_is_a_checksum_error_naming_the_chunk() {
+    let bytes = encode(&example_profile());
+    // Flip one bit in every byte after the file header in turn.
+    let mut seen_checksum = 0;
+    for at in 12..bytes.len() {
+        let mut b = bytes.clone();
+        b[at] ^= 0x10;
+        match decode(&b) {
+            Err(ReadError::Checksum { tag, offset }) => {
+                assert!(offset as usize <= at);
+                assert_eq!(tag.len(), 4);
+                seen_checksum += 1;
+            }
+            // A flipped length field moves the chunk end: truncation, or a
+            // checksum read from the wrong place.
+            Err(ReadError::Truncated { .. }) => {}
+            Err(e) if at < 20 => panic!("byte {at}: {e}"),
+            Err(_) => {}
+            Ok(_) => panic!("flipping byte {at} went unnoticed"),
+        }
+    }
+    assert!(seen_checksum > bytes.len() / 2);
+    let mut b = bytes.clone();
+    b[14] ^= 1; // inside HEAD's length
+    assert!(decode(&b).is_err());
+    let msg = {
+        let mut b = bytes.clone();
+        b[30] ^= 1;
+        decode(&b).unwrap_err().to_string()
+    };
+    assert!(
+        msg.contains("checksum mismatch in chunk HEAD at byte 12"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn wrong_versions_and_magic_are_named() {
+    let mut b = encode(&example_profile());
+    b[8] = 2;
+    let e = decode(&b).unwrap_err();
+    assert!(matches!(
+        e,
+        ReadError::UnsupportedVersion { major: 2, minor: 0 }
+    ));
+    assert_eq!(
+        e.to_string(),
+        "unsupported profile format version 2.0 (this reader reads 1.x)"
+    );
+    let mut b = encode(&example_profile());
+    b[0] = b'X';
+    assert_eq!(
+        decode(&b).unwrap_err().to_string(),
+        "not a Tally profile (bad magic number)"
+    );
+}
+
+/// Splices a chunk in before END! and fixes END!'s count.
+fn with_extra_chunk(tag: &[u8; 4], payload: &[u8]) -> Vec<u8> {
+    let p = example_profile();
+    let bytes = encode(&p);
+    // END! is the last chunk: tag + len + 1-byte payload + crc.
+    let end_at = bytes.len() - 13;
+    assert_eq!(&bytes[end_at..end_at + 4], b"END!");
+    let count = bytes[end_at + 8];
+    let mut out = bytes[..end_at].to_vec();
+    let start = out.len();
+    out.extend_from_slice(tag);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(&[0; 4]);
+    patch_crc(&mut out, start);
+    let end = out.len();
+    out.extend_from_slice(b"END!");
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.push(count + 1);
+    out.extend_from_slice(&[0; 4]);
+    patch_crc(&mut out, end);
+    out
+}
+
+#[test]
+fn unknown_chunks_are_skipped_only_when_ancillary() {
+    let p = decode(&with_extra_chunk(b"note", b"anything")).unwrap();
+    assert_eq!(p, example_profile());
+    let e = decode(&with_extra_chunk(b"NOTE", b"anything")).unwrap_err();
+    assert!(
+        matches!(e, ReadError::UnknownChunk { ref tag, .. } if tag == "NOTE"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_payloads_say_what_is_wrong() {
+    // A sample with VM state 9.
+    let mut payload = vec![1u8, 0, 9, 0, 0, 0, 0];
+    let e = decode(&with_extra_chunk(b"SMPL", &payload)).unwrap_err();
+    assert!(e.to_string().contains("unknown VM state 9"), "{e}");
+    payload[2] = 0;
+    payload.push(7);
+    let e = decode(&with_extra_chunk(b"SMPL", &payload)).unwrap_err();
+    assert!(e.to_string().contains("unexpected bytes"), "{e}");
+    let e = decode(&with_extra_chunk(b"EXCT", &[0, 0, 0])).unwrap_err();
+    assert!(e.to_string().contains("second EXCT"), "{e}");
+}
+
+#[test]
+fn trailing_bytes_and_a_wrong_chunk_count_are_rejected() {
+    let mut b = encode(&example_profile());
+    b.push(0);
+    assert!(matches!(
+        decode(&b),
+        Err(ReadError::TrailingData { extra: 1 })
+    ));
+    let mut b = encode(&example_profile());
+    let end_at = b.len() - 13;
+    b[end_at + 8] += 1;
+    patch_crc(&mut b, end_at);
+    let e = decode(&b).unwrap_err();
+    assert!(e.to_string().contains("end marker counts"), "{e}");
+}

@@ -1,0 +1,268 @@
+//! Encoding a [`Profile`] and writing it atomically.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::codec::Enc;
+use super::{event_tags as et, tags, MAGIC, MAJOR, MINOR, SAMPLES_PER_CHUNK};
+use crate::code::CodeVersion;
+use crate::event::{Event, EventKind};
+use crate::profile::{Header, Profile};
+use crate::sample::Sample;
+
+struct Chunks {
+    out: Vec<u8>,
+    count: u64,
+}
+
+impl Chunks {
+    fn put(&mut self, tag: [u8; 4], payload: &[u8]) {
+        let len = u32::try_from(payload.len()).expect("chunk payloads stay below 4 GiB");
+        let start = self.out.len();
+        self.out.extend_from_slice(&tag);
+        self.out.extend_from_slice(&len.to_le_bytes());
+        self.out.extend_from_slice(payload);
+        let crc = crc32fast::hash(&self.out[start..]);
+        self.out.extend_from_slice(&crc.to_le_bytes());
+        self.count += 1;
+    }
+}
+
+/// The whole file as bytes.
+pub fn encode(p: &Profile) -> Vec<u8> {
+    let mut c = Chunks {
+        out: Vec::new(),
+        count: 0,
+    };
+    c.out.extend_from_slice(MAGIC);
+    c.out.extend_from_slice(&MAJOR.to_le_bytes());
+    c.out.extend_from_slice(&MINOR.to_le_bytes());
+
+    c.put(tags::HEAD, &header(&p.header));
+    if !p.events.is_empty() {
+        let mut e = Enc::new();
+        e.uv(p.events.len() as u64);
+        let mut prev = 0u64;
+        for ev in &p.events {
+            event(&mut e, ev, &mut prev);
+        }
+        c.put(tags::EVNT, &e.buf);
+    }
+    for batch in p.samples.chunks(SAMPLES_PER_CHUNK) {
+        c.put(tags::SMPL, &samples(batch));
+    }
+    if !p.cbs_edges.edges.is_empty() {
+        let mut e = Enc::new();
+        e.uv(p.cbs_edges.edges.len() as u64);
+        for (edge, &w) in &p.cbs_edges.edges {
+            e.uv(edge.caller.0.into());
+            e.uv(edge.callsite.into());
+            e.uv(edge.callee.0.into());
+            e.uv(w);
+        }
+        c.put(tags::EDGE, &e.buf);
+    }
+    if let Some(x) = &p.exact {
+        let mut e = Enc::new();
+        for v in [&x.calls, &x.bytecodes] {
+            e.uv(v.len() as u64);
+            for &n in v {
+                e.uv(n);
+            }
+        }
+        let mut edges: Vec<_> = x.edges.iter().collect();
+        edges.sort();
+        e.uv(edges.len() as u64);
+        for (edge, &n) in edges {
+            e.uv(edge.caller.0.into());
+            e.uv(edge.callsite.into());
+            e.uv(edge.callee.0.into());
+            e.uv(n);
+        }
+        c.put(tags::EXCT, &e.buf);
+    }
+    let k = &p.counters;
+    let mut e = Enc::new();
+    for v in [
+        k.taken,
+        k.recorded,
+        k.dropped_full,
+        k.dropped_busy,
+        k.dropped_coalesced,
+        k.cbs_ticks,
+    ] {
+        e.uv(v);
+    }
+    c.put(tags::CNTR, &e.buf);
+
+    let mut e = Enc::new();
+    e.uv(c.count);
+    c.put(tags::END, &e.buf);
+    c.out
+}
+
+fn header(h: &Header) -> Vec<u8> {
+    let mut e = Enc::new();
+    e.str(&h.vm_name);
+    e.str(&h.vm_version);
+    e.str(&h.program);
+    e.uv(h.args.len() as u64);
+    for a in &h.args {
+        e.str(a);
+    }
+    e.uv(h.options.len() as u64);
+    for (k, v) in &h.options {
+        e.str(k);
+        e.str(v);
+    }
+    e.str(&h.clock);
+    e.uv(h.clock_resolution_ns);
+    e.uv(h.start_unix_ns);
+    e.uv(h.start_time_ns);
+    let s = &h.sampler;
+    e.str(&s.trigger);
+    e.str(&s.trigger_source);
+    e.str(&s.trigger_note);
+    e.str(&s.mechanism);
+    e.uv(s.rate_hz.into());
+    match &s.cbs {
+        None => e.bool(false),
+        Some(c) => {
+            e.bool(true);
+            e.uv(c.stride.into());
+            e.uv(c.samples.into());
+            e.uv(c.seed);
+        }
+    }
+    e.bool(s.exhaustive);
+    e.uv(s.ring_slots.into());
+    e.uv(s.max_frames.into());
+    e.buf
+}
+
+fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
+    e.iv(ev.time_ns.wrapping_sub(*prev) as i64);
+    *prev = ev.time_ns;
+    match &ev.kind {
+        EventKind::ProgramStart => e.u8(et::PROGRAM_START),
+        EventKind::ProgramEnd { exit_code } => {
+            e.u8(et::PROGRAM_END);
+            e.iv((*exit_code).into());
+        }
+        EventKind::ClassLoaded {
+            class,
+            name,
+            source,
+        } => {
+            e.u8(et::CLASS_LOADED);
+            e.uv(class.0.into());
+            e.str(name);
+            e.str(source);
+        }
+        EventKind::MethodCompiled {
+            method,
+            class,
+            name,
+            file,
+            line,
+            bytecode_len,
+        } => {
+            e.u8(et::METHOD_COMPILED);
+            e.uv(method.0.into());
+            e.uv(class.0.into());
+            e.str(name);
+            e.str(file);
+            e.uv((*line).into());
+            e.uv((*bytecode_len).into());
+        }
+        EventKind::CodeInstalled(v) => {
+            e.u8(et::CODE_INSTALLED);
+            code_version(e, v);
+        }
+        EventKind::CodeFreed { code } => {
+            e.u8(et::CODE_FREED);
+            e.uv(code.0.into());
+        }
+        EventKind::GcStart { kind } => {
+            e.u8(et::GC_START);
+            e.str(kind);
+        }
+        EventKind::GcEnd {
+            kind,
+            bytes_before,
+            bytes_after,
+            duration_ns,
+        } => {
+            e.u8(et::GC_END);
+            e.str(kind);
+            e.uv(*bytes_before);
+            e.uv(*bytes_after);
+            e.uv(*duration_ns);
+        }
+    }
+}
+
+fn code_version(e: &mut Enc, v: &CodeVersion) {
+    e.uv(v.id.0.into());
+    e.uv(v.method.0.into());
+    e.u8(v.tier.to_u8());
+    e.uv(v.compile_id.into());
+    e.uv(v.compile_time_ns);
+    e.uv(v.code_start);
+    e.uv(v.code_len);
+    e.uv(v.pc_map.len() as u64);
+    for entry in &v.pc_map {
+        e.uv(entry.pc_offset.into());
+        e.uv(entry.chain.len() as u64);
+        for (m, bci) in &entry.chain {
+            e.uv(m.0.into());
+            e.uv((*bci).into());
+        }
+    }
+}
+
+fn samples(batch: &[Sample]) -> Vec<u8> {
+    let mut e = Enc::new();
+    e.uv(batch.len() as u64);
+    let mut prev = 0u64;
+    for s in batch {
+        e.iv(s.time_ns.wrapping_sub(prev) as i64);
+        prev = s.time_ns;
+        e.u8(s.state as u8);
+        e.u8(s.origin as u8);
+        e.u8(s.flags.0);
+        e.uv(s.depth.into());
+        e.uv(s.frames.len() as u64);
+        for f in &s.frames {
+            e.uv(f.pack());
+        }
+    }
+    e.buf
+}
+
+/// Writes `p` to `path` through a temporary file in the same directory,
+/// fsynced, then renamed: readers see the old file or the new one, never
+/// a partial one.
+pub fn write_atomically(p: &Profile, path: &Path) -> std::io::Result<()> {
+    let bytes = encode(p);
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "profile".into());
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}

@@ -1,0 +1,347 @@
+//! The hot path: everything the VM touches at yieldpoints and everything a
+//! signal handler touches. Allocation-free and lock-free after
+//! construction; the rest of the crate is offline.
+//!
+//! [`HotState`] bundles the pieces a trigger's signal handler needs (flag,
+//! published state, ring, counters). The VM creates it once, keeps an
+//! `Arc` to it, and hands a clone to [`crate::Sampler::start`].
+
+pub mod cbs;
+pub mod exact;
+pub mod flag;
+pub mod published;
+pub mod ring;
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+
+use crate::clock;
+use crate::ids::{RawFrame, VmState};
+use crate::sample::{Origin, SampleFlags};
+use flag::YieldpointFlag;
+use published::{current_tid, PublishedState};
+use ring::{PushError, SampleRing, SlotHeader};
+
+/// How method samples are taken (Buytaert et al. OOPSLA 2007).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mechanism {
+    /// The tick raises [`flag::SAMPLE`]; the VM records at its next
+    /// yieldpoint ([`HotState::take_polled_sample`]).
+    Polling,
+    /// The tick records the sample itself from [`PublishedState`].
+    Immediate,
+}
+
+impl Mechanism {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Polling => "polling",
+            Mechanism::Immediate => "immediate",
+        }
+    }
+}
+
+/// Sizes fixed at construction, because the handler cannot allocate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HotConfig {
+    /// Shadow-stack slots (rounded up to a power of two).
+    pub stack_capacity: usize,
+    /// Samples the ring holds between drains.
+    pub ring_slots: usize,
+    /// Frames kept per sample (innermost first).
+    pub max_frames: usize,
+}
+
+impl Default for HotConfig {
+    fn default() -> Self {
+        HotConfig {
+            stack_capacity: 1024,
+            ring_slots: 4096,
+            max_frames: 128,
+        }
+    }
+}
+
+/// The sample accounting the acceptance criteria ask for:
+/// `taken = recorded + dropped` once the run has been settled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleCounters {
+    /// Trigger ticks that asked for a method sample.
+    pub taken: u64,
+    /// Samples written to the ring.
+    pub recorded: u64,
+    /// The ring was full (the VM did not drain often enough).
+    pub dropped_full: u64,
+    /// Another producer held the ring.
+    pub dropped_busy: u64,
+    /// Polling: a tick arrived while the previous one was still pending,
+    /// or was still pending at the end of the run.
+    pub dropped_coalesced: u64,
+    /// Timer ticks that opened (or extended) a CBS window.
+    pub cbs_ticks: u64,
+}
+
+impl SampleCounters {
+    pub fn dropped(&self) -> u64 {
+        self.dropped_full + self.dropped_busy + self.dropped_coalesced
+    }
+
+    /// Whether every taken sample is accounted for.
+    pub fn balanced(&self) -> bool {
+        self.taken == self.recorded + self.dropped()
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    taken: AtomicU64,
+    recorded: AtomicU64,
+    dropped_full: AtomicU64,
+    dropped_busy: AtomicU64,
+    dropped_coalesced: AtomicU64,
+    cbs_ticks: AtomicU64,
+}
+
+const MODE_POLLING: u8 = 1;
+const MODE_IMMEDIATE: u8 = 2;
+const MODE_CBS: u8 = 4;
+
+pub struct HotState {
+    pub flag: YieldpointFlag,
+    pub published: PublishedState,
+    pub ring: SampleRing,
+    counters: Counters,
+    mode: AtomicU8,
+}
+
+impl HotState {
+    pub fn new(config: HotConfig) -> Arc<HotState> {
+        Arc::new(HotState {
+            flag: YieldpointFlag::new(),
+            published: PublishedState::new(config.stack_capacity),
+            ring: SampleRing::new(config.ring_slots, config.max_frames),
+            counters: Counters::default(),
+            mode: AtomicU8::new(0),
+        })
+    }
+
+    /// What a tick does: take method samples by `mechanism` (or none), and
+    /// open CBS windows or not. Set by [`crate::Sampler::start`]; may also
+    /// be set directly to drive the state machine without signals (tests,
+    /// or a VM with its own timer thread).
+    pub fn set_mode(&self, mechanism: Option<Mechanism>, cbs: bool) {
+        let m = match mechanism {
+            None => 0,
+            Some(Mechanism::Polling) => MODE_POLLING,
+            Some(Mechanism::Immediate) => MODE_IMMEDIATE,
+        } | if cbs { MODE_CBS } else { 0 };
+        self.mode.store(m, Ordering::Release);
+    }
+
+    /// One trigger tick. This is the body of the signal handler:
+    /// async-signal-safe (atomics, `clock_gettime`, `gettid`; no
+    /// allocation, no locks).
+    #[inline]
+    pub fn on_tick(&self) {
+        let mode = self.mode.load(Ordering::Acquire);
+        if mode & MODE_CBS != 0 {
+            self.counters.cbs_ticks.fetch_add(1, Ordering::Relaxed);
+            self.flag.raise(flag::CBS_WINDOW);
+        }
+        if mode & MODE_IMMEDIATE != 0 {
+            self.counters.taken.fetch_add(1, Ordering::Relaxed);
+            self.capture(Origin::Immediate);
+            if self.ring.len() * 2 >= self.ring.capacity() {
+                self.flag.raise(flag::DRAIN);
+            }
+        } else if mode & MODE_POLLING != 0 {
+            self.counters.taken.fetch_add(1, Ordering::Relaxed);
+            if self.flag.raise(flag::SAMPLE) & flag::SAMPLE != 0 {
+                self.counters
+                    .dropped_coalesced
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Polling mechanism: call at a yieldpoint whose flag load had
+    /// [`flag::SAMPLE`] set. Records the published stack; returns whether
+    /// a sample was pending.
+    #[inline]
+    pub fn take_polled_sample(&self) -> bool {
+        if self.flag.clear(flag::SAMPLE) & flag::SAMPLE == 0 {
+            return false;
+        }
+        self.capture(Origin::Polling);
+        self.after_polled_push();
+        true
+    }
+
+    /// Polling for a VM that keeps no [`PublishedState`]: it passes its
+    /// stack (innermost first) and state itself.
+    pub fn take_polled_sample_from(
+        &self,
+        state: VmState,
+        frames: impl Iterator<Item = RawFrame>,
+    ) -> bool {
+        if self.flag.clear(flag::SAMPLE) & flag::SAMPLE == 0 {
+            return false;
+        }
+        let result = self.ring.try_push(|w| {
+            let mut n = 0;
+            let mut depth = 0u32;
+            for f in frames {
+                w.set_frame(n, f.pack());
+                n = (n + 1).min(w.max_frames());
+                depth += 1;
+            }
+            SlotHeader {
+                time_ns: clock::now_ns(),
+                state,
+                origin: Origin::Polling,
+                flags: if depth as usize > n {
+                    SampleFlags::TRUNCATED
+                } else {
+                    SampleFlags::NONE
+                },
+                frames: n,
+                depth,
+            }
+        });
+        self.account(result);
+        self.after_polled_push();
+        true
+    }
+
+    fn after_polled_push(&self) {
+        if self.ring.len() * 2 >= self.ring.capacity() {
+            self.flag.raise(flag::DRAIN);
+        }
+    }
+
+    #[inline]
+    fn capture(&self, origin: Origin) {
+        let owner = self.published.owner_tid();
+        let foreign = owner != 0 && owner != current_tid();
+        let published = &self.published;
+        let result = self.ring.try_push(|w| {
+            let (n, depth) = published.snapshot(|i, word| w.set_frame(i, word), w.max_frames());
+            let mut flags = SampleFlags::NONE;
+            if depth as usize > n {
+                flags = flags.with(SampleFlags::TRUNCATED);
+            }
+            if foreign {
+                flags = flags.with(SampleFlags::FOREIGN_THREAD);
+            }
+            SlotHeader {
+                time_ns: clock::now_ns(),
+                state: published.state(),
+                origin,
+                flags,
+                frames: n,
+                depth,
+            }
+        });
+        self.account(result);
+    }
+
+    #[inline]
+    fn account(&self, result: Result<(), PushError>) {
+        let c = &self.counters;
+        match result {
+            Ok(()) => c.recorded.fetch_add(1, Ordering::Relaxed),
+            Err(PushError::Full) => c.dropped_full.fetch_add(1, Ordering::Relaxed),
+            Err(PushError::Busy) => c.dropped_busy.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Ends the run's accounting: a polling request still pending will
+    /// never be served, so it counts as dropped. Call after the trigger
+    /// has stopped.
+    pub fn settle(&self) {
+        if self.flag.clear(flag::SAMPLE) & flag::SAMPLE != 0 {
+            self.counters
+                .dropped_coalesced
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn counters(&self) -> SampleCounters {
+        let c = &self.counters;
+        SampleCounters {
+            taken: c.taken.load(Ordering::Acquire),
+            recorded: c.recorded.load(Ordering::Acquire),
+            dropped_full: c.dropped_full.load(Ordering::Acquire),
+            dropped_busy: c.dropped_busy.load(Ordering::Acquire),
+            dropped_coalesced: c.dropped_coalesced.load(Ordering::Acquire),
+            cbs_ticks: c.cbs_ticks.load(Ordering::Acquire),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::MethodId;
+
+    #[test]
+    fn polling_ticks_coalesce_and_settle() {
+        let hot = HotState::new(HotConfig::default());
+        hot.set_mode(Some(Mechanism::Polling), false);
+        hot.published.push(RawFrame::interpreted(MethodId(1), 0));
+        hot.on_tick();
+        hot.on_tick(); // coalesces with the first
+        assert!(hot.take_polled_sample());
+        assert!(!hot.take_polled_sample(), "served once");
+        hot.on_tick(); // never served
+        hot.settle();
+        let c = hot.counters();
+        assert_eq!((c.taken, c.recorded, c.dropped_coalesced), (3, 1, 2));
+        assert!(c.balanced());
+    }
+
+    #[test]
+    fn immediate_ticks_record_the_published_stack() {
+        let hot = HotState::new(HotConfig {
+            ring_slots: 2,
+            ..HotConfig::default()
+        });
+        hot.set_mode(Some(Mechanism::Immediate), true);
+        hot.published.bind_current_thread();
+        hot.published.set_state(VmState::Primitive);
+        hot.published.push(RawFrame::interpreted(MethodId(4), 2));
+        for _ in 0..3 {
+            hot.on_tick();
+        }
+        let c = hot.counters();
+        assert_eq!(
+            (c.taken, c.recorded, c.dropped_full, c.cbs_ticks),
+            (3, 2, 1, 3)
+        );
+        assert!(hot.flag.load() & flag::DRAIN != 0);
+        assert!(hot.flag.load() & flag::CBS_WINDOW != 0);
+        hot.ring.drain(|s| {
+            assert_eq!(s.state, VmState::Primitive);
+            assert_eq!(s.origin, Origin::Immediate);
+            assert_eq!(s.flags, SampleFlags::NONE);
+            assert_eq!(s.frames, vec![RawFrame::interpreted(MethodId(4), 2)]);
+        });
+    }
+
+    #[test]
+    fn explicit_stacks_can_be_polled() {
+        let hot = HotState::new(HotConfig {
+            max_frames: 2,
+            ..HotConfig::default()
+        });
+        hot.set_mode(Some(Mechanism::Polling), false);
+        hot.on_tick();
+        let frames = (0..3).map(|m| RawFrame::interpreted(MethodId(m), 0));
+        assert!(hot.take_polled_sample_from(VmState::Interpreting, frames));
+        hot.ring.drain(|s| {
+            assert_eq!(s.frames.len(), 2);
+            assert_eq!(s.depth, 3);
+            assert!(s.flags.contains(SampleFlags::TRUNCATED));
+        });
+    }
+}

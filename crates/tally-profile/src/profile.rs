@@ -1,0 +1,216 @@
+//! A whole profile in memory, and the recorder that builds one on the VM
+//! thread.
+//!
+//! One stream: the recorder keeps every event and sample in arrival order;
+//! every report, export and accuracy figure is computed from a [`Profile`],
+//! so a person's report and an optimizer's decision can be checked against
+//! the same data.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::callgraph::{CallEdge, CallGraph};
+use crate::clock;
+use crate::code::Symbols;
+use crate::event::{Event, EventKind};
+use crate::hot::cbs::CbsConfig;
+use crate::hot::exact::ExactCounts;
+use crate::hot::{flag, HotState, SampleCounters};
+use crate::ids::MethodId;
+use crate::sample::Sample;
+
+/// What produced the profile, so that a file explains itself years later.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Header {
+    pub vm_name: String,
+    pub vm_version: String,
+    pub program: String,
+    pub args: Vec<String>,
+    /// The VM's options as given (name, value).
+    pub options: Vec<(String, String)>,
+    /// The clock `time_ns` values are read from.
+    pub clock: String,
+    pub clock_resolution_ns: u64,
+    /// Wall-clock time of the start, for tools that show dates.
+    pub start_unix_ns: u64,
+    /// `time_ns` (monotonic) at the start; timelines are relative to it.
+    pub start_time_ns: u64,
+    pub sampler: SamplerSettings,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct SamplerSettings {
+    /// "timer", "itimer", "perf" or "none".
+    pub trigger: String,
+    /// What actually ticked (e.g. "perf_event_open: task-clock (software)").
+    pub trigger_source: String,
+    /// Why the trigger differs from what was asked, if it does.
+    pub trigger_note: String,
+    /// "polling", "immediate" or "none".
+    pub mechanism: String,
+    pub rate_hz: u32,
+    pub cbs: Option<CbsConfig>,
+    pub exhaustive: bool,
+    pub ring_slots: u32,
+    pub max_frames: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Profile {
+    pub header: Header,
+    pub events: Vec<Event>,
+    pub samples: Vec<Sample>,
+    /// Call edges sampled by CBS.
+    pub cbs_edges: CallGraph,
+    /// Ground truth, when the exhaustive mode was on.
+    pub exact: Option<ExactCounts>,
+    pub counters: SampleCounters,
+}
+
+impl Profile {
+    pub fn symbols(&self) -> Symbols {
+        Symbols::from_events(&self.events)
+    }
+
+    /// Samples per method (innermost frame = self time), keyed by name so
+    /// that profiles of different runs compare.
+    pub fn self_samples_by_name(&self) -> BTreeMap<String, u64> {
+        let symbols = self.symbols();
+        let mut out = BTreeMap::new();
+        for s in &self.samples {
+            let frames = symbols.resolve_stack(&s.frames);
+            if let Some(top) = frames.first() {
+                *out.entry(symbols.method_name(top.method)).or_insert(0) += 1;
+            }
+        }
+        out
+    }
+
+    /// The ground-truth method weights (executed bytecodes per method),
+    /// keyed by name — the "perfect profile" sampled profiles are judged
+    /// against.
+    pub fn exact_bytecodes_by_name(&self) -> Option<BTreeMap<String, u64>> {
+        let exact = self.exact.as_ref()?;
+        let symbols = self.symbols();
+        let mut out = BTreeMap::new();
+        for (i, &n) in exact.bytecodes.iter().enumerate() {
+            if n > 0 {
+                let x = out
+                    .entry(symbols.method_name(MethodId(i as u32)))
+                    .or_insert(0);
+                *x = u64::saturating_add(*x, n);
+            }
+        }
+        Some(out)
+    }
+
+    /// Duration from the first to the last event or sample.
+    pub fn duration_ns(&self) -> u64 {
+        let start = self.header.start_time_ns;
+        let end = self
+            .events
+            .iter()
+            .map(|e| e.time_ns)
+            .chain(self.samples.iter().map(|s| s.time_ns))
+            .max()
+            .unwrap_or(start);
+        end.saturating_sub(start)
+    }
+
+    /// Writes the file atomically: a temporary file in the same directory,
+    /// synced, then renamed over `path`, so a reader (or a crash) never
+    /// sees half a profile.
+    pub fn write_atomically(&self, path: &Path) -> std::io::Result<()> {
+        crate::format::write_atomically(self, path)
+    }
+
+    pub fn read(path: &Path) -> Result<Profile, crate::format::ReadError> {
+        crate::format::read_file(path)
+    }
+}
+
+/// Builds a [`Profile`] on the VM thread: events as they happen, samples
+/// drained from the ring at safepoints, CBS edges as they are taken.
+pub struct Recorder {
+    profile: Profile,
+}
+
+impl Recorder {
+    /// Starts recording; stamps the start times and emits `ProgramStart`.
+    pub fn new(mut header: Header) -> Recorder {
+        header.start_time_ns = clock::now_ns();
+        header.start_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        if header.clock.is_empty() {
+            header.clock = clock::CLOCK_NAME.to_string();
+            header.clock_resolution_ns = clock::resolution_ns();
+        }
+        let start = header.start_time_ns;
+        let mut r = Recorder {
+            profile: Profile {
+                header,
+                ..Profile::default()
+            },
+        };
+        r.event_at(start, EventKind::ProgramStart);
+        r
+    }
+
+    pub fn header_mut(&mut self) -> &mut Header {
+        &mut self.profile.header
+    }
+
+    pub fn event(&mut self, kind: EventKind) {
+        self.event_at(clock::now_ns(), kind);
+    }
+
+    pub fn event_at(&mut self, time_ns: u64, kind: EventKind) {
+        self.profile.events.push(Event { time_ns, kind });
+    }
+
+    /// Moves the ring's samples into the profile. Call at safepoints, and
+    /// whenever the flag shows [`flag::DRAIN`].
+    pub fn drain(&mut self, hot: &HotState) -> usize {
+        hot.flag.clear(flag::DRAIN);
+        let samples = &mut self.profile.samples;
+        hot.ring.drain(|s| samples.push(s))
+    }
+
+    /// A call edge chosen by [`crate::Cbs::on_method_entry`].
+    pub fn record_edge(&mut self, edge: CallEdge) {
+        self.profile.cbs_edges.add(edge, 1);
+    }
+
+    pub fn samples(&self) -> &[Sample] {
+        &self.profile.samples
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.profile.events
+    }
+
+    /// Ends the run: drains what is left, emits `ProgramEnd`, and takes the
+    /// final counters (stop the [`crate::Sampler`] first so they are
+    /// settled) and the exhaustive counts if any.
+    pub fn finish(mut self, hot: &HotState, exact: Option<ExactCounts>, exit_code: i32) -> Profile {
+        self.drain(hot);
+        self.event(EventKind::ProgramEnd { exit_code });
+        self.profile.counters = hot.counters();
+        self.profile.exact = exact;
+        self.profile
+    }
+
+    /// A copy of the profile so far (for a SIGINT flush that then exits).
+    pub fn snapshot(&mut self, hot: &HotState, exit_code: i32) -> Profile {
+        self.drain(hot);
+        let mut p = self.profile.clone();
+        p.events.push(Event {
+            time_ns: clock::now_ns(),
+            kind: EventKind::ProgramEnd { exit_code },
+        });
+        p.counters = hot.counters();
+        p
+    }
+}

@@ -1,0 +1,25 @@
+//! Reports people read: each is data first (so tools and tests can use
+//! it) and a text rendering second.
+
+mod compare;
+mod edges;
+mod flat;
+mod states;
+mod tree;
+
+pub use compare::{accuracy_against_exact, compare, Accuracy, Comparison, MethodDiff};
+pub use edges::{hottest_edges, render_edges, EdgeRow, EdgeSource};
+pub use flat::{FlatProfile, FlatRow};
+pub use states::{StateBreakdown, StateRow};
+pub use tree::render_call_tree;
+
+fn pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / total as f64
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,75 @@
+//! Where time goes by VM component (T6): samples per VM state, and per
+//! tier of the running code.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::pct;
+use crate::ids::VmState;
+use crate::profile::Profile;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateRow {
+    pub name: String,
+    pub count: u64,
+    pub pct: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateBreakdown {
+    pub total: u64,
+    /// One row per VM state, in declaration order (zeros included).
+    pub states: Vec<StateRow>,
+    /// Samples by the tier of the innermost frame, heaviest first.
+    pub tiers: Vec<StateRow>,
+}
+
+impl StateBreakdown {
+    pub fn new(p: &Profile) -> StateBreakdown {
+        let total = p.samples.len() as u64;
+        let mut by_state = [0u64; VmState::ALL.len()];
+        let mut by_tier: BTreeMap<String, u64> = BTreeMap::new();
+        let symbols = p.symbols();
+        for s in &p.samples {
+            by_state[s.state as usize] += 1;
+            let frames = symbols.resolve_stack(&s.frames);
+            if let Some(top) = frames.first() {
+                *by_tier.entry(top.tier.name()).or_insert(0) += 1;
+            }
+        }
+        let states = VmState::ALL
+            .iter()
+            .map(|&s| StateRow {
+                name: s.name().into(),
+                count: by_state[s as usize],
+                pct: pct(by_state[s as usize], total),
+            })
+            .collect();
+        let mut tiers: Vec<StateRow> = by_tier
+            .into_iter()
+            .map(|(name, count)| StateRow {
+                name,
+                count,
+                pct: pct(count, total),
+            })
+            .collect();
+        tiers.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+        StateBreakdown {
+            total,
+            states,
+            tiers,
+        }
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = format!("VM states: {} samples\n", self.total);
+        for r in &self.states {
+            let _ = writeln!(out, "{:>6.2}% {:>8}  {}", r.pct, r.count, r.name);
+        }
+        out.push_str("code tiers (innermost frame):\n");
+        for r in &self.tiers {
+            let _ = writeln!(out, "{:>6.2}% {:>8}  {}", r.pct, r.count, r.name);
+        }
+        out
+    }
+}

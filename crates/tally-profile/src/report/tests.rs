@@ -1,0 +1,160 @@
+use super::*;
+use crate::fixtures::example_profile;
+use crate::metrics::TopN;
+use crate::Cct;
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn flat_profile_has_self_and_total_shares() {
+    let flat = FlatProfile::new(&example_profile());
+    assert_eq!(flat.total_samples, 9);
+    assert_eq!(flat.no_frame, 1);
+    let row = |n: &str| flat.rows.iter().find(|r| r.name == n).unwrap().clone();
+    assert_eq!(flat.rows[0].name, "Bench>>fib:");
+    // Recursion counts once per sample in total.
+    assert_eq!(
+        (
+            row("Bench>>fib:").self_count,
+            row("Bench>>fib:").total_count
+        ),
+        (4, 4)
+    );
+    assert_eq!(
+        (
+            row("Bench>>loop").self_count,
+            row("Bench>>loop").total_count
+        ),
+        (3, 4)
+    );
+    assert_eq!(
+        (row("Bench>>run").self_count, row("Bench>>run").total_count),
+        (0, 8)
+    );
+    assert!(close(row("Bench>>run").total_pct, 800.0 / 9.0));
+    let text = flat.render_text(10);
+    assert!(
+        text.contains(" 44.44%  44.44%        4        4  Bench>>fib:"),
+        "{text}"
+    );
+    assert!(text.contains("(no method on the stack)"), "{text}");
+}
+
+#[test]
+fn call_tree_nests_callees_under_call_sites() {
+    let p = example_profile();
+    let symbols = p.symbols();
+    let cct = Cct::from_samples(&p.samples, &symbols);
+    let text = render_call_tree(&cct, &symbols, 0.0, 10);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], " 88.89%   0.00% Bench>>run");
+    assert_eq!(lines[2], " 44.44%  22.22%   Bench>>fib: @2");
+    assert!(
+        text.contains(" 22.22%  22.22%     Bench>>fib: @9"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" 11.11%  11.11%     Bench>>add: @6"),
+        "inlined callee under its call site: {text}"
+    );
+    let pruned = render_call_tree(&cct, &symbols, 40.0, 10);
+    assert!(!pruned.contains("Bench>>add:"), "{pruned}");
+}
+
+#[test]
+fn hottest_edges_come_from_cbs_or_the_exact_counts() {
+    let p = example_profile();
+    let cbs = hottest_edges(&p, EdgeSource::Cbs, 2);
+    assert_eq!(cbs.len(), 2);
+    assert_eq!(
+        (
+            cbs[0].caller.as_str(),
+            cbs[0].edge.callsite,
+            cbs[0].callee.as_str()
+        ),
+        ("Bench>>run", 2, "Bench>>fib:")
+    );
+    assert!(close(cbs[0].pct, 62.5));
+    let exact = hottest_edges(&p, EdgeSource::Exact, 10);
+    assert_eq!(exact[0].weight, 30);
+    assert_eq!(exact.len(), 4);
+    assert!(render_edges(&cbs).contains("62.50%       20  Bench>>run @2 -> Bench>>fib:"));
+}
+
+#[test]
+fn vm_state_breakdown_counts_every_sample() {
+    let b = StateBreakdown::new(&example_profile());
+    let count = |n: &str| b.states.iter().find(|r| r.name == n).unwrap().count;
+    assert_eq!(
+        [
+            count("interpreting"),
+            count("primitive"),
+            count("gc"),
+            count("compiling"),
+            count("runtime"),
+            count("compiled")
+        ],
+        [4, 1, 1, 0, 1, 2]
+    );
+    assert_eq!(b.states.iter().map(|r| r.count).sum::<u64>(), b.total);
+    assert_eq!(b.tiers[0].name, "interpreter");
+    assert_eq!(
+        (b.tiers[1].name.as_str(), b.tiers[1].count),
+        ("optimizing", 2)
+    );
+    assert!(b.render_text().contains("11.11%        1  gc"));
+}
+
+#[test]
+fn a_profile_compared_with_itself_agrees_fully() {
+    let p = example_profile();
+    let c = compare(&p, &p, TopN::PercentOfWeight(90.0));
+    assert!(close(c.accuracy.method_overlap, 1.0));
+    assert!(close(c.accuracy.weighted, 1.0));
+    assert_eq!(c.accuracy.edge_overlap.map(|e| close(e, 1.0)), Some(true));
+    assert!(c.methods.iter().all(|m| close(m.a_pct, m.b_pct)));
+}
+
+#[test]
+fn compare_diffs_methods_by_name_across_runs() {
+    let a = example_profile();
+    let mut b = example_profile();
+    // Run B renumbers its methods and spends more time in fib:.
+    for e in &mut b.events {
+        if let crate::EventKind::MethodCompiled { method, .. } = &mut e.kind {
+            method.0 += 100;
+        }
+    }
+    for s in &mut b.samples {
+        for f in &mut s.frames {
+            if let crate::RawFrame::Interpreted { method, .. } = f {
+                method.0 += 100;
+            }
+        }
+    }
+    b.events
+        .retain(|e| !matches!(e.kind, crate::EventKind::CodeInstalled(_)));
+    b.samples.retain(|s| s.state != crate::VmState::Compiled);
+    b.cbs_edges = Default::default();
+    let c = compare(&a, &b, TopN::Count(1));
+    assert_eq!(c.accuracy.unweighted, 1.0, "fib: is the top method in both");
+    assert_eq!(c.accuracy.edge_overlap, None);
+    let fib = c.methods.iter().find(|m| m.name == "Bench>>fib:").unwrap();
+    assert!(close(fib.a_pct, 50.0) && close(fib.b_pct, 4.0 / 6.0 * 100.0));
+    assert!(c.render_text(5).contains("Bench>>fib:"));
+}
+
+#[test]
+fn sampled_profile_is_judged_against_its_own_ground_truth() {
+    let acc = accuracy_against_exact(&example_profile(), TopN::Count(2)).unwrap();
+    assert_eq!(acc.unweighted, 1.0);
+    // Truth (bytecodes) .60/.30/.06/.04 vs samples .5/.375/.125.
+    assert!(close(acc.method_overlap, 0.86), "{acc:?}");
+    let edges = 20.0 / 32.0 + 10.0 / 46.0 + 1.0 / 46.0 + 5.0 / 46.0;
+    assert!(close(acc.edge_overlap.unwrap(), edges), "{acc:?}");
+    let mut p = example_profile();
+    p.exact = None;
+    assert!(accuracy_against_exact(&p, TopN::Count(2)).is_none());
+}

@@ -1,0 +1,46 @@
+//! The call tree: the calling-context tree rendered top-down, heaviest
+//! callee first, pruned below a share of the samples.
+
+use std::fmt::Write;
+
+use super::pct;
+use crate::cct::Cct;
+use crate::code::Symbols;
+
+/// Renders `cct`, hiding contexts below `min_pct` % of all samples and
+/// deeper than `max_depth`.
+pub fn render_call_tree(cct: &Cct, symbols: &Symbols, min_pct: f64, max_depth: usize) -> String {
+    let total = cct.total();
+    let mut out = format!("call tree: {total} samples (total% self% method @call-site)\n");
+    let mut stack: Vec<(usize, usize)> = cct
+        .sorted_children(Cct::ROOT)
+        .into_iter()
+        .rev()
+        .map(|c| (c, 0))
+        .collect();
+    while let Some((node, depth)) = stack.pop() {
+        let n = &cct.nodes[node];
+        if pct(n.total_count, total) < min_pct || depth >= max_depth {
+            continue;
+        }
+        let name = n.method.map(|m| symbols.method_name(m)).unwrap_or_default();
+        let site = if depth == 0 {
+            String::new()
+        } else {
+            format!(" @{}", n.callsite)
+        };
+        let _ = writeln!(
+            out,
+            "{:>6.2}% {:>6.2}% {}{}{}",
+            pct(n.total_count, total),
+            pct(n.self_count, total),
+            "  ".repeat(depth),
+            name,
+            site
+        );
+        for c in cct.sorted_children(node).into_iter().rev() {
+            stack.push((c, depth + 1));
+        }
+    }
+    out
+}

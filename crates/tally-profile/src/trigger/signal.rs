@@ -1,0 +1,92 @@
+//! The SIGPROF handler and the one global it reads.
+//!
+//! A signal handler cannot take arguments, so the active [`HotState`] is
+//! published through an `AtomicPtr`. Lifetime is guarded by a count of
+//! handlers in flight: the handler increments it *before* loading the
+//! pointer, and the stopping side clears the pointer and then waits for
+//! the count to reach zero before it lets go of its `Arc`. A handler either
+//! saw null (and does nothing) or is counted (and the state outlives it).
+//!
+//! The handler is installed once and stays installed: after a sampler
+//! stops, a SIGPROF still in flight (timers and perf signals can be pending
+//! when they are disarmed) finds a null pointer and returns, where the
+//! default action would have killed the process.
+
+use std::io;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::hot::HotState;
+
+static ACTIVE: AtomicPtr<HotState> = AtomicPtr::new(ptr::null_mut());
+static IN_HANDLER: AtomicUsize = AtomicUsize::new(0);
+static INSTALLED: Mutex<bool> = Mutex::new(false);
+
+pub const SIGNAL: libc::c_int = libc::SIGPROF;
+
+extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    // SAFETY: __errno_location returns this thread's errno slot; saving
+    // and restoring it keeps the interrupted code's errno intact, since
+    // gettid/clock_gettime below may overwrite it.
+    let errno = unsafe { *libc::__errno_location() };
+    IN_HANDLER.fetch_add(1, Ordering::SeqCst);
+    let hot = ACTIVE.load(Ordering::SeqCst);
+    if !hot.is_null() {
+        // SAFETY: non-null means a `Sampler` holds an `Arc` to this state
+        // and will not release it until IN_HANDLER (which we incremented
+        // before loading) drops back to zero; `on_tick` is
+        // async-signal-safe (atomics only, no allocation or locks).
+        unsafe { (*hot).on_tick() };
+    }
+    IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+}
+
+/// Installs the handler for SIGPROF (once per process).
+pub fn ensure_installed() -> io::Result<()> {
+    let mut installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+    if *installed {
+        return Ok(());
+    }
+    // SAFETY: a zeroed sigaction is a valid starting point; we set the
+    // handler, flags and an empty mask before passing it to the kernel.
+    // SA_SIGINFO selects the three-argument handler signature we provide;
+    // SA_RESTART keeps the VM's blocking syscalls from failing with EINTR.
+    // SIGPROF is blocked while the handler runs (no SA_NODEFER), so the
+    // handler never nests on one thread.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_sigprof as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        if libc::sigaction(SIGNAL, &action, ptr::null_mut()) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    *installed = true;
+    Ok(())
+}
+
+/// Makes `hot` the target of SIGPROF. Fails if another sampler is active:
+/// there is one SIGPROF per process.
+pub fn activate(hot: &Arc<HotState>) -> bool {
+    ACTIVE
+        .compare_exchange(
+            ptr::null_mut(),
+            Arc::as_ptr(hot) as *mut HotState,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        )
+        .is_ok()
+}
+
+/// Stops delivering ticks to the active state and waits until no handler
+/// is still using it. Afterwards the caller may drop its `Arc`.
+pub fn deactivate() {
+    ACTIVE.store(ptr::null_mut(), Ordering::SeqCst);
+    while IN_HANDLER.load(Ordering::SeqCst) != 0 {
+        std::thread::yield_now();
+    }
+}

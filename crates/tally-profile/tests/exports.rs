@@ -1,0 +1,320 @@
+//! Every exporter, round-tripped through what its tool would read.
+
+use std::collections::BTreeMap;
+
+use prost::Message;
+use serde_json::Value;
+use tally_profile::export::{chrome, firefox, folded, pprof, pprof_proto as pb, speedscope};
+use tally_profile::fixtures::example_profile;
+
+fn schema(name: &str) -> Value {
+    let path = format!("{}/tests/schemas/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn assert_valid(schema: &Value, doc: &Value) {
+    let validator = jsonschema::validator_for(schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+}
+
+#[test]
+fn pprof_decodes_with_prost_and_keeps_stacks() {
+    let p = example_profile();
+    let gz = pprof::to_pb_gz(&p);
+    let mut raw = vec![];
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut raw).unwrap();
+    let msg = pb::Profile::decode(&raw[..]).unwrap();
+    assert_eq!(msg, pprof::to_message(&p));
+    let s = |i: i64| msg.string_table[i as usize].as_str();
+    assert_eq!(s(0), "");
+    assert_eq!(msg.sample.len(), p.samples.len());
+    let types: Vec<_> = msg
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(types, vec![("samples", "count"), ("cpu", "nanoseconds")]);
+    // Rebuild the first sample's stack, innermost first.
+    let funcs: BTreeMap<u64, &str> = msg.function.iter().map(|f| (f.id, s(f.name))).collect();
+    let locs: BTreeMap<u64, &pb::Location> = msg.location.iter().map(|l| (l.id, l)).collect();
+    let names: Vec<&str> = msg.sample[0]
+        .location_id
+        .iter()
+        .map(|id| funcs[&locs[id].line[0].function_id])
+        .collect();
+    assert_eq!(names, vec!["Bench>>fib:", "Bench>>fib:", "Bench>>run"]);
+    assert_eq!(
+        locs[&msg.sample[0].location_id[0]].address, 4,
+        "bytecode index as address"
+    );
+    // The inlined compiled frame is one location with two lines.
+    let inlined = msg
+        .location
+        .iter()
+        .find(|l| l.line.len() == 2)
+        .expect("inlined location");
+    assert_eq!(funcs[&inlined.line[0].function_id], "Bench>>add:");
+    assert_eq!(funcs[&inlined.line[1].function_id], "Bench>>loop");
+    let label = &msg.sample[3].label[0];
+    assert_eq!((s(label.key), s(label.str)), ("vm_state", "primitive"));
+}
+
+/// When Go is installed (`apt-get install golang-go`), the real tool must
+/// read the file; otherwise the prost round trip above stands in.
+#[test]
+fn go_tool_pprof_reads_the_export() {
+    let Ok(out) = std::process::Command::new("go").arg("version").output() else {
+        eprintln!("go not installed; skipped");
+        return;
+    };
+    assert!(out.status.success());
+    let dir = std::env::temp_dir().join(format!("tally-pprof-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("profile.pb.gz");
+    std::fs::write(&file, pprof::to_pb_gz(&example_profile())).unwrap();
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-top", "-sample_index=samples"])
+        .arg(&file)
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("Bench>>fib:"), "{text}");
+    assert!(text.contains("Bench>>add:"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn folded_stacks_render_as_an_inferno_flame_graph() {
+    let p = example_profile();
+    let text = folded::to_folded(&p);
+    let total: u64 = text
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(total, p.samples.len() as u64);
+    assert!(
+        text.contains("Bench>>run;Bench>>fib:;Bench>>fib: 2\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Bench>>run;Bench>>loop [optimizing];Bench>>add: [optimizing, inlined] 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("[runtime] 1\n"), "{text}");
+    let svg = String::from_utf8(folded::to_svg(&text, "example").unwrap()).unwrap();
+    assert!(svg.starts_with("<?xml"), "{}", &svg[..100]);
+    assert!(svg.contains("<svg"));
+    assert!(
+        svg.contains("Bench&gt;&gt;fib:"),
+        "frame names appear, escaped"
+    );
+}
+
+#[test]
+fn speedscope_json_matches_speedscopes_schema() {
+    let p = example_profile();
+    let doc = speedscope::to_json(&p);
+    assert_valid(&schema("speedscope.schema.json"), &doc);
+    // Round trip: the text parses back, and stacks point at real frames.
+    let back: Value = serde_json::from_str(&doc.to_string()).unwrap();
+    assert_eq!(back, doc);
+    let frames = back["shared"]["frames"].as_array().unwrap();
+    let prof = &back["profiles"][0];
+    let samples = prof["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), p.samples.len());
+    assert_eq!(prof["weights"].as_array().unwrap().len(), samples.len());
+    let first: Vec<&str> = samples[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            frames[i.as_u64().unwrap() as usize]["name"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(first, vec!["Bench>>run", "Bench>>fib:", "Bench>>fib:"]);
+    // And a broken document is caught, so the check has teeth.
+    let mut bad = doc.clone();
+    bad["profiles"][0]["type"] = Value::from("sampledd");
+    let validator = jsonschema::validator_for(&schema("speedscope.schema.json")).unwrap();
+    assert!(!validator.is_valid(&bad));
+}
+
+fn column_len(table: &Value, col: &str) -> usize {
+    table[col]
+        .as_array()
+        .unwrap_or_else(|| panic!("column {col}"))
+        .len()
+}
+
+#[test]
+fn firefox_profile_has_the_structure_the_front_end_requires() {
+    let p = example_profile();
+    let doc = firefox::to_json(&p);
+    assert_valid(&schema("firefox-processed.schema.json"), &doc);
+    let back: Value = serde_json::from_str(&doc.to_string()).unwrap();
+    let categories = back["meta"]["categories"].as_array().unwrap();
+    let cat_names: Vec<&str> = categories
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    for state in [
+        "interpreting",
+        "primitive",
+        "gc",
+        "compiling",
+        "runtime",
+        "compiled",
+    ] {
+        assert!(cat_names.contains(&state), "{cat_names:?}");
+    }
+    let t = &back["threads"][0];
+    let strings = t["stringArray"].as_array().unwrap();
+    // Every table's columns have its declared length.
+    for (table, cols) in [
+        ("samples", &["stack", "weight"][..]),
+        ("stackTable", &["frame", "prefix"][..]),
+        (
+            "frameTable",
+            &[
+                "func",
+                "category",
+                "address",
+                "inlineDepth",
+                "line",
+                "column",
+            ][..],
+        ),
+        (
+            "funcTable",
+            &[
+                "name",
+                "isJS",
+                "relevantForJS",
+                "resource",
+                "fileName",
+                "lineNumber",
+            ][..],
+        ),
+    ] {
+        let n = t[table]["length"].as_u64().unwrap() as usize;
+        for c in cols {
+            assert_eq!(column_len(&t[table], c), n, "{table}.{c}");
+        }
+    }
+    let n_samples = t["samples"]["length"].as_u64().unwrap() as usize;
+    assert_eq!(n_samples, p.samples.len());
+    assert_eq!(column_len(&t["samples"], "timeDeltas"), n_samples);
+    // Indices point into their tables; prefixes point backwards (the
+    // front-end walks stacks by prefix and would loop otherwise).
+    let stacks = &t["stackTable"];
+    let n_stacks = stacks["length"].as_u64().unwrap();
+    for s in t["samples"]["stack"].as_array().unwrap() {
+        assert!(s.as_u64().unwrap() < n_stacks);
+    }
+    for (i, prefix) in stacks["prefix"].as_array().unwrap().iter().enumerate() {
+        if let Some(pfx) = prefix.as_u64() {
+            assert!((pfx as usize) < i);
+        }
+    }
+    let n_frames = t["frameTable"]["length"].as_u64().unwrap();
+    assert!(stacks["frame"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f.as_u64().unwrap() < n_frames));
+    let n_funcs = t["funcTable"]["length"].as_u64().unwrap();
+    let ft = &t["frameTable"];
+    assert!(ft["func"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| f.as_u64().unwrap() < n_funcs));
+    assert!(ft["category"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| (c.as_u64().unwrap() as usize) < categories.len()));
+    let names: Vec<&str> = t["funcTable"]["name"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| strings[i.as_u64().unwrap() as usize].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"Bench>>fib:"), "{names:?}");
+    // The sample in GC is in the gc category.
+    let gc_sample = p
+        .samples
+        .iter()
+        .position(|s| s.state == tally_profile::VmState::Gc)
+        .unwrap();
+    let stack = t["samples"]["stack"][gc_sample].as_u64().unwrap() as usize;
+    let frame = stacks["frame"][stack].as_u64().unwrap() as usize;
+    let cat = ft["category"][frame].as_u64().unwrap() as usize;
+    assert_eq!(categories[cat]["name"], "gc");
+}
+
+#[test]
+fn chrome_trace_shows_the_event_timeline() {
+    let p = example_profile();
+    let doc = chrome::to_json(&p);
+    assert_valid(&schema("chrome-trace.schema.json"), &doc);
+    let back: Value = serde_json::from_str(&doc.to_string()).unwrap();
+    let events = back["traceEvents"].as_array().unwrap();
+    let gc = events
+        .iter()
+        .find(|e| e["cat"] == "gc")
+        .expect("a GC slice");
+    assert_eq!(gc["ph"], "X");
+    assert_eq!(gc["dur"].as_f64().unwrap(), 1500.0);
+    assert_eq!(gc["ts"].as_f64().unwrap(), 6000.0, "starts at its GcStart");
+    assert_eq!(gc["args"]["bytes_after"], 1 << 20);
+    let jit = events
+        .iter()
+        .find(|e| e["cat"] == "jit")
+        .expect("a compile slice");
+    assert_eq!(jit["name"], "compile Bench>>loop [optimizing]");
+    let instants = events.iter().filter(|e| e["ph"] == "i").count();
+    // start, class, 4 methods, code freed, end
+    assert_eq!(instants, 8);
+}
+
+#[test]
+#[ignore = "writes example exports to $TALLY_EXPORT_DIR for manual inspection"]
+fn write_example_exports() {
+    let dir = std::path::PathBuf::from(std::env::var("TALLY_EXPORT_DIR").unwrap());
+    let p = example_profile();
+    std::fs::write(dir.join("example.pb.gz"), pprof::to_pb_gz(&p)).unwrap();
+    std::fs::write(dir.join("example.folded"), folded::to_folded(&p)).unwrap();
+    std::fs::write(
+        dir.join("example.svg"),
+        folded::to_svg(&folded::to_folded(&p), "example").unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("example.speedscope.json"),
+        speedscope::to_json(&p).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("example.firefox.json"),
+        firefox::to_json(&p).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("example.trace.json"),
+        chrome::to_json(&p).to_string(),
+    )
+    .unwrap();
+}

@@ -1,0 +1,43 @@
+//! The profile fuzzer's seeds (`fuzz/seeds_profile`) must stay valid
+//! files, or the fuzzer starts from noise. Regenerate them after a format
+//! change with `cargo test -p tally-profile --test fuzz_seeds -- --ignored`.
+
+use std::path::PathBuf;
+
+use tally_profile::fixtures::example_profile;
+use tally_profile::format::{decode, encode};
+use tally_profile::Profile;
+
+fn seeds_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds_profile")
+}
+
+fn seeds() -> Vec<(&'static str, Profile)> {
+    let full = example_profile();
+    let mut small = full.clone();
+    small.samples.truncate(2);
+    small.exact = None;
+    small.cbs_edges = Default::default();
+    vec![
+        ("example.tprof", full),
+        ("small.tprof", small),
+        ("empty.tprof", Profile::default()),
+    ]
+}
+
+#[test]
+fn fuzz_seeds_are_valid_profiles() {
+    for (name, expected) in seeds() {
+        let bytes = std::fs::read(seeds_dir().join(name)).unwrap();
+        assert_eq!(decode(&bytes).unwrap(), expected, "{name}");
+    }
+}
+
+#[test]
+#[ignore = "writes the seed files"]
+fn write_fuzz_seeds() {
+    std::fs::create_dir_all(seeds_dir()).unwrap();
+    for (name, p) in seeds() {
+        std::fs::write(seeds_dir().join(name), encode(&p)).unwrap();
+    }
+}
