@@ -37,6 +37,8 @@ pub enum VmError {
     Load(String),
     /// A VM-level failure outside the program's control.
     Fatal(String),
+    /// Stopped by SIGINT while profiling (the profile is still written).
+    Interrupted,
 }
 
 /// How many (folded) frames of each end of a deep stack a trace shows.
@@ -108,6 +110,7 @@ impl fmt::Display for VmError {
                 write!(f, "{message}")
             }
             VmError::Load(m) | VmError::Fatal(m) => write!(f, "{m}"),
+            VmError::Interrupted => write!(f, "interrupted"),
         }
     }
 }
@@ -117,6 +120,7 @@ impl VmError {
     pub fn exit_code(&self) -> i32 {
         match self {
             VmError::Exit(c) => *c,
+            VmError::Interrupted => 130,
             _ => 1,
         }
     }

@@ -38,16 +38,39 @@ impl Vm {
     /// Runs until the frame stack is back to `base_depth` frames; returns the value the
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
-        let mut code: Rc<Code>;
+        let counting = self.profiler.as_deref().is_some_and(|p| p.exact.is_some());
+        if counting {
+            self.execute_loop::<true>(base_depth)
+        } else {
+            self.execute_loop::<false>(base_depth)
+        }
+    }
+
+    /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
+    /// the ordinary loop carries no counting code at all.
+    fn execute_loop<const COUNT_BYTECODES: bool>(&mut self, base_depth: usize) -> Result<Value, VmError> {
+        let mut code: Rc<Code> = self.rt.frames.last().expect("frame").code.clone();
         let mut ip: usize;
         let mut bp: usize;
+        let mut executed: u64 = 0;
         macro_rules! reload {
             () => {{
+                if COUNT_BYTECODES {
+                    self.profile_bytecodes(code.id, executed);
+                    executed = 0;
+                }
                 let f = self.rt.frames.last().expect("frame");
                 code = f.code.clone();
                 ip = f.ip;
                 bp = f.bp;
             }};
+        }
+        macro_rules! flush_counts {
+            () => {
+                if COUNT_BYTECODES {
+                    self.profile_bytecodes(code.id, executed);
+                }
+            };
         }
         macro_rules! save {
             () => {
@@ -58,6 +81,9 @@ impl Vm {
         loop {
             let op = code.ops[ip];
             ip += 1;
+            if COUNT_BYTECODES {
+                executed += 1;
+            }
             match op {
                 Op::PushLocal(i) => {
                     let v = self.rt.stack[bp + i as usize];
@@ -195,8 +221,11 @@ impl Vm {
                             self.rt.frames.truncate(k + 1);
                             self.pop_frame(result);
                             if self.rt.frames.len() <= base_depth {
+                                flush_counts!();
+                                self.profile_frames_popped()?;
                                 return Ok(result);
                             }
+                            self.profile_frames_popped()?;
                         }
                         None => {
                             // The home method has returned: tell the block's receiver.
@@ -211,7 +240,13 @@ impl Vm {
                     reload!();
                 }
                 Op::Jump(t) => ip = t as usize,
-                Op::JumpBack(t) => ip = t as usize,
+                Op::JumpBack(t) => {
+                    ip = t as usize;
+                    if self.profiler.is_some() {
+                        save!();
+                        self.profile_back_edge(ip)?;
+                    }
+                }
                 Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {
                     let v = self.pop();
                     let want = matches!(op, Op::JumpIfTrue(_));
@@ -327,8 +362,19 @@ impl Vm {
     /// Runs a method whose receiver and `argc` arguments are on the stack: a primitive runs
     /// now, SOM code gets a frame.
     pub(crate) fn invoke(&mut self, code_id: CodeId, argc: usize) -> Result<(), VmError> {
+        if self.profiler.is_some() {
+            self.profile_call(code_id)?;
+        }
         let code = self.rt.codes[code_id as usize].clone();
         if let Some(p) = code.primitive {
+            if self.profiler.is_some() {
+                let previous = self.profile_state(tally_profile::VmState::Primitive);
+                let r = p(self, argc);
+                if let Some(previous) = previous {
+                    self.profile_state(previous);
+                }
+                return r;
+            }
             return p(self, argc);
         }
         if code.trivial != Trivial::No
@@ -404,6 +450,10 @@ impl Vm {
         };
         let context_size = code.context_size as usize;
         let has_captured_args = !code.captured_args.is_empty();
+        if self.profiler.is_some() {
+            let caller_bci = self.rt.frames.last().map(|f| f.ip.saturating_sub(1));
+            self.profile_frame_pushed(code.id, caller_bci);
+        }
         self.rt.frames.push(Frame {
             code,
             ip: 0,
@@ -449,6 +499,9 @@ impl Vm {
             )));
         }
         debug_assert_eq!(code.kind, CodeKind::Block);
+        if self.profiler.is_some() {
+            self.profile_call(code.id)?;
+        }
         self.rt.stack[bp] = closure.slot(block::RECEIVER);
         self.push_frame(code, bp, closure)
     }

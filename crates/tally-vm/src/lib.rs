@@ -9,6 +9,7 @@ mod loader;
 pub mod numbers;
 pub mod objects;
 mod primitives;
+mod profiling;
 mod program;
 pub mod runtime;
 mod stdlib;
@@ -17,6 +18,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub use error::{TraceEntry, VmError};
+pub use profiling::ProfileOptions;
+pub use tally_profile;
 use tally_heap::{Heap, HeapOptions, Value};
 
 use crate::objects::Kind;
@@ -30,6 +33,8 @@ pub struct VmOptions {
     pub gc_stress_every: Option<u64>,
     /// Deepest SOM call stack before "stack overflow" is reported.
     pub max_stack_depth: usize,
+    /// Record a profile of the run.
+    pub profile: Option<ProfileOptions>,
 }
 
 impl Default for VmOptions {
@@ -39,6 +44,7 @@ impl Default for VmOptions {
             max_heap_bytes: None,
             gc_stress_every: None,
             max_stack_depth: 100_000,
+            profile: None,
         }
     }
 }
@@ -50,6 +56,7 @@ pub struct Vm {
     out: std::io::BufWriter<std::io::Stdout>,
     start: std::time::Instant,
     rng: u64,
+    pub(crate) profiler: Option<Box<profiling::Profiler>>,
 }
 
 impl Vm {
@@ -68,7 +75,12 @@ impl Vm {
             out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
             start: std::time::Instant::now(),
             rng: 0x2545_f491_4f6c_dd1d,
+            profiler: None,
         };
+        if let Some(p) = &vm.options.profile {
+            vm.profiler = Some(Box::new(profiling::Profiler::new(p)?));
+            vm.profile_watch_gc();
+        }
         vm.bootstrap()?;
         Ok(vm)
     }
@@ -76,9 +88,19 @@ impl Vm {
     /// Runs a program the way SOM VMs do: `args[0]` names a class (or a `.som` file), which is
     /// loaded and sent `run:` with all arguments when it understands it, else `run`.
     pub fn run_main(&mut self, args: &[String]) -> Result<Value, VmError> {
+        if let (Some(p), Some(o)) = (self.profiler.as_deref_mut(), self.options.profile.as_ref()) {
+            p.start_sampling(o)?;
+        }
         let result = self.run_main_inner(args);
         self.flush();
         result
+    }
+
+    /// Ends profiling (if on) and writes the profile; answers where it was written.
+    pub fn finish_profile(&mut self, exit_code: i32) -> Result<Option<PathBuf>, VmError> {
+        let Some(p) = self.profiler.take() else { return Ok(None) };
+        self.heap.clear_gc_listener();
+        p.finish(exit_code).map(Some)
     }
 
     pub fn flush(&mut self) {

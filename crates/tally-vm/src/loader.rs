@@ -207,6 +207,7 @@ impl Vm {
         source: u32,
         reserved: Option<ClassId>,
     ) -> Result<ClassId, VmError> {
+        let first_code = self.rt.codes.len();
         let name = self.rt.symbols.intern(&def.name.name);
         let superclass = match &def.superclass {
             Some(s) if s.name == "nil" => None,
@@ -309,6 +310,12 @@ impl Vm {
         for site in self.rt.sites.iter_mut() {
             site.cached_class = NO_CLASS;
         }
+        self.profile_event(tally_profile::EventKind::ClassLoaded {
+            class: tally_profile::ClassId(id),
+            name: def.name.name.clone(),
+            source: self.rt.sources[source as usize].path().to_string(),
+        });
+        self.profile_announce_code(first_code);
         Ok(id)
     }
 
@@ -326,6 +333,7 @@ impl Vm {
                 let prim = primitives::find(&base, info.is_meta, &m.selector);
                 let line = self.rt.sources[source as usize].line_col(m.span.start).0;
                 let code = Code {
+                    id: self.rt.codes.len() as CodeId,
                     trivial: crate::runtime::Trivial::No,
                     kind: CodeKind::Method,
                     selector,
@@ -434,7 +442,7 @@ impl CompileEnv for Env<'_> {
 
     fn add_code(&mut self, code: CompiledCode) -> CodeId {
         let id = self.vm.rt.codes.len() as CodeId;
-        self.vm.rt.codes.push(Rc::new(Code::from_compiled(code)));
+        self.vm.rt.codes.push(Rc::new(Code::from_compiled(id, code)));
         id
     }
 }

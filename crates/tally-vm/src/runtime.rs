@@ -105,6 +105,8 @@ impl Trivial {
 
 /// A method or block, ready to run.
 pub struct Code {
+    /// This code's index in `Runtime::codes`; profiles name methods by it.
+    pub id: CodeId,
     /// Set when the method's whole effect can be done at the send.
     pub trivial: Trivial,
     pub kind: CodeKind,
@@ -122,8 +124,9 @@ pub struct Code {
 }
 
 impl Code {
-    pub fn from_compiled(c: CompiledCode) -> Code {
+    pub fn from_compiled(id: CodeId, c: CompiledCode) -> Code {
         Code {
+            id,
             trivial: Trivial::recognize(c.kind, &c.ops),
             kind: c.kind,
             selector: c.selector,

@@ -3,8 +3,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
-use tally_vm::{Vm, VmError, VmOptions};
+mod profile_cmd;
+
+use clap::{Parser, ValueEnum};
+use tally_vm::tally_profile::trigger::{TimerClock, Trigger};
+use tally_vm::tally_profile::{CbsConfig, Mechanism};
+use tally_vm::{ProfileOptions, Vm, VmError, VmOptions};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -12,6 +16,15 @@ Examples:
   tally -cp lib:app Main arg1 arg2      load Main from the class path and send it run: with the arguments
   tally -cp SOM/Smalltalk:SOM/TestSuite TestHarness
                                         run SOM's test suite with SOM's own core library
+  tally --profile=run.profile Hello.som profile a run (1 kHz CPU-time samples; see the profiling options)
+  tally record -o run.profile -- -cp lib Main
+                                        the same, spelled like perf record
+  tally report run.profile              flat profile, call tree, hottest call edges, VM states
+  tally compare exact.profile run.profile
+                                        accuracy of one profile against another, and a per-method diff
+  tally export pprof run.profile -o run.pb.gz
+                                        also: folded, flamegraph, speedscope, firefox, chrome
+  tally bench bench/smoke.toml          benchmark (see `tally bench --help`)
 
 The main class is sent `run:` with an Array of the command-line words (its name first) if it
 understands `run:`, else `run`. Classes are looked up on the class path first, then in Tally's
@@ -37,6 +50,37 @@ struct Cli {
     #[arg(long)]
     gc_stats: bool,
 
+    /// Record a profile of the run to FILE (default tally.profile).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "tally.profile", help_heading = "Profiling")]
+    profile: Option<PathBuf>,
+
+    /// What triggers samples: a CPU-time timer on the VM thread, a wall-clock timer (reaches
+    /// 10 kHz), setitimer(ITIMER_PROF), perf_events (hardware cycles, else software
+    /// task-clock), or none (only CBS / exhaustive counts).
+    #[arg(long, value_enum, default_value_t = SamplerKind::Timer, help_heading = "Profiling")]
+    sampler: SamplerKind,
+
+    /// How samples are taken: in the signal handler from published VM state (immediate), or
+    /// at the next yieldpoint (polling).
+    #[arg(long, value_enum, default_value_t = MechanismKind::Immediate, help_heading = "Profiling")]
+    mechanism: MechanismKind,
+
+    /// Samples per second.
+    #[arg(long, value_name = "HZ", default_value_t = 1000, help_heading = "Profiling")]
+    rate: u32,
+
+    /// Counter-based sampling of call edges: each tick samples every STRIDE-th call, SAMPLES times.
+    #[arg(long, value_name = "STRIDE:SAMPLES", value_parser = parse_cbs, help_heading = "Profiling")]
+    cbs: Option<CbsConfig>,
+
+    /// Also count every call and bytecode exactly (the ground truth; slower).
+    #[arg(long, help_heading = "Profiling")]
+    exhaustive: bool,
+
+    /// Overwrite an existing profile file.
+    #[arg(long, help_heading = "Profiling")]
+    force: bool,
+
     /// Deepest SOM call stack before "stack overflow" is reported.
     #[arg(long, value_name = "FRAMES", default_value_t = 100_000)]
     max_stack_depth: usize,
@@ -44,6 +88,89 @@ struct Cli {
     /// The class name or .som file to run, then its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CLASS|FILE.som [ARGS]")]
     program: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SamplerKind {
+    Timer,
+    TimerWall,
+    Itimer,
+    Perf,
+    None,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum MechanismKind {
+    Immediate,
+    Polling,
+}
+
+fn parse_cbs(s: &str) -> Result<CbsConfig, String> {
+    let (stride, samples) = s.split_once(':').ok_or_else(|| format!("'{s}' is not STRIDE:SAMPLES (e.g. 3:16)"))?;
+    let stride: u32 = stride.trim().parse().map_err(|_| format!("bad STRIDE in '{s}'"))?;
+    let samples: u32 = samples.trim().parse().map_err(|_| format!("bad SAMPLES in '{s}'"))?;
+    if stride == 0 || samples == 0 {
+        return Err("STRIDE and SAMPLES must be at least 1".into());
+    }
+    Ok(CbsConfig { stride, samples, ..CbsConfig::default() })
+}
+
+fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
+    let Some(output) = cli.profile.clone() else { return Ok(None) };
+    if output.exists() && !cli.force {
+        return Err(format!("{} exists; pass --force to overwrite it", output.display()));
+    }
+    let trigger = match cli.sampler {
+        SamplerKind::Timer => Some(Trigger::Timer(TimerClock::ThreadCpu)),
+        SamplerKind::TimerWall => Some(Trigger::Timer(TimerClock::Monotonic)),
+        SamplerKind::Itimer => Some(Trigger::Itimer),
+        SamplerKind::Perf => Some(Trigger::Perf { prefer_hardware: true }),
+        SamplerKind::None => None,
+    };
+    let mechanism = match cli.mechanism {
+        MechanismKind::Immediate => Mechanism::Immediate,
+        MechanismKind::Polling => Mechanism::Polling,
+    };
+    let settings = vec![
+        ("sampler".to_string(), format!("{:?}", cli.sampler).to_lowercase()),
+        ("mechanism".to_string(), mechanism.name().to_string()),
+        ("rate".to_string(), cli.rate.to_string()),
+        ("cbs".to_string(), cli.cbs.map(|c| format!("{}:{}", c.stride, c.samples)).unwrap_or_else(|| "off".into())),
+        ("exhaustive".to_string(), cli.exhaustive.to_string()),
+        ("gc-stress".to_string(), cli.gc_stress.map(|n| n.to_string()).unwrap_or_else(|| "off".into())),
+    ];
+    Ok(Some(ProfileOptions {
+        output,
+        trigger,
+        mechanism,
+        rate_hz: cli.rate,
+        cbs: cli.cbs,
+        exhaustive: cli.exhaustive,
+        command_line: cli.program.clone(),
+        settings,
+    }))
+}
+
+/// `tally record -o FILE [--force] -- ARGS…` is `tally --profile=FILE [--force] ARGS…`.
+fn rewrite_record(args: Vec<String>) -> Result<Vec<String>, String> {
+    let mut out = vec![args[0].clone()];
+    let mut rest = args.into_iter().skip(2).peekable();
+    let mut file = None;
+    let mut passthrough = Vec::new();
+    while let Some(a) = rest.next() {
+        match a.as_str() {
+            "-o" | "--output" => file = Some(rest.next().ok_or("-o needs a file name")?),
+            "--" => {
+                passthrough.extend(rest.by_ref());
+                break;
+            }
+            _ => passthrough.push(a),
+        }
+    }
+    let file = file.unwrap_or_else(|| "tally.profile".into());
+    out.push(format!("--profile={file}"));
+    out.extend(passthrough);
+    Ok(out)
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -64,11 +191,11 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 /// Other SOM VMs spell the class path `-cp`; clap cannot have a two-letter short flag.
-fn normalize_args() -> Vec<String> {
+fn normalize_args(args: Vec<String>) -> Vec<String> {
     let mut out = Vec::new();
     let mut program_started = false;
     let mut expect_value = false;
-    for (i, a) in std::env::args().enumerate() {
+    for (i, a) in args.into_iter().enumerate() {
         if i > 0 && !program_started && !expect_value {
             if a == "-cp" {
                 out.push("--classpath".to_string());
@@ -77,7 +204,7 @@ fn normalize_args() -> Vec<String> {
             }
             if !a.starts_with('-') {
                 program_started = true;
-            } else if !a.contains('=') && ["--classpath", "--gc-stress", "--heap-size", "--max-stack-depth"].contains(&a.as_str()) {
+            } else if !a.contains('=') && ["--classpath", "--gc-stress", "--heap-size", "--max-stack-depth", "--sampler", "--mechanism", "--rate", "--cbs"].contains(&a.as_str()) {
                 expect_value = true;
                 out.push(a);
                 continue;
@@ -90,7 +217,35 @@ fn normalize_args() -> Vec<String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(normalize_args());
+    // Subcommands have their own parsers; a program class is never named like them.
+    if let Some(command) = std::env::args().nth(1) {
+        if let Some(code) = profile_cmd::dispatch(&command, std::env::args_os().skip(2).collect()) {
+            return code;
+        }
+    }
+    // `tally bench …` has its own parser; programs are never named `bench`.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "bench") {
+        let this = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tally"));
+        return tally_bench::main(std::env::args_os().skip(2).collect(), this);
+    }
+    let mut args: Vec<String> = std::env::args().collect();
+    if args.get(1).is_some_and(|a| a == "record") {
+        args = match rewrite_record(args) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    }
+    let cli = Cli::parse_from(normalize_args(args));
+    let profile = match profile_options(&cli) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let class_path: Vec<PathBuf> =
         cli.classpath.iter().flat_map(|cp| cp.split(':')).filter(|d| !d.is_empty()).map(PathBuf::from).collect();
     let options = VmOptions {
@@ -98,10 +253,20 @@ fn main() -> ExitCode {
         max_heap_bytes: cli.heap_size,
         gc_stress_every: cli.gc_stress,
         max_stack_depth: cli.max_stack_depth,
+        profile,
     };
     let result = Vm::new(options).and_then(|mut vm| {
         let r = vm.run_main(&cli.program);
         vm.flush();
+        let exit_code = match &r {
+            Ok(_) => 0,
+            Err(e) => e.exit_code(),
+        };
+        match vm.finish_profile(exit_code) {
+            Ok(Some(path)) => eprintln!("tally: profile written to {} (see `tally report {}`)", path.display(), path.display()),
+            Ok(None) => {}
+            Err(e) => eprintln!("tally: {e}"),
+        }
         if cli.gc_stats {
             let s = vm.heap.stats();
             eprintln!(

@@ -1,0 +1,571 @@
+//! From raw measurements to the figures a report shows.
+//!
+//! Following Georges et al., the *invocation* is the unit of sampling:
+//! iterations inside one process are not independent (they share a heap, a
+//! JIT's decisions, a CPU's caches), so each invocation is boiled down to
+//! one number (its mean iteration time, first iteration, steady-state mean
+//! or process wall time: the *metric*) and intervals and tests are computed
+//! over those numbers.
+
+use serde::{Deserialize, Serialize};
+use tally_stats::{
+    analyse_invocation, geometric_mean_ratio_ci, median, one_way_anova, ratio_ci, tukey_hsd,
+    welch_t_test, ConfidenceInterval, StatsError, Summary,
+};
+
+use crate::results::{Outcome, Results};
+
+/// Which per-invocation number is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// Mean iteration time (after `warmup` iterations are dropped).
+    Mean,
+    /// First iteration time: start-up performance.
+    Startup,
+    /// Mean of the steady-state window; invocations that never settle are left out.
+    Steady,
+    /// Whole-process wall time, VM start-up included (what hyperfine measures).
+    Wall,
+    /// Whole-process user+system CPU time, start-up included: on a shared
+    /// machine it does not count time spent waiting for a CPU, which the
+    /// harness's wall-clock iteration times do.
+    Cpu,
+}
+
+impl Metric {
+    /// How the metric is described in a report heading.
+    pub fn describe(self, warmup: u32) -> String {
+        match self {
+            Metric::Mean if warmup == 0 => "mean iteration time per invocation".into(),
+            Metric::Mean => {
+                format!("mean iteration time per invocation, first {warmup} iteration(s) dropped")
+            }
+            Metric::Startup => "first-iteration time (start-up)".into(),
+            Metric::Steady => "steady-state mean per invocation".into(),
+            Metric::Wall => "process wall time per invocation".into(),
+            Metric::Cpu => "process CPU time (user+sys) per invocation".into(),
+        }
+    }
+}
+
+/// How raw measurements are analysed; stored in the results file and
+/// overridable by `tally bench report`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnalysisSettings {
+    /// Confidence level of every interval and test, e.g. 0.95.
+    pub level: f64,
+    /// Steady state: window length k.
+    pub steady_window: usize,
+    /// Steady state: coefficient-of-variation threshold.
+    pub steady_cov: f64,
+    /// The compared number.
+    pub metric: Metric,
+    /// Iterations dropped from the mean metric.
+    pub warmup: u32,
+    /// Executor everything is compared to; the first one if unset.
+    pub baseline: Option<String>,
+}
+
+impl Default for AnalysisSettings {
+    fn default() -> Self {
+        AnalysisSettings {
+            level: 0.95,
+            steady_window: 5,
+            steady_cov: 0.02,
+            metric: Metric::Mean,
+            warmup: 0,
+            baseline: None,
+        }
+    }
+}
+
+/// The analysed run.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The settings used.
+    pub settings: AnalysisSettings,
+    /// Executor names, in results order.
+    pub executors: Vec<String>,
+    /// Index of the baseline executor.
+    pub baseline: usize,
+    /// One entry per benchmark, in suite order.
+    pub benchmarks: Vec<BenchmarkReport>,
+    /// Per non-baseline executor: the geometric mean of its ratios to the baseline.
+    pub geomeans: Vec<GeomeanRow>,
+    /// Every failed invocation, for the report's failure list.
+    pub failures: Vec<Failure>,
+    /// Largest iteration count of any benchmark (to explain "not reached").
+    pub max_iterations: usize,
+}
+
+/// One benchmark across executors.
+#[derive(Debug, Clone)]
+pub struct BenchmarkReport {
+    /// Benchmark name.
+    pub name: String,
+    /// One cell per executor, in executor order.
+    pub cells: Vec<Cell>,
+    /// One-way ANOVA p-value, with three or more executors.
+    pub anova_p: Option<f64>,
+}
+
+/// One benchmark on one executor.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// Invocations recorded (interrupted ones excluded).
+    pub attempted: usize,
+    /// Invocations that succeeded.
+    pub ok: usize,
+    /// The metric of each usable invocation, microseconds.
+    pub samples: Vec<f64>,
+    /// Mean, median, deviation and interval of `samples` (needs two).
+    pub summary: Option<Summary>,
+    /// Mean of `samples` when there is at least one.
+    pub mean: Option<f64>,
+    /// Median of `samples`.
+    pub median: Option<f64>,
+    /// Mean first-iteration time across invocations, microseconds.
+    pub startup: Option<f64>,
+    /// Steady state across invocations.
+    pub steady: SteadyCell,
+    /// Mean user+sys CPU seconds per invocation.
+    pub cpu_s: Option<f64>,
+    /// Mean wall seconds per invocation.
+    pub wall_s: Option<f64>,
+    /// Largest peak RSS of any invocation, KiB.
+    pub max_rss_kib: Option<u64>,
+    /// Comparison with the baseline (absent for the baseline itself).
+    pub ratio: Option<RatioCell>,
+}
+
+/// Steady state of one benchmark on one executor.
+#[derive(Debug, Clone, Default)]
+pub struct SteadyCell {
+    /// Invocations whose iterations settled.
+    pub reached: usize,
+    /// Invocations examined.
+    pub of: usize,
+    /// Mean of the steady-state means of those that settled, microseconds.
+    pub mean: Option<f64>,
+    /// Earliest and latest iteration (0-based) at which a window started.
+    pub start_range: Option<(usize, usize)>,
+    /// Every invocation had fewer iterations than the window, so steady
+    /// state could not have been detected however stable the VM was.
+    pub too_short: bool,
+}
+
+/// An executor's time relative to the baseline's on one benchmark.
+#[derive(Debug, Clone)]
+pub struct RatioCell {
+    /// mean(executor) / mean(baseline): below 1 is faster.
+    pub estimate: f64,
+    /// Fieller interval, when both sides have two samples and it is bounded.
+    pub ci: Option<ConfidenceInterval>,
+    /// Both sides had enough samples but the interval is unbounded: the
+    /// baseline's mean is not distinguishable from zero at this noise.
+    pub unbounded: bool,
+    /// p-value of the test against the baseline.
+    pub p_value: Option<f64>,
+    /// Whether the test says the two differ at the chosen level.
+    pub significant: Option<bool>,
+    /// Which test: "Welch" or "Tukey HSD".
+    pub test: Option<&'static str>,
+}
+
+/// Suite-wide comparison of one executor with the baseline.
+#[derive(Debug, Clone)]
+pub struct GeomeanRow {
+    /// Executor index.
+    pub executor: usize,
+    /// Benchmarks that contributed a ratio.
+    pub benchmarks: usize,
+    /// Geometric mean of the ratios.
+    pub estimate: f64,
+    /// Interval over benchmarks (needs two).
+    pub ci: Option<ConfidenceInterval>,
+    /// Benchmarks where the executor was significantly faster / slower.
+    pub faster: usize,
+    /// See `faster`.
+    pub slower: usize,
+}
+
+/// A failed invocation, for the failure list.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Benchmark name.
+    pub benchmark: String,
+    /// Executor name.
+    pub executor: String,
+    /// Invocation number.
+    pub invocation: u32,
+    /// Why.
+    pub reason: String,
+    /// Output tail.
+    pub output_tail: Option<String>,
+}
+
+impl Report {
+    /// Analyses `results` with `settings`.
+    pub fn new(results: &Results, settings: &AnalysisSettings) -> Result<Report, String> {
+        let executors: Vec<String> = results.executors.iter().map(|e| e.name.clone()).collect();
+        let baseline = match &settings.baseline {
+            Some(name) => executors.iter().position(|e| e == name).ok_or_else(|| {
+                format!(
+                    "baseline {name:?} is not one of the executors ({})",
+                    executors.join(", ")
+                )
+            })?,
+            None => 0,
+        };
+        let level = settings.level;
+        let mut benchmarks = Vec::new();
+        for bench in &results.suite.benchmarks {
+            let mut cells: Vec<Cell> = executors
+                .iter()
+                .map(|e| cell(results, &bench.name, e, settings))
+                .collect();
+            let groups: Vec<usize> = (0..cells.len())
+                .filter(|&i| cells[i].samples.len() >= 2)
+                .collect();
+            let group_samples: Vec<&[f64]> = groups
+                .iter()
+                .map(|&i| cells[i].samples.as_slice())
+                .collect();
+            let tukey = if groups.len() >= 3 {
+                tukey_hsd(&group_samples, level).ok()
+            } else {
+                None
+            };
+            let anova_p = if groups.len() >= 3 {
+                one_way_anova(&group_samples).ok().map(|a| a.p_value)
+            } else {
+                None
+            };
+            let base_samples = cells[baseline].samples.clone();
+            let base_mean = cells[baseline].mean;
+            for (i, c) in cells.iter_mut().enumerate() {
+                if i == baseline {
+                    continue;
+                }
+                let (Some(m), Some(bm)) = (c.mean, base_mean) else {
+                    continue;
+                };
+                let mut r = RatioCell {
+                    estimate: m / bm,
+                    ci: None,
+                    unbounded: false,
+                    p_value: None,
+                    significant: None,
+                    test: None,
+                };
+                if c.samples.len() >= 2 && base_samples.len() >= 2 {
+                    match ratio_ci(&c.samples, &base_samples, level) {
+                        Ok(ci) => r.ci = Some(ci),
+                        Err(StatsError::Unbounded) => r.unbounded = true,
+                        Err(_) => {}
+                    }
+                    if let Some(t) = &tukey {
+                        let (gi, gb) = (
+                            groups.iter().position(|&g| g == i),
+                            groups.iter().position(|&g| g == baseline),
+                        );
+                        if let (Some(gi), Some(gb)) = (gi, gb) {
+                            if let Some(p) = t.pair(gi, gb) {
+                                r.p_value = Some(p.p_value);
+                                r.significant = Some(p.is_significant());
+                                r.test = Some("Tukey HSD");
+                            }
+                        }
+                    } else if let Ok(w) = welch_t_test(&c.samples, &base_samples, level) {
+                        r.p_value = Some(w.p_value);
+                        r.significant = Some(w.is_significant());
+                        r.test = Some("Welch");
+                    }
+                }
+                c.ratio = Some(r);
+            }
+            benchmarks.push(BenchmarkReport {
+                name: bench.name.clone(),
+                cells,
+                anova_p,
+            });
+        }
+        let geomeans = (0..executors.len())
+            .filter(|&e| e != baseline)
+            .filter_map(|e| {
+                let ratios: Vec<&RatioCell> = benchmarks
+                    .iter()
+                    .filter_map(|b| b.cells[e].ratio.as_ref())
+                    .collect();
+                let values: Vec<f64> = ratios.iter().map(|r| r.estimate).collect();
+                if values.is_empty() {
+                    return None;
+                }
+                let ci = geometric_mean_ratio_ci(&values, level).ok();
+                let estimate = ci.map(|c| c.estimate).unwrap_or(values[0]);
+                let significant_where = |faster: bool| {
+                    ratios
+                        .iter()
+                        .filter(|r| r.significant == Some(true) && (r.estimate < 1.0) == faster)
+                        .count()
+                };
+                Some(GeomeanRow {
+                    executor: e,
+                    benchmarks: values.len(),
+                    estimate,
+                    ci,
+                    faster: significant_where(true),
+                    slower: significant_where(false),
+                })
+            })
+            .collect();
+        let failures = results
+            .invocations
+            .iter()
+            .filter(|i| i.outcome == Outcome::Failed)
+            .map(|i| Failure {
+                benchmark: i.benchmark.clone(),
+                executor: i.executor.clone(),
+                invocation: i.invocation,
+                reason: i.failure.clone().unwrap_or_default(),
+                output_tail: i.output_tail.clone(),
+            })
+            .collect();
+        let max_iterations = results
+            .suite
+            .benchmarks
+            .iter()
+            .map(|b| b.iterations as usize)
+            .max()
+            .unwrap_or(0);
+        Ok(Report {
+            settings: AnalysisSettings {
+                baseline: Some(executors[baseline].clone()),
+                ..settings.clone()
+            },
+            executors,
+            baseline,
+            benchmarks,
+            geomeans,
+            failures,
+            max_iterations,
+        })
+    }
+
+    /// Whether any comparison used Tukey HSD (three or more executors).
+    pub fn test_name(&self) -> &'static str {
+        if self.executors.len() >= 3 {
+            "Tukey HSD after one-way ANOVA"
+        } else {
+            "Welch's t-test"
+        }
+    }
+}
+
+fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) -> Cell {
+    let runs: Vec<_> = results
+        .invocations
+        .iter()
+        .filter(|i| {
+            i.benchmark == bench && i.executor == executor && i.outcome != Outcome::Interrupted
+        })
+        .collect();
+    let ok: Vec<_> = runs.iter().filter(|i| i.outcome == Outcome::Ok).collect();
+    let mut samples = Vec::new();
+    let mut startups = Vec::new();
+    let mut steady = SteadyCell {
+        of: ok.len(),
+        ..Default::default()
+    };
+    let mut steady_means = Vec::new();
+    for inv in &ok {
+        let iters = &inv.iterations_us;
+        let analysed = analyse_invocation(iters, s.steady_window.max(2), s.steady_cov).ok();
+        if let Some(a) = analysed {
+            startups.push(a.startup);
+            if let Some(st) = a.steady_state {
+                steady.reached += 1;
+                steady_means.push(st.mean);
+                steady.start_range = Some(match steady.start_range {
+                    None => (st.start, st.start),
+                    Some((lo, hi)) => (lo.min(st.start), hi.max(st.start)),
+                });
+            }
+        }
+        let value = match s.metric {
+            Metric::Mean => {
+                let kept = iters.get(s.warmup as usize..).unwrap_or(&[]);
+                (!kept.is_empty()).then(|| kept.iter().sum::<f64>() / kept.len() as f64)
+            }
+            Metric::Startup => iters.first().copied(),
+            Metric::Steady => analysed.and_then(|a| a.steady_state).map(|st| st.mean),
+            Metric::Wall => Some(inv.wall_s * 1e6),
+            Metric::Cpu => Some((inv.user_s + inv.sys_s) * 1e6),
+        };
+        if let Some(v) = value.filter(|v| v.is_finite() && *v > 0.0) {
+            samples.push(v);
+        }
+    }
+    steady.mean = mean_of(&steady_means);
+    steady.too_short = !ok.is_empty()
+        && ok
+            .iter()
+            .all(|i| i.iterations_us.len() < s.steady_window.max(2));
+    let summary = Summary::with_level(&samples, s.level).ok();
+    let cpu: Vec<f64> = ok.iter().map(|i| i.user_s + i.sys_s).collect();
+    let wall: Vec<f64> = ok.iter().map(|i| i.wall_s).collect();
+    Cell {
+        attempted: runs.len(),
+        ok: ok.len(),
+        mean: mean_of(&samples),
+        median: median(&samples).ok(),
+        summary,
+        samples,
+        startup: mean_of(&startups),
+        steady,
+        cpu_s: mean_of(&cpu),
+        wall_s: mean_of(&wall),
+        max_rss_kib: ok.iter().map(|i| i.max_rss_kib).max(),
+        ratio: None,
+    }
+}
+
+fn mean_of(xs: &[f64]) -> Option<f64> {
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::Executor;
+    use crate::results::{InvocationRecord, Machine, Settings, FORMAT};
+    use crate::suite::{Benchmark, Suite};
+    use std::path::Path;
+
+    fn record(
+        bench: &str,
+        exec: &str,
+        n: u32,
+        times: &[f64],
+        outcome: Outcome,
+    ) -> InvocationRecord {
+        InvocationRecord {
+            benchmark: bench.into(),
+            executor: exec.into(),
+            invocation: n,
+            sequence: 0,
+            argv: vec![],
+            outcome,
+            failure: None,
+            exit_code: Some(0),
+            signal: None,
+            iterations_us: times.to_vec(),
+            wall_s: 1.0,
+            user_s: 0.5,
+            sys_s: 0.25,
+            max_rss_kib: 2048,
+            output_tail: None,
+        }
+    }
+
+    fn results(invocations: Vec<InvocationRecord>) -> Results {
+        let tally = Path::new("/t");
+        Results {
+            format: FORMAT.into(),
+            tool: "test".into(),
+            started: String::new(),
+            finished: String::new(),
+            complete: true,
+            machine: Machine::current(),
+            settings: Settings {
+                invocations: 3,
+                timeout_s: None,
+                analysis: AnalysisSettings::default(),
+            },
+            suite: Suite {
+                name: "s".into(),
+                source: "s".into(),
+                harness: "Harness".into(),
+                classpath: vec![],
+                benchmarks: ["A", "B"]
+                    .map(|n| Benchmark {
+                        name: n.into(),
+                        iterations: 6,
+                        inner: 1,
+                    })
+                    .to_vec(),
+            },
+            executors: vec![
+                Executor::parse_tally("base", tally).unwrap(),
+                Executor::parse_tally("new", tally).unwrap(),
+            ],
+            invocations,
+        }
+    }
+
+    #[test]
+    fn ratios_and_geomean_come_from_per_invocation_means() {
+        let warm = |x: f64| [3.0 * x, x, x, x, x, x];
+        let mut inv = Vec::new();
+        for (i, (b, n)) in [(100.0, 50.0), (102.0, 51.0), (98.0, 49.5)]
+            .into_iter()
+            .enumerate()
+        {
+            let k = i as u32 + 1;
+            inv.push(record("A", "base", k, &warm(b), Outcome::Ok));
+            inv.push(record("A", "new", k, &warm(n), Outcome::Ok));
+            inv.push(record("B", "base", k, &warm(b), Outcome::Ok));
+            inv.push(record("B", "new", k, &warm(b * 2.0), Outcome::Ok));
+        }
+        // Neither a failed nor an interrupted invocation counts.
+        inv.push(record("A", "new", 4, &[1.0; 6], Outcome::Failed));
+        inv.push(record("A", "new", 5, &[1.0; 6], Outcome::Interrupted));
+        let r = results(inv);
+        let settings = AnalysisSettings {
+            metric: Metric::Steady,
+            ..Default::default()
+        };
+        let report = Report::new(&r, &settings).unwrap();
+        let a_new = &report.benchmarks[0].cells[1];
+        assert_eq!((a_new.ok, a_new.attempted, a_new.samples.len()), (3, 4, 3));
+        assert_eq!(a_new.steady.reached, 3);
+        assert_eq!(a_new.steady.start_range, Some((1, 1)));
+        assert_eq!(a_new.startup, Some(150.5));
+        let ratio = a_new.ratio.as_ref().unwrap();
+        assert!((ratio.estimate - 150.5 / 300.0).abs() < 1e-12);
+        assert_eq!((ratio.test, ratio.significant), (Some("Welch"), Some(true)));
+        let ci = ratio.ci.unwrap();
+        assert!(ci.lower < ratio.estimate && ratio.estimate < ci.upper);
+        // Exactly 0.5017 and 2: the geometric mean is their root product.
+        let g = &report.geomeans[0];
+        assert!((g.estimate - (ratio.estimate * 2.0).sqrt()).abs() < 1e-9);
+        assert_eq!((g.benchmarks, g.faster, g.slower), (2, 1, 1));
+        assert_eq!(report.failures.len(), 1);
+
+        // The mean metric keeps the warm-up; dropping it gives the steady figure.
+        let mean = Report::new(&r, &AnalysisSettings::default()).unwrap();
+        assert!((mean.benchmarks[0].cells[0].mean.unwrap() - 800.0 / 6.0).abs() < 1e-9);
+        let dropped = AnalysisSettings {
+            warmup: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            Report::new(&r, &dropped).unwrap().benchmarks[0].cells[0].mean,
+            Some(100.0)
+        );
+        let base_b = AnalysisSettings {
+            baseline: Some("new".into()),
+            ..Default::default()
+        };
+        assert_eq!(Report::new(&r, &base_b).unwrap().baseline, 1);
+        assert!(Report::new(
+            &r,
+            &AnalysisSettings {
+                baseline: Some("x".into()),
+                ..Default::default()
+            }
+        )
+        .is_err());
+    }
+}

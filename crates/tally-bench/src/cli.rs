@@ -1,0 +1,478 @@
+//! `tally bench …` and `tally bench report …`: argument parsing and the
+//! top-level flow (check everything, measure, write, print).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser};
+
+use crate::analysis::{AnalysisSettings, Metric, Report};
+use crate::error::BenchError;
+use crate::executor::{Executor, PLACEHOLDERS};
+use crate::results::{Machine, Results, Settings, FORMAT};
+use crate::runner::{self, RunOptions};
+use crate::suite::{Suite, SuiteOptions};
+
+const RUN_AFTER_HELP: &str = "\
+Executors (in the order given; the first is the baseline unless --baseline says otherwise):
+  --tally NAME[@PATH][=FLAGS]     Tally with extra FLAGS; PATH defaults to this tally binary
+  --command NAME[@VM]=TEMPLATE    any command; {placeholders} in TEMPLATE are filled in:
+PLACEHOLDERS
+  With no executor, `--tally tally` is used.
+
+Suites:
+  a directory in the Are We Fast Yet layout: every `Name = Benchmark (` class is a benchmark,
+  the directory and its sub-directories are the class path; or a suite file (TOML):
+      name = \"smoke\"                 # optional
+      harness = \"Harness\"            # optional, the default
+      classpath = [\"smoke\", \"${SOM}/Smalltalk\"]   # relative to the file; ${VAR} from the environment
+      iterations = 10                # default iterations per invocation (outer)
+      inner = 1                      # default inner count
+      [[benchmark]]
+      name = \"Fibonacci\"
+      inner = 20                     # per-benchmark iterations/inner override the defaults
+
+Output (in --out): results.json (every raw measurement), iterations.csv, invocations.csv,
+summary.csv, ratios.svg, warmup.svg, table.txt; the table is also printed on stdout.
+Ctrl-C stops after writing everything measured so far (press twice to quit at once).
+
+Examples:
+  tally bench bench/smoke.toml -n 5 -i 5
+  tally bench bench/smoke.toml --tally base --tally 'small-heap=--heap-size 64M'
+  AWFY=$SOM/Examples/AreWeFastYet tally bench bench/awfy.toml --classpath $SOM/Smalltalk \\
+      --tally tally --command 'som-rs@/path/som-interpreter-bc={vm} -c {classpath_args} -- {harness} {bench} {iterations} {inner}'
+  tally bench report tally-bench-smoke-20260101-120000/results.json --metric startup";
+
+const REPORT_AFTER_HELP: &str = "\
+Recomputes the table, CSV files and plots from a results file without running anything.
+Analysis options given here replace those the run was reported with.
+
+Example:
+  tally bench report results.json --baseline som-rs --metric steady --steady-window 3";
+
+/// tally bench: statistically rigorous benchmarking of SOM VMs (Georges et al., OOPSLA 2007).
+///
+/// Runs a suite × executors × invocations × iterations, interleaving the
+/// executors, and reports per benchmark the mean with a confidence interval
+/// over invocations, start-up and steady-state figures, the ratio to a
+/// baseline executor with its interval and a significance test, and the
+/// suite's geometric mean ratio.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tally bench",
+    version,
+    about = "Benchmark SOM VMs with statistical rigour: invocations × iterations, confidence intervals, \
+             start-up and steady state, significance tests (Georges et al., OOPSLA 2007)",
+    long_about = None
+)]
+struct RunCli {
+    /// Suite file (.toml) or Are We Fast Yet-style directory.
+    #[arg(value_name = "SUITE")]
+    suite: PathBuf,
+
+    /// A Tally executor: NAME[@PATH][=FLAGS] (repeatable).
+    #[arg(long = "tally", short = 't', value_name = "NAME[@PATH][=FLAGS]")]
+    tally: Vec<String>,
+
+    /// An external executor: NAME[@VM]=TEMPLATE (repeatable).
+    #[arg(long = "command", short = 'c', value_name = "NAME[@VM]=TEMPLATE")]
+    command: Vec<String>,
+
+    /// VM invocations per benchmark and executor (the sample size).
+    #[arg(long, short = 'n', default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    invocations: u32,
+
+    /// Iterations per invocation (the harness's outer count); default: the suite's.
+    #[arg(long, short = 'i', value_parser = clap::value_parser!(u32).range(1..))]
+    iterations: Option<u32>,
+
+    /// Inner count: N for every benchmark, or NAME=N[,NAME=N…] for some (repeatable).
+    #[arg(long, value_name = "N|NAME=N,…")]
+    inner: Vec<String>,
+
+    /// Run only these benchmarks (comma-separated, repeatable).
+    #[arg(long, short = 'b', value_name = "NAME,…", value_delimiter = ',')]
+    bench: Vec<String>,
+
+    /// Directories appended to the suite's class path, ':'-separated (repeatable).
+    #[arg(long, value_name = "DIR:DIR…")]
+    classpath: Vec<String>,
+
+    /// Harness class to run instead of the suite's.
+    #[arg(long, value_name = "CLASS")]
+    harness: Option<String>,
+
+    /// Kill an invocation after this many seconds and count it as failed.
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+
+    /// Output directory [default: tally-bench-SUITE-DATE-TIME].
+    #[arg(long, short = 'o', value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    /// No progress bar or messages on stderr.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+/// tally bench report: recompute a report from a results file.
+#[derive(Parser, Debug)]
+#[command(
+    name = "tally bench report",
+    version,
+    about = "Recompute the report (table, CSV, plots) of a `tally bench` run from its results.json",
+    after_help = REPORT_AFTER_HELP
+)]
+struct ReportCli {
+    /// A results.json written by `tally bench`.
+    #[arg(value_name = "RESULTS.json")]
+    results: PathBuf,
+
+    /// Where to write the CSV files, plots and table [default: the results file's directory].
+    #[arg(long, short = 'o', value_name = "DIR")]
+    out: Option<PathBuf>,
+
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+/// Analysis options shared by a run and a report; unset means "as stored"
+/// (for a report) or the default (for a run).
+#[derive(Args, Debug, Default)]
+struct AnalysisArgs {
+    /// Executor the others are compared to [default: the first].
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+
+    /// Per-invocation number to compare [default: mean].
+    #[arg(long, value_enum)]
+    metric: Option<Metric>,
+
+    /// Iterations dropped from the mean metric [default: 0].
+    #[arg(long, value_name = "N")]
+    warmup: Option<u32>,
+
+    /// Steady state: window of k iterations [default: 5].
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(2..))]
+    steady_window: Option<u64>,
+
+    /// Steady state: the window's coefficient of variation must be below this [default: 0.02].
+    #[arg(long, value_name = "COV")]
+    steady_cov: Option<f64>,
+
+    /// Confidence level of intervals and tests [default: 0.95].
+    #[arg(long, value_name = "LEVEL")]
+    level: Option<f64>,
+}
+
+impl AnalysisArgs {
+    fn apply(&self, mut s: AnalysisSettings) -> Result<AnalysisSettings, BenchError> {
+        if let Some(b) = &self.baseline {
+            s.baseline = Some(b.clone());
+        }
+        if let Some(m) = self.metric {
+            s.metric = m;
+        }
+        if let Some(w) = self.warmup {
+            s.warmup = w;
+        }
+        if let Some(k) = self.steady_window {
+            s.steady_window = k as usize;
+        }
+        if let Some(c) = self.steady_cov {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(BenchError::Usage(
+                    "--steady-cov must be positive, e.g. 0.02".into(),
+                ));
+            }
+            s.steady_cov = c;
+        }
+        if let Some(l) = self.level {
+            if !(l > 0.0 && l < 1.0) {
+                return Err(BenchError::Usage(
+                    "--level must be between 0 and 1, e.g. 0.95".into(),
+                ));
+            }
+            s.level = l;
+        }
+        Ok(s)
+    }
+}
+
+/// Entry point: `args` are the words after `tally bench`; `tally` is the
+/// binary Tally executors run by default (normally the running one).
+pub fn main(args: Vec<OsString>, tally: PathBuf) -> ExitCode {
+    let result = if args.first().is_some_and(|a| a == "report") {
+        report_main(args[1..].to_vec())
+    } else {
+        run_main(args, &tally)
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("tally bench: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_command() -> clap::Command {
+    RunCli::command()
+        .after_help(RUN_AFTER_HELP.replace("PLACEHOLDERS", &indent(PLACEHOLDERS, "      ")))
+}
+
+fn indent(text: &str, prefix: &str) -> String {
+    text.lines()
+        .map(|l| format!("{prefix}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn parse_or_exit<T: FromArgMatches>(cmd: clap::Command, args: Vec<OsString>) -> (T, ArgMatches) {
+    let bin = OsString::from(cmd.get_name().to_string());
+    let matches = cmd.get_matches_from(std::iter::once(bin).chain(args));
+    let parsed = T::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    (parsed, matches)
+}
+
+/// Executors in command-line order, `--tally` and `--command` mixed, so the
+/// first one written is the baseline whatever its kind.
+fn executors_in_order(
+    cli: &RunCli,
+    matches: &ArgMatches,
+    tally: &Path,
+) -> Result<Vec<Executor>, BenchError> {
+    let mut specs: Vec<(usize, bool, &String)> = Vec::new();
+    if let Some(idx) = matches.indices_of("tally") {
+        specs.extend(idx.zip(&cli.tally).map(|(i, s)| (i, true, s)));
+    }
+    if let Some(idx) = matches.indices_of("command") {
+        specs.extend(idx.zip(&cli.command).map(|(i, s)| (i, false, s)));
+    }
+    specs.sort_by_key(|(i, _, _)| *i);
+    let mut executors = Vec::new();
+    for (_, is_tally, spec) in specs {
+        let e = if is_tally {
+            Executor::parse_tally(spec, tally)?
+        } else {
+            Executor::parse_command(spec)?
+        };
+        if executors.iter().any(|x: &Executor| x.name == e.name) {
+            return Err(BenchError::Usage(format!(
+                "two executors are named {:?}",
+                e.name
+            )));
+        }
+        executors.push(e);
+    }
+    if executors.is_empty() {
+        executors.push(Executor::parse_tally("tally", tally)?);
+    }
+    Ok(executors)
+}
+
+fn suite_options(cli: &RunCli) -> Result<SuiteOptions, BenchError> {
+    let mut o = SuiteOptions {
+        iterations: cli.iterations,
+        only: cli
+            .bench
+            .iter()
+            .filter(|b| !b.is_empty())
+            .cloned()
+            .collect(),
+        harness: cli.harness.clone(),
+        extra_classpath: cli
+            .classpath
+            .iter()
+            .flat_map(|c| c.split(':'))
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        ..Default::default()
+    };
+    for spec in &cli.inner {
+        for part in spec.split(',').filter(|p| !p.is_empty()) {
+            let bad =
+                || BenchError::Usage(format!("--inner {part:?}: expected N or NAME=N with N ≥ 1"));
+            match part.split_once('=') {
+                Some((name, n)) => {
+                    let n: u64 = n.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(bad)?;
+                    o.inner_for.insert(name.trim().to_string(), n);
+                }
+                None => {
+                    o.inner = Some(
+                        part.trim()
+                            .parse()
+                            .ok()
+                            .filter(|n| *n >= 1)
+                            .ok_or_else(bad)?,
+                    )
+                }
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
+    let (cli, matches): (RunCli, ArgMatches) = parse_or_exit(run_command(), args);
+    let settings = cli.analysis.apply(AnalysisSettings::default())?;
+    let suite = Suite::load(&cli.suite, &suite_options(&cli)?)?;
+    let executors = executors_in_order(&cli, &matches, tally)?;
+    for e in &executors {
+        e.check_can_start(&suite)?;
+    }
+    if let Some(b) = &settings.baseline {
+        if !executors.iter().any(|e| &e.name == b) {
+            return Err(BenchError::Usage(format!(
+                "--baseline {b:?} is not one of the executors"
+            )));
+        }
+    }
+    let timeout = match cli.timeout {
+        Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
+        Some(_) => {
+            return Err(BenchError::Usage(
+                "--timeout must be a positive number of seconds".into(),
+            ))
+        }
+        None => None,
+    };
+    let started = crate::now_rfc3339();
+    let out = cli.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "tally-bench-{}-{}",
+            suite.name,
+            started
+                .replace(['-', ':'], "")
+                .replace('T', "-")
+                .trim_end_matches('Z')
+        ))
+    });
+    std::fs::create_dir_all(&out).map_err(|source| BenchError::Write {
+        path: out.clone(),
+        source,
+    })?;
+    let json = out.join("results.json");
+    if json.exists() {
+        return Err(BenchError::Usage(format!(
+            "{} already exists; choose another --out (or `tally bench report` it)",
+            json.display()
+        )));
+    }
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    {
+        let flag = Arc::clone(&interrupted);
+        // Failing to install the handler only loses graceful Ctrl-C.
+        let _ = ctrlc::set_handler(move || {
+            if flag.swap(true, Ordering::SeqCst) {
+                std::process::exit(130);
+            }
+            eprintln!("\ntally bench: interrupted; writing what was measured so far (Ctrl-C again to quit at once)");
+        });
+    }
+
+    let mut results = Results {
+        format: FORMAT.into(),
+        tool: format!("tally {}", env!("CARGO_PKG_VERSION")),
+        started: started.clone(),
+        finished: started,
+        complete: false,
+        machine: Machine::current(),
+        settings: Settings {
+            invocations: cli.invocations,
+            timeout_s: cli.timeout,
+            analysis: settings.clone(),
+        },
+        suite,
+        executors,
+        invocations: Vec::new(),
+    };
+    if !cli.quiet {
+        eprintln!(
+            "tally bench: {} benchmark(s) × {} executor(s) × {} invocation(s); writing to {}",
+            results.suite.benchmarks.len(),
+            results.executors.len(),
+            cli.invocations,
+            out.display()
+        );
+    }
+    results.write(&json)?;
+    let mut write_error = None;
+    let complete = runner::run(
+        &mut results,
+        &RunOptions {
+            timeout,
+            quiet: cli.quiet,
+        },
+        &interrupted,
+        |r| {
+            if let Err(e) = r.write(&json) {
+                write_error.get_or_insert(e);
+            }
+        },
+    );
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    results.complete = complete;
+    results.finished = crate::now_rfc3339();
+    results.write(&json)?;
+    let any_failed = results
+        .invocations
+        .iter()
+        .any(|i| i.outcome == crate::results::Outcome::Failed);
+    write_reports(&results, &settings, &out)?;
+    if !cli.quiet {
+        eprintln!("tally bench: wrote {}", out.display());
+    }
+    Ok(if !complete {
+        ExitCode::from(130)
+    } else if any_failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn report_main(args: Vec<OsString>) -> Result<ExitCode, BenchError> {
+    let (cli, _): (ReportCli, ArgMatches) = parse_or_exit(ReportCli::command(), args);
+    let results = Results::read(&cli.results)?;
+    let settings = cli.analysis.apply(results.settings.analysis.clone())?;
+    let out = cli.out.clone().unwrap_or_else(|| {
+        cli.results
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    });
+    std::fs::create_dir_all(&out).map_err(|source| BenchError::Write {
+        path: out.clone(),
+        source,
+    })?;
+    write_reports(&results, &settings, &out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Analyses, prints the table on stdout and writes table, CSV and plots.
+fn write_reports(
+    results: &Results,
+    settings: &AnalysisSettings,
+    out: &Path,
+) -> Result<(), BenchError> {
+    let report = Report::new(results, settings).map_err(BenchError::Usage)?;
+    let table = crate::table::render(results, &report);
+    print!("{table}");
+    let path = out.join("table.txt");
+    std::fs::write(&path, &table).map_err(|source| BenchError::Write { path, source })?;
+    crate::csv_out::write_all(out, results, &report)?;
+    crate::svg::write_all(out, results, &report)
+}

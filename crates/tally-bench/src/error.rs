@@ -1,0 +1,41 @@
+//! Errors that stop `tally bench` before or instead of measuring.
+//!
+//! A benchmark that fails while running is not one of these: it is a
+//! measurement outcome, recorded and reported, and the run goes on.
+
+use std::path::PathBuf;
+
+/// Why `tally bench` could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The suite file or directory is missing, malformed or inconsistent.
+    #[error("suite: {0}")]
+    Suite(String),
+    /// An executor specification is malformed or its program cannot start.
+    #[error("executor {name}: {message}")]
+    Executor {
+        /// The executor's name as given on the command line.
+        name: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The command line is inconsistent in a way clap cannot see.
+    #[error("{0}")]
+    Usage(String),
+    /// A results file cannot be read or is not one of ours.
+    #[error("{path}: {message}")]
+    Results {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Writing an output file failed.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,238 @@
+//! The measuring loop: rounds × benchmarks × executors.
+//!
+//! Rounds are the outer loop and executors the inner one, so the
+//! invocations of the alternatives being compared alternate (A B A B …)
+//! and every benchmark gets a share of each stretch of the run: slow drift
+//! of the machine (thermal state, other load) then spreads over all
+//! alternatives instead of biasing whichever ran last, and an interrupted
+//! run still has complete rounds for every benchmark.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::executor::Executor;
+use crate::measure::run_process;
+use crate::results::{InvocationRecord, Outcome, Results};
+
+/// Consecutive failures from the first invocation after which a benchmark ×
+/// executor is abandoned.
+const GIVE_UP_AFTER: u32 = 2;
+
+/// Options of the loop itself.
+pub struct RunOptions {
+    /// Per-invocation limit.
+    pub timeout: Option<Duration>,
+    /// Print nothing while running.
+    pub quiet: bool,
+}
+
+/// Runs every planned invocation not yet in `results`, appending records,
+/// until done or `interrupted`. Returns whether it finished. `checkpoint`
+/// is called after each invocation so partial results survive a crash too.
+pub fn run(
+    results: &mut Results,
+    options: &RunOptions,
+    interrupted: &AtomicBool,
+    mut checkpoint: impl FnMut(&Results),
+) -> bool {
+    let suite = results.suite.clone();
+    let executors: Vec<Executor> = results.executors.clone();
+    let rounds = results.settings.invocations;
+    let total = rounds as u64 * suite.benchmarks.len() as u64 * executors.len() as u64;
+    let progress = progress_bar(total, options.quiet);
+    let mut durations: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    // A benchmark × executor whose first two invocations both failed is not
+    // run again: such failures (missing class, unsupported primitive, wrong
+    // result) are deterministic, and repeating them would only burn time.
+    // One failure is not enough to tell, since some VMs crash sporadically;
+    // those runs go on and the failures are reported.
+    let mut given_up: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut failed_from_start: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let mut sequence = results.invocations.len() as u32;
+    let started = Instant::now();
+    let mut last_plain_report = Instant::now();
+    for round in 1..=rounds {
+        for bench in &suite.benchmarks {
+            for exec in &executors {
+                let key = (bench.name.clone(), exec.name.clone());
+                if given_up.contains(&key) {
+                    progress.inc(1);
+                    continue;
+                }
+                if interrupted.load(Ordering::SeqCst) {
+                    progress.abandon();
+                    return false;
+                }
+                let eta = estimate_remaining(
+                    &durations, &suite, &executors, rounds, round, bench, exec, &given_up,
+                );
+                progress.set_message(format!(
+                    "round {round}/{rounds}: {} on {}  ETA {}",
+                    bench.name,
+                    exec.name,
+                    format_duration(eta)
+                ));
+                let argv = exec.argv(&suite, bench);
+                sequence += 1;
+                let record = match run_process(&argv, options.timeout, interrupted) {
+                    Ok(run) => {
+                        InvocationRecord::from_run(bench, &exec.name, round, sequence, argv, &run)
+                    }
+                    Err(e) => {
+                        InvocationRecord::not_started(bench, &exec.name, round, sequence, argv, &e)
+                    }
+                };
+                durations
+                    .entry(key.clone())
+                    .or_default()
+                    .push(record.wall_s);
+                let outcome = record.outcome;
+                if outcome == Outcome::Failed {
+                    let streak = failed_from_start.entry(key.clone()).or_insert(0);
+                    if *streak + 1 == round {
+                        *streak = round;
+                    }
+                    let give_up = *streak == GIVE_UP_AFTER && round < rounds;
+                    let line = format!(
+                        "{} on {} (invocation {round}) failed: {}{}",
+                        bench.name,
+                        exec.name,
+                        record.failure.as_deref().unwrap_or("?"),
+                        if give_up {
+                            "; failed every time so far, not run again"
+                        } else {
+                            ""
+                        }
+                    );
+                    if !options.quiet {
+                        progress.suspend(|| eprintln!("{line}"));
+                    }
+                    if give_up {
+                        given_up.insert(key);
+                    }
+                }
+                results.invocations.push(record);
+                if outcome == Outcome::Interrupted {
+                    progress.abandon();
+                    return false;
+                }
+                results.finished = crate::now_rfc3339();
+                checkpoint(results);
+                progress.inc(1);
+            }
+        }
+        // Without a terminal there is no bar; say something now and then
+        // so a log shows the run is alive.
+        if !options.quiet
+            && progress.is_hidden()
+            && (round == rounds || last_plain_report.elapsed() > Duration::from_secs(30))
+        {
+            eprintln!(
+                "tally bench: round {round}/{rounds} done after {}",
+                format_duration(started.elapsed().as_secs_f64())
+            );
+            last_plain_report = Instant::now();
+        }
+    }
+    progress.finish_and_clear();
+    true
+}
+
+fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    let target = if quiet || !std::io::stderr().is_terminal() {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(Some(total), target);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30.cyan/blue}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Seconds still to go: each remaining invocation is expected to take as
+/// long as that benchmark × executor took on average so far, or, before
+/// its first run, the average of everything measured so far. indicatif's
+/// own ETA assumes equal steps, which benchmarks of very different length
+/// are not.
+#[allow(clippy::too_many_arguments)]
+fn estimate_remaining(
+    durations: &BTreeMap<(String, String), Vec<f64>>,
+    suite: &crate::suite::Suite,
+    executors: &[Executor],
+    rounds: u32,
+    round: u32,
+    current_bench: &crate::suite::Benchmark,
+    current_exec: &Executor,
+    given_up: &BTreeSet<(String, String)>,
+) -> f64 {
+    let all: Vec<f64> = durations.values().flatten().copied().collect();
+    if all.is_empty() {
+        return f64::NAN;
+    }
+    let overall = all.iter().sum::<f64>() / all.len() as f64;
+    let mut remaining = 0.0;
+    let bench_index = suite
+        .benchmarks
+        .iter()
+        .position(|b| b.name == current_bench.name)
+        .unwrap_or(0);
+    let exec_index = executors
+        .iter()
+        .position(|e| e.name == current_exec.name)
+        .unwrap_or(0);
+    for r in round..=rounds {
+        for (bi, b) in suite.benchmarks.iter().enumerate() {
+            for (ei, e) in executors.iter().enumerate() {
+                if r == round && (bi, ei) < (bench_index, exec_index) {
+                    continue;
+                }
+                let key = (b.name.clone(), e.name.clone());
+                if given_up.contains(&key) {
+                    continue;
+                }
+                remaining += durations
+                    .get(&key)
+                    .map(|d| d.iter().sum::<f64>() / d.len() as f64)
+                    .unwrap_or(overall);
+            }
+        }
+    }
+    remaining
+}
+
+/// "1h02m", "3m05s", "42s"; "?" before anything has been measured.
+pub fn format_duration(seconds: f64) -> String {
+    if !seconds.is_finite() {
+        return "?".into();
+    }
+    let s = seconds.round() as u64;
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(format_duration(42.4), "42s");
+        assert_eq!(format_duration(185.0), "3m05s");
+        assert_eq!(format_duration(3720.0), "1h02m");
+        assert_eq!(format_duration(f64::NAN), "?");
+    }
+}

@@ -1,0 +1,271 @@
+//! Wiring the VM-agnostic profiler (`tally-profile`) into the interpreter.
+//!
+//! Every observer feeds from the same hooks: frame entry (`on_call`, the prologue yieldpoint),
+//! frame exit (`on_return`, the epilogue), loop back-edges, primitive calls and GC. With
+//! profiling off, `Vm::profiler` is `None` and each hook is one predictable branch.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use tally_profile::{
+    flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, EventKind, ExactCounts, Header, HotConfig,
+    HotState, Mechanism, MethodId, Profile, RawFrame, Recorder, SamplerSettings, VmState,
+};
+use tally_profile::trigger::{Sampler, SamplerConfig, Trigger};
+
+use crate::bytecode::CodeId;
+use crate::{Vm, VmError};
+
+/// What to profile and where to write it (command-line flags map onto this).
+#[derive(Debug, Clone)]
+pub struct ProfileOptions {
+    pub output: PathBuf,
+    /// The sample trigger; `None` takes no method samples (CBS or exhaustive only).
+    pub trigger: Option<Trigger>,
+    pub mechanism: Mechanism,
+    pub rate_hz: u32,
+    /// Counter-based sampling of call edges (Arnold & Grove): stride and samples per window.
+    pub cbs: Option<CbsConfig>,
+    /// Exact call and bytecode counts: the ground truth sampled profiles are judged against.
+    pub exhaustive: bool,
+    /// The command line, for the profile's header.
+    pub command_line: Vec<String>,
+    /// Option names and values as given, for the header.
+    pub settings: Vec<(String, String)>,
+}
+
+pub(crate) struct Profiler {
+    pub hot: Arc<HotState>,
+    pub recorder: Rc<RefCell<Recorder>>,
+    pub cbs: Option<Cbs>,
+    pub exact: Option<ExactCounts>,
+    sampler: Option<Sampler>,
+    _sigint: Option<tally_profile::sigint::SigintGuard>,
+    output: PathBuf,
+    /// Set when the program was interrupted (SIGINT) and must stop at the next yieldpoint.
+    pub interrupted: bool,
+}
+
+impl Profiler {
+    pub fn new(options: &ProfileOptions) -> Result<Profiler, VmError> {
+        let hot = HotState::new(HotConfig::default());
+        let header = Header {
+            vm_name: "tally".into(),
+            vm_version: env!("CARGO_PKG_VERSION").into(),
+            program: options.command_line.first().cloned().unwrap_or_default(),
+            args: options.command_line.iter().skip(1).cloned().collect(),
+            options: options.settings.clone(),
+            sampler: SamplerSettings {
+                trigger: options.trigger.map(|t| t.name()).unwrap_or("none").into(),
+                mechanism: if options.trigger.is_some() { options.mechanism.name() } else { "none" }.into(),
+                rate_hz: options.rate_hz,
+                cbs: options.cbs,
+                exhaustive: options.exhaustive,
+                ring_slots: HotConfig::default().ring_slots as u32,
+                max_frames: HotConfig::default().max_frames as u32,
+                ..SamplerSettings::default()
+            },
+            ..Header::default()
+        };
+        let recorder = Rc::new(RefCell::new(Recorder::new(header)));
+        hot.published.bind_current_thread();
+        let sigint = install_sigint_flush(&hot).ok();
+        Ok(Profiler {
+            hot,
+            recorder,
+            cbs: options.cbs.map(Cbs::new),
+            exact: options.exhaustive.then(ExactCounts::new),
+            sampler: None,
+            _sigint: sigint,
+            output: options.output.clone(),
+            interrupted: false,
+        })
+    }
+
+    /// Starts the trigger; called once the VM is ready to run the program.
+    pub fn start_sampling(&mut self, options: &ProfileOptions) -> Result<(), VmError> {
+        let trigger = match options.trigger {
+            Some(t) => t,
+            None if options.cbs.is_some() => Trigger::Timer(tally_profile::trigger::TimerClock::ThreadCpu),
+            None => return Ok(()),
+        };
+        let config = SamplerConfig {
+            trigger,
+            rate_hz: options.rate_hz,
+            mechanism: options.trigger.map(|_| options.mechanism),
+            cbs: options.cbs.is_some(),
+        };
+        let sampler = Sampler::start(self.hot.clone(), config)
+            .map_err(|e| VmError::Fatal(format!("cannot start the profiler's {} trigger: {e}", trigger.name())))?;
+        {
+            let info = sampler.info();
+            let mut r = self.recorder.borrow_mut();
+            let h = &mut r.header_mut().sampler;
+            h.trigger_source = info.source.clone();
+            h.trigger_note = info.note.clone().unwrap_or_default();
+        }
+        self.sampler = Some(sampler);
+        Ok(())
+    }
+
+    /// Stops sampling and writes the profile (atomically).
+    pub fn finish(mut self, exit_code: i32) -> Result<PathBuf, VmError> {
+        if let Some(s) = self.sampler.take() {
+            s.stop();
+        }
+        self.hot.settle();
+        // The VM clears its GC listener first, so the recorder has one owner again.
+        let recorder = Rc::try_unwrap(self.recorder)
+            .map(RefCell::into_inner)
+            .map_err(|_| VmError::Fatal("the profile recorder is still in use".into()))?;
+        let profile: Profile = recorder.finish(&self.hot, self.exact.take(), exit_code);
+        profile
+            .write_atomically(&self.output)
+            .map_err(|e| VmError::Fatal(format!("cannot write the profile to {}: {e}", self.output.display())))?;
+        Ok(self.output)
+    }
+}
+
+impl Vm {
+    /// The prologue hook: a call of `callee` from the current top frame (about to be pushed,
+    /// or run in place for primitives and trivial methods).
+    #[inline]
+    pub(crate) fn profile_call(&mut self, callee: CodeId) -> Result<(), VmError> {
+        let Some(p) = self.profiler.as_deref_mut() else { return Ok(()) };
+        let caller = self.rt.frames.last().map(|f| (MethodId(f.code.id), f.ip.saturating_sub(1) as u32));
+        if let Some(exact) = p.exact.as_mut() {
+            exact.on_call(caller, MethodId(callee));
+        }
+        let f = p.hot.flag.load();
+        if f != 0 {
+            if let Some(cbs) = p.cbs.as_mut() {
+                if cbs.on_method_entry(f, &p.hot.flag) {
+                    if let Some((caller, callsite)) = caller {
+                        p.recorder.borrow_mut().record_edge(CallEdge { caller, callsite, callee: MethodId(callee) });
+                    }
+                }
+            }
+            return self.profile_slow_path(f);
+        }
+        Ok(())
+    }
+
+    /// The work behind a raised yieldpoint flag, out of line.
+    #[cold]
+    pub(crate) fn profile_slow_path(&mut self, f: u8) -> Result<(), VmError> {
+        let Some(p) = self.profiler.as_deref_mut() else { return Ok(()) };
+        if f & flag::SAMPLE != 0 {
+            p.hot.take_polled_sample();
+        }
+        if f & flag::DRAIN != 0 {
+            p.recorder.borrow_mut().drain(&p.hot);
+        }
+        if f & flag::STOP != 0 {
+            p.hot.flag.clear(flag::STOP);
+            p.interrupted = true;
+            return Err(VmError::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// Publishes a new frame to the shadow stack the samplers read.
+    #[inline]
+    pub(crate) fn profile_frame_pushed(&mut self, code: CodeId, caller_bci: Option<usize>) {
+        if let Some(p) = self.profiler.as_deref() {
+            if let Some(bci) = caller_bci {
+                p.hot.published.set_top_pos(bci as u32);
+            }
+            p.hot.published.push(RawFrame::interpreted(MethodId(code), 0));
+        }
+    }
+
+    /// The epilogue hook: the shadow stack follows the frame stack down (also after
+    /// non-local returns and unwinding), and a raised flag is served.
+    #[inline]
+    pub(crate) fn profile_frames_popped(&mut self) -> Result<(), VmError> {
+        let Some(p) = self.profiler.as_deref() else { return Ok(()) };
+        let depth = self.rt.frames.len() as u32;
+        while p.hot.published.depth() > depth {
+            p.hot.published.pop();
+        }
+        let f = p.hot.flag.load();
+        if f & flag::ALL_YIELDPOINTS != 0 {
+            return self.profile_slow_path(f);
+        }
+        Ok(())
+    }
+
+    /// The loop back-edge yieldpoint.
+    #[inline]
+    pub(crate) fn profile_back_edge(&mut self, ip: usize) -> Result<(), VmError> {
+        let Some(p) = self.profiler.as_deref() else { return Ok(()) };
+        p.hot.published.set_top_pos(ip as u32);
+        let f = p.hot.flag.load();
+        if f & flag::ALL_YIELDPOINTS != 0 {
+            return self.profile_slow_path(f);
+        }
+        Ok(())
+    }
+
+    /// Marks what the VM is doing (a primitive, GC …) for samples; answers the previous state.
+    #[inline]
+    pub(crate) fn profile_state(&self, state: VmState) -> Option<VmState> {
+        self.profiler.as_deref().map(|p| p.hot.published.set_state(state))
+    }
+
+    #[inline]
+    pub(crate) fn profile_bytecodes(&mut self, code: CodeId, n: u64) {
+        if let Some(exact) = self.profiler.as_deref_mut().and_then(|p| p.exact.as_mut()) {
+            exact.on_bytecodes(MethodId(code), n);
+        }
+    }
+
+    pub(crate) fn profile_event(&self, kind: EventKind) {
+        if let Some(p) = self.profiler.as_deref() {
+            p.recorder.borrow_mut().event(kind);
+        }
+    }
+
+    /// Records every code unit the VM has compiled and every class it has loaded so far
+    /// (the core classes load before the profiler can see them), then follows new ones.
+    pub(crate) fn profile_announce_code(&self, from: usize) {
+        let Some(p) = self.profiler.as_deref() else { return };
+        let mut r = p.recorder.borrow_mut();
+        for code in &self.rt.codes[from..] {
+            let file = self.rt.sources.get(code.source as usize).map(|s| s.path().to_string()).unwrap_or_default();
+            r.event(EventKind::MethodCompiled {
+                method: MethodId(code.id),
+                class: ClassId(code.holder),
+                name: self.rt.code_name(code),
+                file,
+                line: code.source_line,
+                bytecode_len: code.ops.len() as u32,
+            });
+        }
+    }
+
+    /// Connects GC start/end to the event stream and the VM state samples see.
+    pub(crate) fn profile_watch_gc(&mut self) {
+        let Some(p) = self.profiler.as_deref() else { return };
+        let hot = p.hot.clone();
+        let recorder = p.recorder.clone();
+        let previous = std::cell::Cell::new(VmState::Interpreting);
+        self.heap.set_gc_listener(move |event| match event {
+            tally_heap::GcEvent::Start { kind, .. } => {
+                previous.set(hot.published.set_state(VmState::Gc));
+                recorder.borrow_mut().event(EventKind::GcStart { kind: format!("{kind:?}") });
+            }
+            tally_heap::GcEvent::End { kind, heap_used_before, heap_used_after, duration } => {
+                hot.published.set_state(previous.get());
+                recorder.borrow_mut().event(EventKind::GcEnd {
+                    kind: format!("{kind:?}"),
+                    bytes_before: heap_used_before as u64,
+                    bytes_after: heap_used_after as u64,
+                    duration_ns: duration.as_nanos() as u64,
+                });
+            }
+        });
+    }
+}

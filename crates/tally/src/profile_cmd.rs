@@ -1,0 +1,209 @@
+//! `tally report`, `tally compare` and `tally export`: reading profile files.
+//!
+//! Recording happens in the VM (`tally --profile …` or `tally record …`); these commands only
+//! read files, so they work on profiles from any run or machine.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, ValueEnum};
+use tally_vm::tally_profile::report::{self, EdgeSource};
+use tally_vm::tally_profile::{export, Cct, Profile, TopN};
+
+fn read(path: &Path) -> Result<Profile, String> {
+    Profile::read(path).map_err(|e| format!("cannot read the profile {}: {e}", path.display()))
+}
+
+/// Writes `bytes` to `path` unless it exists and `force` is off: nothing the user wrote is
+/// overwritten without asking.
+pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<(), String> {
+    if path.exists() && !force {
+        return Err(format!("{} exists; pass --force to overwrite it", path.display()));
+    }
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Print what a profile says: where time went, the calls, the VM's states.
+#[derive(Parser, Debug)]
+#[command(name = "tally report")]
+struct ReportArgs {
+    /// A profile written by `tally --profile` or `tally record`.
+    file: PathBuf,
+    /// Rows of the flat profile and edges to show.
+    #[arg(long, default_value_t = 25)]
+    top: usize,
+    /// Hide call-tree nodes below this percentage of samples.
+    #[arg(long, default_value_t = 1.0)]
+    min_percent: f64,
+    /// Deepest call-tree level shown.
+    #[arg(long, default_value_t = 12)]
+    depth: usize,
+}
+
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+/// Writes a finished report; a closed pipe (`tally report f | head`) is not an error.
+fn print_out(text: &str) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+}
+
+fn report(args: ReportArgs) -> Result<(), String> {
+    let p = read(&args.file)?;
+    let mut out = String::new();
+    let h = &p.header;
+    outln!(out, "Profile of {} {} ({} {})", h.program, h.args.join(" "), h.vm_name, h.vm_version);
+    let s = &h.sampler;
+    outln!(out, 
+        "sampler: {} / {} at {} Hz ({}){}{}",
+        s.trigger,
+        s.mechanism,
+        s.rate_hz,
+        if s.trigger_source.is_empty() { "no trigger" } else { &s.trigger_source },
+        s.cbs.map(|c| format!("; CBS stride {} samples {}", c.stride, c.samples)).unwrap_or_default(),
+        if s.exhaustive { "; exhaustive counts" } else { "" }
+    );
+    if !s.trigger_note.is_empty() {
+        outln!(out, "note: {}", s.trigger_note);
+    }
+    let c = &p.counters;
+    outln!(out, 
+        "samples: {} taken, {} recorded, {} dropped; {:.3} s of program time\n",
+        c.taken,
+        c.recorded,
+        c.dropped(),
+        p.duration_ns() as f64 / 1e9
+    );
+    if !p.samples.is_empty() {
+        outln!(out, "== Flat profile (self and total share of samples)");
+        outln!(out, "{}", report::FlatProfile::new(&p).render_text(args.top));
+        outln!(out, "== Call tree");
+        let symbols = p.symbols();
+        let cct = Cct::from_samples(&p.samples, &symbols);
+        outln!(out, "{}", report::render_call_tree(&cct, &symbols, args.min_percent, 40));
+        outln!(out, "== VM states");
+        outln!(out, "{}", report::StateBreakdown::new(&p).render_text());
+    }
+    for (source, title) in [(EdgeSource::Cbs, "sampled by CBS"), (EdgeSource::Exact, "exact counts")] {
+        let rows = report::hottest_edges(&p, source, args.top);
+        if !rows.is_empty() {
+            outln!(out, "== Hottest call edges ({title})");
+            outln!(out, "{}", report::render_edges(&rows));
+        }
+    }
+    if let Some(acc) = report::accuracy_against_exact(&p, TopN::Count(10)) {
+        outln!(out, "== Samples against this run's exact counts (top 10 methods)");
+        outln!(out, 
+            "method overlap {:.1} %, unweighted {:.1} %, weighted {:.1} %{}",
+            acc.method_overlap * 100.0,
+            acc.unweighted * 100.0,
+            acc.weighted * 100.0,
+            acc.edge_overlap.map(|o| format!(", call-edge overlap {:.1} %", o * 100.0)).unwrap_or_default()
+        );
+    }
+    print_out(&out);
+    Ok(())
+}
+
+/// Compare two profiles: accuracy metrics and a per-method diff.
+#[derive(Parser, Debug)]
+#[command(name = "tally compare")]
+struct CompareArgs {
+    /// The reference profile (e.g. an exhaustive or high-rate run).
+    reference: PathBuf,
+    /// The profile judged against it.
+    candidate: PathBuf,
+    /// Methods considered "hot" by the top-N metrics.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Rows of the per-method diff.
+    #[arg(long, default_value_t = 25)]
+    rows: usize,
+}
+
+fn compare(args: CompareArgs) -> Result<(), String> {
+    let a = read(&args.reference)?;
+    let b = read(&args.candidate)?;
+    let c = report::compare(&a, &b, TopN::Count(args.top));
+    print_out(&format!("{}\n", c.render_text(args.rows)));
+    Ok(())
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Format {
+    /// pprof protobuf, gzipped (`go tool pprof`, Pyroscope).
+    Pprof,
+    /// Folded stacks, one line per stack (flame graph tools).
+    Folded,
+    /// A flame graph SVG (inferno).
+    Flamegraph,
+    /// speedscope JSON (https://www.speedscope.app).
+    Speedscope,
+    /// Firefox Profiler processed-profile JSON (https://profiler.firefox.com).
+    Firefox,
+    /// Chrome trace events: the event timeline (chrome://tracing, Perfetto).
+    Chrome,
+}
+
+/// Convert a profile for other tools.
+#[derive(Parser, Debug)]
+#[command(name = "tally export")]
+struct ExportArgs {
+    #[arg(value_enum)]
+    format: Format,
+    /// The profile to convert.
+    file: PathBuf,
+    /// Where to write the result.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+fn export(args: ExportArgs) -> Result<(), String> {
+    let p = read(&args.file)?;
+    let bytes = match args.format {
+        Format::Pprof => export::pprof::to_pb_gz(&p),
+        Format::Folded => export::folded::to_folded(&p).into_bytes(),
+        Format::Flamegraph => {
+            let title = format!("{} {}", p.header.program, p.header.args.join(" "));
+            export::folded::to_svg(&export::folded::to_folded(&p), &title)?
+        }
+        Format::Speedscope => json(&export::speedscope::to_json(&p)),
+        Format::Firefox => json(&export::firefox::to_json(&p)),
+        Format::Chrome => json(&export::chrome::to_json(&p)),
+    };
+    write_output(&args.output, &bytes, args.force)?;
+    eprintln!("wrote {}", args.output.display());
+    Ok(())
+}
+
+fn json(v: &serde_json::Value) -> Vec<u8> {
+    serde_json::to_vec(v).expect("JSON values serialize")
+}
+
+/// Runs `tally report|compare|export ARGS…`; `None` when `command` is not one of them.
+pub fn dispatch(command: &str, args: Vec<std::ffi::OsString>) -> Option<ExitCode> {
+    let name = format!("tally {command}");
+    let argv = std::iter::once(std::ffi::OsString::from(name)).chain(args);
+    let result = match command {
+        "report" => report(ReportArgs::parse_from(argv)),
+        "compare" => compare(CompareArgs::parse_from(argv)),
+        "export" => export(ExportArgs::parse_from(argv)),
+        _ => return None,
+    };
+    Some(match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    })
+}

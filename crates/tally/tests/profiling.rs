@@ -1,0 +1,115 @@
+//! End-to-end tests of profiling: `tally --profile`, `tally record`, `report`, `compare`,
+//! `export`, and a profile flushed when the program is interrupted.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const FIB: &[u8] = b"Fib = (
+    run = ( 1 to: 3 do: [:i | (self fib: 24) println ] )
+    fib: n = ( n < 2 ifTrue: [ ^n ]. ^(self fib: n - 1) + (self fib: n - 2) )
+)";
+
+fn tally(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally")).args(args).current_dir(dir).output().expect("run tally")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn profiling_does_not_change_output_and_the_report_names_the_hot_method() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    let plain = tally(d.path(), &["Fib.som"]);
+    let o = tally(d.path(), &["--profile=fib.profile", "--cbs", "3:16", "--exhaustive", "Fib.som"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(o.stdout, plain.stdout, "profiling never changes the program's output");
+    assert!(text(&o.stderr).contains("profile written to fib.profile"));
+
+    let r = tally(d.path(), &["report", "fib.profile"]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let report = text(&r.stdout);
+    assert!(report.contains("Fib>>fib:"), "{report}");
+    assert!(report.contains("Hottest call edges (exact counts)"), "{report}");
+    // fib: 24 sends fib: 75,024 times from each of its two sites; run does it three times.
+    assert!(report.contains("Fib>>fib: @") && report.contains("225072"), "{report}");
+}
+
+#[test]
+fn record_is_the_same_as_profile_and_refuses_to_overwrite() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    let o = tally(d.path(), &["record", "-o", "r.profile", "--", "--mechanism", "polling", "Fib.som"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(d.path().join("r.profile").exists());
+    let again = tally(d.path(), &["record", "-o", "r.profile", "--", "Fib.som"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(text(&again.stderr).contains("exists; pass --force"), "{}", text(&again.stderr));
+    let forced = tally(d.path(), &["record", "-o", "r.profile", "--force", "--", "Fib.som"]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+}
+
+#[test]
+fn every_export_format_is_written() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    assert!(tally(d.path(), &["--profile=e.profile", "Fib.som"]).status.success());
+    for (format, check) in [
+        ("pprof", &b"\x1f\x8b"[..]),
+        ("folded", &b"Fib>>"[..]),
+        ("flamegraph", &b"<svg"[..]),
+        ("speedscope", &b"{"[..]),
+        ("firefox", &b"{"[..]),
+        ("chrome", &b"{"[..]),
+    ] {
+        let out = format!("e.{format}");
+        let o = tally(d.path(), &["export", format, "e.profile", "-o", &out]);
+        assert!(o.status.success(), "{format}: {}", text(&o.stderr));
+        let bytes = std::fs::read(d.path().join(&out)).unwrap();
+        assert!(bytes.windows(check.len()).any(|w| w == check), "{format} output looks wrong");
+    }
+    let o = tally(d.path(), &["export", "folded", "e.profile", "-o", "e.folded"]);
+    assert_eq!(o.status.code(), Some(1), "an existing output is not overwritten without --force");
+}
+
+#[test]
+fn compare_reports_accuracy_between_two_profiles() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    assert!(tally(d.path(), &["--profile=a.profile", "Fib.som"]).status.success());
+    assert!(tally(d.path(), &["--profile=b.profile", "--mechanism", "polling", "Fib.som"]).status.success());
+    let o = tally(d.path(), &["compare", "a.profile", "b.profile"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("Fib>>fib:"), "{}", text(&o.stdout));
+}
+
+#[test]
+fn a_corrupt_profile_is_rejected_with_the_reason() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("bad.profile"), b"TALLYPRF\x01\x00\x00\x00garbage").unwrap();
+    let o = tally(d.path(), &["report", "bad.profile"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(text(&o.stderr).contains("cannot read the profile bad.profile"), "{}", text(&o.stderr));
+}
+
+#[test]
+fn an_interrupted_run_still_writes_its_profile() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Spin.som"), b"Spin = ( run = ( | i | i := 0. [ true ] whileTrue: [ i := i + 1 ] ) )")
+        .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["--profile=spin.profile", "Spin.som"])
+        .current_dir(d.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    let r = tally(d.path(), &["report", "spin.profile"]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(text(&r.stdout).contains("Spin>>run"), "{}", text(&r.stdout));
+}
