@@ -209,9 +209,12 @@ impl Vm {
                     };
                     self.pop_frame(result);
                     if self.rt.frames.len() <= base_depth {
+                        flush_counts!();
+                        self.profile_frames_popped()?;
                         return Ok(result);
                     }
                     reload!();
+                    self.profile_frames_popped()?;
                 }
                 Op::ReturnNonLocal => {
                     save!();

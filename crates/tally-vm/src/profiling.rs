@@ -86,6 +86,7 @@ impl Profiler {
 
     /// Starts the trigger; called once the VM is ready to run the program.
     pub fn start_sampling(&mut self, options: &ProfileOptions) -> Result<(), VmError> {
+        self.hot.published.set_state(VmState::Interpreting);
         let trigger = match options.trigger {
             Some(t) => t,
             None if options.cbs.is_some() => Trigger::Timer(tally_profile::trigger::TimerClock::ThreadCpu),

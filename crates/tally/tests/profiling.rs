@@ -71,6 +71,21 @@ fn every_export_format_is_written() {
     }
     let o = tally(d.path(), &["export", "folded", "e.profile", "-o", "e.folded"]);
     assert_eq!(o.status.code(), Some(1), "an existing output is not overwritten without --force");
+
+    // Every sampled stack is a real one: rooted at the program's run method, and never
+    // deeper than the recursion (fib: 24 nests 24 frames under run).
+    let folded = std::fs::read_to_string(d.path().join("e.folded")).unwrap();
+    let (mut rooted, mut total) = (0u64, 0u64);
+    for line in folded.lines() {
+        let (stack, count) = line.rsplit_once(' ').expect("stack count");
+        let count: u64 = count.parse().unwrap();
+        total += count;
+        if stack.starts_with("Fib>>run;") || stack == "Fib>>run" {
+            rooted += count;
+        }
+        assert!(stack.split(';').count() <= 26, "impossibly deep stack: {stack}");
+    }
+    assert!(total > 0 && rooted * 10 >= total * 9, "{rooted} of {total} samples start at Fib>>run:\n{folded}");
 }
 
 #[test]

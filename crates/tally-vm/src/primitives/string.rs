@@ -47,15 +47,31 @@ impl Vm {
         self.bytes_of(self.arg(argc, 0))
             .expect("String primitive on a string")
     }
+
+    /// The characters of a String or Symbol without copying. The slice points into the heap
+    /// (or the symbol table): use it before the next allocation.
+    pub(crate) fn text_slice(&self, v: Value) -> Option<&[u8]> {
+        if let Some(s) = v.as_symbol() {
+            return Some(self.rt.symbols.name(s).as_bytes());
+        }
+        if v.is_ref() && Kind::from_u8(v.kind()) == Kind::String {
+            return Some(&v.bytes()[..v.byte_len()]);
+        }
+        None
+    }
+
+    fn receiver_slice(&self, argc: usize) -> &[u8] {
+        self.text_slice(self.arg(argc, 0)).expect("String primitive on a string")
+    }
 }
 
 fn concatenate(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let a = vm.arg(1, 1);
-    let Some(rhs) = vm.bytes_of(a) else {
+    let Some(rhs) = vm.text_slice(a) else {
         return Err(vm.expected_string(a));
     };
-    let mut s = vm.receiver_text(1);
-    s.extend_from_slice(&rhs);
+    let mut s = vm.receiver_slice(1).to_vec();
+    s.extend_from_slice(rhs);
     let v = vm.new_string(&s)?;
     vm.answer(1, v)
 }
@@ -73,8 +89,8 @@ fn symbol_as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 }
 
 fn hashcode(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let s = vm.receiver_text(argc);
-    vm.answer(argc, Value::from_small_int(string_hash(&s)))
+    let h = string_hash(vm.receiver_slice(argc));
+    vm.answer(argc, Value::from_small_int(h))
 }
 
 fn char_count(s: &[u8]) -> usize {
@@ -86,13 +102,12 @@ fn char_count(s: &[u8]) -> usize {
 }
 
 fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let s = vm.receiver_text(argc);
-    vm.answer(argc, Value::from_small_int(char_count(&s) as i64))
+    let n = char_count(vm.receiver_slice(argc));
+    vm.answer(argc, Value::from_small_int(n as i64))
 }
 
 fn all_chars(vm: &mut Vm, argc: usize, pred: fn(char) -> bool) -> Result<(), VmError> {
-    let s = vm.receiver_text(argc);
-    let text = String::from_utf8_lossy(&s);
+    let text = String::from_utf8_lossy(vm.receiver_slice(argc));
     let r = !text.is_empty() && text.chars().all(pred);
     vm.answer(argc, Value::from_bool(r))
 }
@@ -116,8 +131,8 @@ fn equal(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     if a.as_symbol().is_some() && b.as_symbol().is_some() {
         return vm.answer(1, Value::FALSE);
     }
-    let r = match vm.bytes_of(b) {
-        Some(rhs) => vm.receiver_text(1) == rhs,
+    let r = match vm.text_slice(b) {
+        Some(rhs) => vm.receiver_slice(1) == rhs,
         None => false,
     };
     vm.answer(1, Value::from_bool(r))
@@ -129,7 +144,7 @@ fn substring(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (Some(start), Some(end)) = (sv.as_int(), ev.as_int()) else {
         return Err(vm.expected_int(if sv.is_int() { ev } else { sv }));
     };
-    let s = vm.receiver_text(2);
+    let s = vm.receiver_slice(2);
     let out: Vec<u8> = if s.is_ascii() {
         let len = s.len() as i64;
         if start < 1 || end > len || start > end + 1 {
@@ -139,7 +154,7 @@ fn substring(vm: &mut Vm, _: usize) -> Result<(), VmError> {
         }
         s[(start - 1) as usize..end.max(start - 1) as usize].to_vec()
     } else {
-        let text = String::from_utf8_lossy(&s);
+        let text = String::from_utf8_lossy(s);
         let len = text.chars().count() as i64;
         if start < 1 || end > len || start > end + 1 {
             return Err(vm.error(format!(
