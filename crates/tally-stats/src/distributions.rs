@@ -261,13 +261,7 @@ mod tests {
 
     const INF: f64 = f64::INFINITY;
 
-    fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
-        assert!(
-            (got - want).abs() <= rel * want.abs(),
-            "{what}: got {got}, want {want} (rel err {:.2e})",
-            (got - want) / want
-        );
-    }
+    use crate::test_util::assert_close;
 
     #[test]
     fn t_quantiles_match_scipy() {

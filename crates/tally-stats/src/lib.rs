@@ -79,3 +79,6 @@ pub use studentized_range::{
 };
 pub use tukey::{tukey_hsd, PairwiseComparison, TukeyHsd};
 pub use welch::{welch_t_test, WelchTest};
+
+#[cfg(test)]
+mod test_util;
