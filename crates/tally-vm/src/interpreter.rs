@@ -38,7 +38,7 @@ impl Vm {
     /// Runs until the frame stack is back to `base_depth` frames; returns the value the
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
-        let counting = self.profiler.as_deref().is_some_and(|p| p.exact.is_some());
+        let counting = self.profiling_on() && self.profiler.as_deref().is_some_and(|p| p.exact.is_some());
         if counting {
             self.execute_loop::<true>(base_depth)
         } else {
@@ -245,7 +245,7 @@ impl Vm {
                 Op::Jump(t) => ip = t as usize,
                 Op::JumpBack(t) => {
                     ip = t as usize;
-                    if self.profiler.is_some() {
+                    if self.profiling_on() {
                         save!();
                         self.profile_back_edge(ip)?;
                     }
@@ -365,12 +365,12 @@ impl Vm {
     /// Runs a method whose receiver and `argc` arguments are on the stack: a primitive runs
     /// now, SOM code gets a frame.
     pub(crate) fn invoke(&mut self, code_id: CodeId, argc: usize) -> Result<(), VmError> {
-        if self.profiler.is_some() {
+        if self.profiling_on() {
             self.profile_call(code_id)?;
         }
         let code = self.rt.codes[code_id as usize].clone();
         if let Some(p) = code.primitive {
-            if self.profiler.is_some() {
+            if self.profiling_on() {
                 let previous = self.profile_state(tally_profile::VmState::Primitive);
                 let r = p(self, argc);
                 if let Some(previous) = previous {
@@ -453,7 +453,7 @@ impl Vm {
         };
         let context_size = code.context_size as usize;
         let has_captured_args = !code.captured_args.is_empty();
-        if self.profiler.is_some() {
+        if self.profiling_on() {
             let caller_bci = self.rt.frames.last().map(|f| f.ip.saturating_sub(1));
             self.profile_frame_pushed(code.id, caller_bci);
         }
@@ -502,7 +502,7 @@ impl Vm {
             )));
         }
         debug_assert_eq!(code.kind, CodeKind::Block);
-        if self.profiler.is_some() {
+        if self.profiling_on() {
             self.profile_call(code.id)?;
         }
         self.rt.stack[bp] = closure.slot(block::RECEIVER);

@@ -78,6 +78,11 @@ impl Vm {
             profiler: None,
         };
         if let Some(p) = &vm.options.profile {
+            if !cfg!(feature = "profiling") {
+                return Err(VmError::Fatal(
+                    "this tally was built without profiling (cargo feature `profiling`)".into(),
+                ));
+            }
             vm.profiler = Some(Box::new(profiling::Profiler::new(p)?));
             vm.profile_watch_gc();
         }

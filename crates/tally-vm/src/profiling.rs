@@ -130,6 +130,13 @@ impl Profiler {
 }
 
 impl Vm {
+    /// Whether profiling hooks run: false at compile time in builds without the `profiling`
+    /// feature, so every hook disappears from the interpreter.
+    #[inline(always)]
+    pub(crate) fn profiling_on(&self) -> bool {
+        cfg!(feature = "profiling") && self.profiler.is_some()
+    }
+
     /// The prologue hook: a call of `callee` from the current top frame (about to be pushed,
     /// or run in place for primitives and trivial methods).
     #[inline]
@@ -186,6 +193,9 @@ impl Vm {
     /// non-local returns and unwinding), and a raised flag is served.
     #[inline]
     pub(crate) fn profile_frames_popped(&mut self) -> Result<(), VmError> {
+        if !self.profiling_on() {
+            return Ok(());
+        }
         let Some(p) = self.profiler.as_deref() else { return Ok(()) };
         let depth = self.rt.frames.len() as u32;
         while p.hot.published.depth() > depth {
@@ -201,6 +211,9 @@ impl Vm {
     /// The loop back-edge yieldpoint.
     #[inline]
     pub(crate) fn profile_back_edge(&mut self, ip: usize) -> Result<(), VmError> {
+        if !self.profiling_on() {
+            return Ok(());
+        }
         let Some(p) = self.profiler.as_deref() else { return Ok(()) };
         p.hot.published.set_top_pos(ip as u32);
         let f = p.hot.flag.load();
