@@ -131,7 +131,8 @@ impl Vm {
     }
 
     pub(crate) fn new_string(&mut self, s: &[u8]) -> Result<Value, VmError> {
-        let v = self.alloc(self.rt.core.string, Kind::String, 0, Value::NIL, s.len())?;
+        let kind = if s.is_ascii() { Kind::AsciiString } else { Kind::String };
+        let v = self.alloc(self.rt.core.string, kind, 0, Value::NIL, s.len())?;
         v.bytes_mut()[..s.len()].copy_from_slice(s);
         Ok(v)
     }
@@ -141,7 +142,7 @@ impl Vm {
         if let Some(s) = v.as_symbol() {
             return Some(self.rt.symbols.name(s).to_string());
         }
-        if v.is_ref() && Kind::from_u8(v.kind()) == Kind::String {
+        if v.is_ref() && Kind::from_u8(v.kind()).is_string() {
             return Some(String::from_utf8_lossy(&v.bytes()[..v.byte_len()]).into_owned());
         }
         None

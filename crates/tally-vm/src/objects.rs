@@ -26,9 +26,17 @@ pub enum Kind {
     Method = 7,
     /// A class or metaclass. Slot 0: its class id; then class-side fields.
     Class = 8,
+    /// A String whose bytes are all ASCII, so character indices are byte indices. Decided
+    /// once, when the (immutable) string is made, instead of scanning it at every `charAt:`.
+    AsciiString = 9,
 }
 
 impl Kind {
+    /// Either representation of a String.
+    pub fn is_string(self) -> bool {
+        matches!(self, Kind::String | Kind::AsciiString)
+    }
+
     pub fn from_u8(k: u8) -> Kind {
         match k {
             0 => Kind::Plain,
@@ -40,6 +48,7 @@ impl Kind {
             6 => Kind::Context,
             7 => Kind::Method,
             8 => Kind::Class,
+            9 => Kind::AsciiString,
             _ => unreachable!("corrupt object kind {k}"),
         }
     }

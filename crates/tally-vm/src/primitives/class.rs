@@ -38,7 +38,7 @@ fn new(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     let (kind, slots) = match info.instance_kind {
         Kind::Plain => (Kind::Plain, info.fields.len()),
         Kind::Array => (Kind::Array, 0),
-        Kind::String => (Kind::String, 0),
+        Kind::String | Kind::AsciiString => (Kind::AsciiString, 0),
         other => {
             let name = vm.rt.class_name(c);
             return Err(vm.error(format!(

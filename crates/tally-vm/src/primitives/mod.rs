@@ -81,7 +81,7 @@ impl Vm {
         match Kind::from_u8(v.kind()) {
             Kind::Plain | Kind::Context => "Inst",
             Kind::Array => "Array",
-            Kind::String => "String_",
+            Kind::String | Kind::AsciiString => "String_",
             Kind::Double => "Double",
             Kind::BigInt => "BigInt",
             Kind::Block => "Block",

@@ -106,7 +106,7 @@ impl Vm {
             return (v.bits() >> 3) as i64;
         }
         match Kind::from_u8(v.kind()) {
-            Kind::Double | Kind::BigInt | Kind::String => {
+            Kind::Double | Kind::BigInt | Kind::String | Kind::AsciiString => {
                 super::string::string_hash(&v.bytes()[..v.byte_len()])
             }
             _ => v.identity_hash() as i64,

@@ -37,7 +37,7 @@ impl Vm {
         if let Some(s) = v.as_symbol() {
             return Some(self.rt.symbols.name(s).as_bytes().to_vec());
         }
-        if v.is_ref() && Kind::from_u8(v.kind()) == Kind::String {
+        if v.is_ref() && Kind::from_u8(v.kind()).is_string() {
             return Some(v.bytes()[..v.byte_len()].to_vec());
         }
         None
@@ -54,10 +54,18 @@ impl Vm {
         if let Some(s) = v.as_symbol() {
             return Some(self.rt.symbols.name(s).as_bytes());
         }
-        if v.is_ref() && Kind::from_u8(v.kind()) == Kind::String {
+        if v.is_ref() && Kind::from_u8(v.kind()).is_string() {
             return Some(&v.bytes()[..v.byte_len()]);
         }
         None
+    }
+
+    /// Whether character indices of this String or Symbol are byte indices.
+    fn is_ascii_text(&self, v: Value) -> bool {
+        if let Some(s) = v.as_symbol() {
+            return self.rt.symbols.name(s).is_ascii();
+        }
+        Kind::from_u8(v.kind()) == Kind::AsciiString
     }
 
     fn receiver_slice(&self, argc: usize) -> &[u8] {
@@ -102,7 +110,11 @@ fn char_count(s: &[u8]) -> usize {
 }
 
 fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let n = char_count(vm.receiver_slice(argc));
+    let n = if vm.is_ascii_text(vm.arg(argc, 0)) {
+        vm.receiver_slice(argc).len()
+    } else {
+        char_count(vm.receiver_slice(argc))
+    };
     vm.answer(argc, Value::from_small_int(n as i64))
 }
 
@@ -144,8 +156,9 @@ fn substring(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (Some(start), Some(end)) = (sv.as_int(), ev.as_int()) else {
         return Err(vm.expected_int(if sv.is_int() { ev } else { sv }));
     };
+    let ascii = vm.is_ascii_text(vm.arg(2, 0));
     let s = vm.receiver_slice(2);
-    let out: Vec<u8> = if s.is_ascii() {
+    let out: Vec<u8> = if ascii {
         let len = s.len() as i64;
         if start < 1 || end > len || start > end + 1 {
             return Err(vm.error(format!(
