@@ -38,7 +38,8 @@ impl Vm {
     /// Runs until the frame stack is back to `base_depth` frames; returns the value the
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
-        let counting = self.profiling_on() && self.profiler.as_deref().is_some_and(|p| p.exact.is_some());
+        let counting =
+            self.profiling_on() && self.profiler.as_deref().is_some_and(|p| p.exact.is_some());
         if counting {
             self.execute_loop::<true>(base_depth)
         } else {
@@ -48,7 +49,10 @@ impl Vm {
 
     /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
     /// the ordinary loop carries no counting code at all.
-    fn execute_loop<const COUNT_BYTECODES: bool>(&mut self, base_depth: usize) -> Result<Value, VmError> {
+    fn execute_loop<const COUNT_BYTECODES: bool>(
+        &mut self,
+        base_depth: usize,
+    ) -> Result<Value, VmError> {
         let mut code: Rc<Code> = self.rt.frames.last().expect("frame").code.clone();
         let mut ip: usize;
         let mut bp: usize;

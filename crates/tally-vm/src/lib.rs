@@ -19,8 +19,8 @@ use std::path::PathBuf;
 
 pub use error::{TraceEntry, VmError};
 pub use profiling::ProfileOptions;
-pub use tally_profile;
 use tally_heap::{Heap, HeapOptions, Value};
+pub use tally_profile;
 
 use crate::objects::Kind;
 use crate::runtime::{ClassId, Runtime};
@@ -103,7 +103,9 @@ impl Vm {
 
     /// Ends profiling (if on) and writes the profile; answers where it was written.
     pub fn finish_profile(&mut self, exit_code: i32) -> Result<Option<PathBuf>, VmError> {
-        let Some(p) = self.profiler.take() else { return Ok(None) };
+        let Some(p) = self.profiler.take() else {
+            return Ok(None);
+        };
         self.heap.clear_gc_listener();
         p.finish(exit_code).map(Some)
     }

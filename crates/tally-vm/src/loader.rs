@@ -442,7 +442,10 @@ impl CompileEnv for Env<'_> {
 
     fn add_code(&mut self, code: CompiledCode) -> CodeId {
         let id = self.vm.rt.codes.len() as CodeId;
-        self.vm.rt.codes.push(Rc::new(Code::from_compiled(id, code)));
+        self.vm
+            .rt
+            .codes
+            .push(Rc::new(Code::from_compiled(id, code)));
         id
     }
 }

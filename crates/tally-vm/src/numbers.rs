@@ -131,7 +131,11 @@ impl Vm {
     }
 
     pub(crate) fn new_string(&mut self, s: &[u8]) -> Result<Value, VmError> {
-        let kind = if s.is_ascii() { Kind::AsciiString } else { Kind::String };
+        let kind = if s.is_ascii() {
+            Kind::AsciiString
+        } else {
+            Kind::String
+        };
         let v = self.alloc(self.rt.core.string, kind, 0, Value::NIL, s.len())?;
         v.bytes_mut()[..s.len()].copy_from_slice(s);
         Ok(v)

@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use tally_profile::{
-    flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, EventKind, ExactCounts, Header, HotConfig,
-    HotState, Mechanism, MethodId, Profile, RawFrame, Recorder, SamplerSettings, VmState,
-};
 use tally_profile::trigger::{Sampler, SamplerConfig, Trigger};
+use tally_profile::{
+    flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, EventKind, ExactCounts, Header,
+    HotConfig, HotState, Mechanism, MethodId, Profile, RawFrame, Recorder, SamplerSettings,
+    VmState,
+};
 
 use crate::bytecode::CodeId;
 use crate::{Vm, VmError};
@@ -59,7 +60,12 @@ impl Profiler {
             options: options.settings.clone(),
             sampler: SamplerSettings {
                 trigger: options.trigger.map(|t| t.name()).unwrap_or("none").into(),
-                mechanism: if options.trigger.is_some() { options.mechanism.name() } else { "none" }.into(),
+                mechanism: if options.trigger.is_some() {
+                    options.mechanism.name()
+                } else {
+                    "none"
+                }
+                .into(),
                 rate_hz: options.rate_hz,
                 cbs: options.cbs,
                 exhaustive: options.exhaustive,
@@ -89,7 +95,9 @@ impl Profiler {
         self.hot.published.set_state(VmState::Interpreting);
         let trigger = match options.trigger {
             Some(t) => t,
-            None if options.cbs.is_some() => Trigger::Timer(tally_profile::trigger::TimerClock::ThreadCpu),
+            None if options.cbs.is_some() => {
+                Trigger::Timer(tally_profile::trigger::TimerClock::ThreadCpu)
+            }
             None => return Ok(()),
         };
         let config = SamplerConfig {
@@ -98,14 +106,36 @@ impl Profiler {
             mechanism: options.trigger.map(|_| options.mechanism),
             cbs: options.cbs.is_some(),
         };
-        let sampler = Sampler::start(self.hot.clone(), config)
-            .map_err(|e| VmError::Fatal(format!("cannot start the profiler's {} trigger: {e}", trigger.name())))?;
+        // perf_events may be forbidden (perf_event_paranoid, containers): fall back to the
+        // thread CPU-time timer and say so in the profile rather than refusing to profile.
+        let (sampler, fallback_note) = match Sampler::start(self.hot.clone(), config) {
+            Ok(s) => (s, None),
+            Err(e) if matches!(trigger, Trigger::Perf { .. }) => {
+                let fallback = SamplerConfig {
+                    trigger: Trigger::Timer(tally_profile::trigger::TimerClock::ThreadCpu),
+                    ..config
+                };
+                let s = Sampler::start(self.hot.clone(), fallback).map_err(|e2| {
+                    VmError::Fatal(format!("cannot start the profiler: perf_events failed ({e}) and so did the timer ({e2})"))
+                })?;
+                (s, Some(format!("perf_events unavailable ({e}); sampled with the thread CPU-time timer instead")))
+            }
+            Err(e) => {
+                return Err(VmError::Fatal(format!(
+                    "cannot start the profiler's {} trigger: {e}",
+                    trigger.name()
+                )));
+            }
+        };
         {
             let info = sampler.info();
             let mut r = self.recorder.borrow_mut();
             let h = &mut r.header_mut().sampler;
+            h.trigger = info.trigger.to_string();
             h.trigger_source = info.source.clone();
-            h.trigger_note = info.note.clone().unwrap_or_default();
+            h.trigger_note = fallback_note
+                .or_else(|| info.note.clone())
+                .unwrap_or_default();
         }
         self.sampler = Some(sampler);
         Ok(())
@@ -122,9 +152,12 @@ impl Profiler {
             .map(RefCell::into_inner)
             .map_err(|_| VmError::Fatal("the profile recorder is still in use".into()))?;
         let profile: Profile = recorder.finish(&self.hot, self.exact.take(), exit_code);
-        profile
-            .write_atomically(&self.output)
-            .map_err(|e| VmError::Fatal(format!("cannot write the profile to {}: {e}", self.output.display())))?;
+        profile.write_atomically(&self.output).map_err(|e| {
+            VmError::Fatal(format!(
+                "cannot write the profile to {}: {e}",
+                self.output.display()
+            ))
+        })?;
         Ok(self.output)
     }
 }
@@ -141,8 +174,14 @@ impl Vm {
     /// or run in place for primitives and trivial methods).
     #[inline]
     pub(crate) fn profile_call(&mut self, callee: CodeId) -> Result<(), VmError> {
-        let Some(p) = self.profiler.as_deref_mut() else { return Ok(()) };
-        let caller = self.rt.frames.last().map(|f| (MethodId(f.code.id), f.ip.saturating_sub(1) as u32));
+        let Some(p) = self.profiler.as_deref_mut() else {
+            return Ok(());
+        };
+        let caller = self
+            .rt
+            .frames
+            .last()
+            .map(|f| (MethodId(f.code.id), f.ip.saturating_sub(1) as u32));
         if let Some(exact) = p.exact.as_mut() {
             exact.on_call(caller, MethodId(callee));
         }
@@ -151,7 +190,11 @@ impl Vm {
             if let Some(cbs) = p.cbs.as_mut() {
                 if cbs.on_method_entry(f, &p.hot.flag) {
                     if let Some((caller, callsite)) = caller {
-                        p.recorder.borrow_mut().record_edge(CallEdge { caller, callsite, callee: MethodId(callee) });
+                        p.recorder.borrow_mut().record_edge(CallEdge {
+                            caller,
+                            callsite,
+                            callee: MethodId(callee),
+                        });
                     }
                 }
             }
@@ -163,7 +206,9 @@ impl Vm {
     /// The work behind a raised yieldpoint flag, out of line.
     #[cold]
     pub(crate) fn profile_slow_path(&mut self, f: u8) -> Result<(), VmError> {
-        let Some(p) = self.profiler.as_deref_mut() else { return Ok(()) };
+        let Some(p) = self.profiler.as_deref_mut() else {
+            return Ok(());
+        };
         if f & flag::SAMPLE != 0 {
             p.hot.take_polled_sample();
         }
@@ -185,7 +230,9 @@ impl Vm {
             if let Some(bci) = caller_bci {
                 p.hot.published.set_top_pos(bci as u32);
             }
-            p.hot.published.push(RawFrame::interpreted(MethodId(code), 0));
+            p.hot
+                .published
+                .push(RawFrame::interpreted(MethodId(code), 0));
         }
     }
 
@@ -196,7 +243,9 @@ impl Vm {
         if !self.profiling_on() {
             return Ok(());
         }
-        let Some(p) = self.profiler.as_deref() else { return Ok(()) };
+        let Some(p) = self.profiler.as_deref() else {
+            return Ok(());
+        };
         let depth = self.rt.frames.len() as u32;
         while p.hot.published.depth() > depth {
             p.hot.published.pop();
@@ -214,7 +263,9 @@ impl Vm {
         if !self.profiling_on() {
             return Ok(());
         }
-        let Some(p) = self.profiler.as_deref() else { return Ok(()) };
+        let Some(p) = self.profiler.as_deref() else {
+            return Ok(());
+        };
         p.hot.published.set_top_pos(ip as u32);
         let f = p.hot.flag.load();
         if f & flag::ALL_YIELDPOINTS != 0 {
@@ -226,7 +277,9 @@ impl Vm {
     /// Marks what the VM is doing (a primitive, GC …) for samples; answers the previous state.
     #[inline]
     pub(crate) fn profile_state(&self, state: VmState) -> Option<VmState> {
-        self.profiler.as_deref().map(|p| p.hot.published.set_state(state))
+        self.profiler
+            .as_deref()
+            .map(|p| p.hot.published.set_state(state))
     }
 
     #[inline]
@@ -245,10 +298,17 @@ impl Vm {
     /// Records every code unit the VM has compiled and every class it has loaded so far
     /// (the core classes load before the profiler can see them), then follows new ones.
     pub(crate) fn profile_announce_code(&self, from: usize) {
-        let Some(p) = self.profiler.as_deref() else { return };
+        let Some(p) = self.profiler.as_deref() else {
+            return;
+        };
         let mut r = p.recorder.borrow_mut();
         for code in &self.rt.codes[from..] {
-            let file = self.rt.sources.get(code.source as usize).map(|s| s.path().to_string()).unwrap_or_default();
+            let file = self
+                .rt
+                .sources
+                .get(code.source as usize)
+                .map(|s| s.path().to_string())
+                .unwrap_or_default();
             r.event(EventKind::MethodCompiled {
                 method: MethodId(code.id),
                 class: ClassId(code.holder),
@@ -262,16 +322,25 @@ impl Vm {
 
     /// Connects GC start/end to the event stream and the VM state samples see.
     pub(crate) fn profile_watch_gc(&mut self) {
-        let Some(p) = self.profiler.as_deref() else { return };
+        let Some(p) = self.profiler.as_deref() else {
+            return;
+        };
         let hot = p.hot.clone();
         let recorder = p.recorder.clone();
         let previous = std::cell::Cell::new(VmState::Interpreting);
         self.heap.set_gc_listener(move |event| match event {
             tally_heap::GcEvent::Start { kind, .. } => {
                 previous.set(hot.published.set_state(VmState::Gc));
-                recorder.borrow_mut().event(EventKind::GcStart { kind: format!("{kind:?}") });
+                recorder.borrow_mut().event(EventKind::GcStart {
+                    kind: format!("{kind:?}"),
+                });
             }
-            tally_heap::GcEvent::End { kind, heap_used_before, heap_used_after, duration } => {
+            tally_heap::GcEvent::End {
+                kind,
+                heap_used_before,
+                heap_used_after,
+                duration,
+            } => {
                 hot.published.set_state(previous.get());
                 recorder.borrow_mut().event(EventKind::GcEnd {
                     kind: format!("{kind:?}"),

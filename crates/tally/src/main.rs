@@ -16,7 +16,7 @@ Examples:
   tally -cp lib:app Main arg1 arg2      load Main from the class path and send it run: with the arguments
   tally -cp SOM/Smalltalk:SOM/TestSuite TestHarness
                                         run SOM's test suite with SOM's own core library
-  tally --profile=run.profile Hello.som profile a run (1 kHz CPU-time samples; see the profiling options)
+  tally --profile=run.profile Hello.som profile a run (1 kHz CPU-time samples via perf_events; see the profiling options)
   tally record -o run.profile -- -cp lib Main
                                         the same, spelled like perf record
   tally report run.profile              flat profile, call tree, hottest call edges, VM states
@@ -54,10 +54,12 @@ struct Cli {
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "tally.profile", help_heading = "Profiling")]
     profile: Option<PathBuf>,
 
-    /// What triggers samples: a CPU-time timer on the VM thread, a wall-clock timer (reaches
-    /// 10 kHz), setitimer(ITIMER_PROF), perf_events (hardware cycles, else software
-    /// task-clock), or none (only CBS / exhaustive counts).
-    #[arg(long, value_enum, default_value_t = SamplerKind::Timer, help_heading = "Profiling")]
+    /// What triggers samples: perf_events (hardware cycles where a PMU exists, else the
+    /// software task-clock; reaches 10 kHz of CPU time; falls back to `timer` where perf_events
+    /// is not allowed), a CPU-time timer on the VM thread (capped near the kernel tick, ~250 Hz),
+    /// a wall-clock timer (reaches 10 kHz, counts waiting too), setitimer(ITIMER_PROF), or none
+    /// (only CBS / exhaustive counts).
+    #[arg(long, value_enum, default_value_t = SamplerKind::Perf, help_heading = "Profiling")]
     sampler: SamplerKind,
 
     /// How samples are taken: in the signal handler from published VM state (immediate), or

@@ -91,7 +91,11 @@ impl Vm {
             return format!("'{text}'");
         }
         let class = self.rt.class_name(self.rt.class_of(v));
-        let article = if class.starts_with(['A', 'E', 'I', 'O', 'U']) { "an" } else { "a" };
+        let article = if class.starts_with(['A', 'E', 'I', 'O', 'U']) {
+            "an"
+        } else {
+            "a"
+        };
         format!("{article} {class}")
     }
 

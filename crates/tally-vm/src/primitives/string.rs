@@ -69,7 +69,8 @@ impl Vm {
     }
 
     fn receiver_slice(&self, argc: usize) -> &[u8] {
-        self.text_slice(self.arg(argc, 0)).expect("String primitive on a string")
+        self.text_slice(self.arg(argc, 0))
+            .expect("String primitive on a string")
     }
 }
 
