@@ -68,7 +68,12 @@ struct Cli {
     mechanism: MechanismKind,
 
     /// Samples per second.
-    #[arg(long, value_name = "HZ", default_value_t = 1000, help_heading = "Profiling")]
+    #[arg(
+        long,
+        value_name = "HZ",
+        default_value_t = 1000,
+        help_heading = "Profiling"
+    )]
     rate: u32,
 
     /// Counter-based sampling of call edges: each tick samples every STRIDE-th call, SAMPLES times.
@@ -88,7 +93,12 @@ struct Cli {
     max_stack_depth: usize,
 
     /// The class name or .som file to run, then its arguments.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CLASS|FILE.som [ARGS]")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CLASS|FILE.som [ARGS]"
+    )]
     program: Vec<String>,
 }
 
@@ -108,25 +118,44 @@ enum MechanismKind {
 }
 
 fn parse_cbs(s: &str) -> Result<CbsConfig, String> {
-    let (stride, samples) = s.split_once(':').ok_or_else(|| format!("'{s}' is not STRIDE:SAMPLES (e.g. 3:16)"))?;
-    let stride: u32 = stride.trim().parse().map_err(|_| format!("bad STRIDE in '{s}'"))?;
-    let samples: u32 = samples.trim().parse().map_err(|_| format!("bad SAMPLES in '{s}'"))?;
+    let (stride, samples) = s
+        .split_once(':')
+        .ok_or_else(|| format!("'{s}' is not STRIDE:SAMPLES (e.g. 3:16)"))?;
+    let stride: u32 = stride
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad STRIDE in '{s}'"))?;
+    let samples: u32 = samples
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad SAMPLES in '{s}'"))?;
     if stride == 0 || samples == 0 {
         return Err("STRIDE and SAMPLES must be at least 1".into());
     }
-    Ok(CbsConfig { stride, samples, ..CbsConfig::default() })
+    Ok(CbsConfig {
+        stride,
+        samples,
+        ..CbsConfig::default()
+    })
 }
 
 fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
-    let Some(output) = cli.profile.clone() else { return Ok(None) };
+    let Some(output) = cli.profile.clone() else {
+        return Ok(None);
+    };
     if output.exists() && !cli.force {
-        return Err(format!("{} exists; pass --force to overwrite it", output.display()));
+        return Err(format!(
+            "{} exists; pass --force to overwrite it",
+            output.display()
+        ));
     }
     let trigger = match cli.sampler {
         SamplerKind::Timer => Some(Trigger::Timer(TimerClock::ThreadCpu)),
         SamplerKind::TimerWall => Some(Trigger::Timer(TimerClock::Monotonic)),
         SamplerKind::Itimer => Some(Trigger::Itimer),
-        SamplerKind::Perf => Some(Trigger::Perf { prefer_hardware: true }),
+        SamplerKind::Perf => Some(Trigger::Perf {
+            prefer_hardware: true,
+        }),
         SamplerKind::None => None,
     };
     let mechanism = match cli.mechanism {
@@ -134,12 +163,25 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
         MechanismKind::Polling => Mechanism::Polling,
     };
     let settings = vec![
-        ("sampler".to_string(), format!("{:?}", cli.sampler).to_lowercase()),
+        (
+            "sampler".to_string(),
+            format!("{:?}", cli.sampler).to_lowercase(),
+        ),
         ("mechanism".to_string(), mechanism.name().to_string()),
         ("rate".to_string(), cli.rate.to_string()),
-        ("cbs".to_string(), cli.cbs.map(|c| format!("{}:{}", c.stride, c.samples)).unwrap_or_else(|| "off".into())),
+        (
+            "cbs".to_string(),
+            cli.cbs
+                .map(|c| format!("{}:{}", c.stride, c.samples))
+                .unwrap_or_else(|| "off".into()),
+        ),
         ("exhaustive".to_string(), cli.exhaustive.to_string()),
-        ("gc-stress".to_string(), cli.gc_stress.map(|n| n.to_string()).unwrap_or_else(|| "off".into())),
+        (
+            "gc-stress".to_string(),
+            cli.gc_stress
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "off".into()),
+        ),
     ];
     Ok(Some(ProfileOptions {
         output,
@@ -181,7 +223,9 @@ fn parse_size(s: &str) -> Result<usize, String> {
         Some((i, _)) => (&s[..i], s[i..].to_ascii_lowercase()),
         None => (s, String::new()),
     };
-    let n: usize = digits.parse().map_err(|_| format!("'{s}' is not a size (examples: 512M, 2G, 1048576)"))?;
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (examples: 512M, 2G, 1048576)"))?;
     let factor = match unit.trim_end_matches('b') {
         "" => 1,
         "k" => 1 << 10,
@@ -189,7 +233,8 @@ fn parse_size(s: &str) -> Result<usize, String> {
         "g" => 1 << 30,
         _ => return Err(format!("unknown size unit in '{s}' (use K, M or G)")),
     };
-    n.checked_mul(factor).ok_or_else(|| format!("'{s}' is too large"))
+    n.checked_mul(factor)
+        .ok_or_else(|| format!("'{s}' is too large"))
 }
 
 /// Other SOM VMs spell the class path `-cp`; clap cannot have a two-letter short flag.
@@ -206,7 +251,19 @@ fn normalize_args(args: Vec<String>) -> Vec<String> {
             }
             if !a.starts_with('-') {
                 program_started = true;
-            } else if !a.contains('=') && ["--classpath", "--gc-stress", "--heap-size", "--max-stack-depth", "--sampler", "--mechanism", "--rate", "--cbs"].contains(&a.as_str()) {
+            } else if !a.contains('=')
+                && [
+                    "--classpath",
+                    "--gc-stress",
+                    "--heap-size",
+                    "--max-stack-depth",
+                    "--sampler",
+                    "--mechanism",
+                    "--rate",
+                    "--cbs",
+                ]
+                .contains(&a.as_str())
+            {
                 expect_value = true;
                 out.push(a);
                 continue;
@@ -248,8 +305,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let class_path: Vec<PathBuf> =
-        cli.classpath.iter().flat_map(|cp| cp.split(':')).filter(|d| !d.is_empty()).map(PathBuf::from).collect();
+    let class_path: Vec<PathBuf> = cli
+        .classpath
+        .iter()
+        .flat_map(|cp| cp.split(':'))
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect();
     let options = VmOptions {
         class_path,
         max_heap_bytes: cli.heap_size,

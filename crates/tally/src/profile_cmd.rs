@@ -18,7 +18,10 @@ fn read(path: &Path) -> Result<Profile, String> {
 /// overwritten without asking.
 pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<(), String> {
     if path.exists() && !force {
-        return Err(format!("{} exists; pass --force to overwrite it", path.display()));
+        return Err(format!(
+            "{} exists; pass --force to overwrite it",
+            path.display()
+        ));
     }
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -51,29 +54,50 @@ macro_rules! outln {
 fn print_out(text: &str) {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush());
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush());
 }
 
 fn report(args: ReportArgs) -> Result<(), String> {
     let p = read(&args.file)?;
     let mut out = String::new();
     let h = &p.header;
-    outln!(out, "Profile of {} {} ({} {})", h.program, h.args.join(" "), h.vm_name, h.vm_version);
+    outln!(
+        out,
+        "Profile of {} {} ({} {})",
+        h.program,
+        h.args.join(" "),
+        h.vm_name,
+        h.vm_version
+    );
     let s = &h.sampler;
-    outln!(out, 
+    outln!(
+        out,
         "sampler: {} / {} at {} Hz ({}){}{}",
         s.trigger,
         s.mechanism,
         s.rate_hz,
-        if s.trigger_source.is_empty() { "no trigger" } else { &s.trigger_source },
-        s.cbs.map(|c| format!("; CBS stride {} samples {}", c.stride, c.samples)).unwrap_or_default(),
-        if s.exhaustive { "; exhaustive counts" } else { "" }
+        if s.trigger_source.is_empty() {
+            "no trigger"
+        } else {
+            &s.trigger_source
+        },
+        s.cbs
+            .map(|c| format!("; CBS stride {} samples {}", c.stride, c.samples))
+            .unwrap_or_default(),
+        if s.exhaustive {
+            "; exhaustive counts"
+        } else {
+            ""
+        }
     );
     if !s.trigger_note.is_empty() {
         outln!(out, "note: {}", s.trigger_note);
     }
     let c = &p.counters;
-    outln!(out, 
+    outln!(
+        out,
         "samples: {} taken, {} recorded, {} dropped; {:.3} s of program time\n",
         c.taken,
         c.recorded,
@@ -82,15 +106,26 @@ fn report(args: ReportArgs) -> Result<(), String> {
     );
     if !p.samples.is_empty() {
         outln!(out, "== Flat profile (self and total share of samples)");
-        outln!(out, "{}", report::FlatProfile::new(&p).render_text(args.top));
+        outln!(
+            out,
+            "{}",
+            report::FlatProfile::new(&p).render_text(args.top)
+        );
         outln!(out, "== Call tree");
         let symbols = p.symbols();
         let cct = Cct::from_samples(&p.samples, &symbols);
-        outln!(out, "{}", report::render_call_tree(&cct, &symbols, args.min_percent, 40));
+        outln!(
+            out,
+            "{}",
+            report::render_call_tree(&cct, &symbols, args.min_percent, 40)
+        );
         outln!(out, "== VM states");
         outln!(out, "{}", report::StateBreakdown::new(&p).render_text());
     }
-    for (source, title) in [(EdgeSource::Cbs, "sampled by CBS"), (EdgeSource::Exact, "exact counts")] {
+    for (source, title) in [
+        (EdgeSource::Cbs, "sampled by CBS"),
+        (EdgeSource::Exact, "exact counts"),
+    ] {
         let rows = report::hottest_edges(&p, source, args.top);
         if !rows.is_empty() {
             outln!(out, "== Hottest call edges ({title})");
@@ -98,13 +133,19 @@ fn report(args: ReportArgs) -> Result<(), String> {
         }
     }
     if let Some(acc) = report::accuracy_against_exact(&p, TopN::Count(10)) {
-        outln!(out, "== Samples against this run's exact counts (top 10 methods)");
-        outln!(out, 
+        outln!(
+            out,
+            "== Samples against this run's exact counts (top 10 methods)"
+        );
+        outln!(
+            out,
             "method overlap {:.1} %, unweighted {:.1} %, weighted {:.1} %{}",
             acc.method_overlap * 100.0,
             acc.unweighted * 100.0,
             acc.weighted * 100.0,
-            acc.edge_overlap.map(|o| format!(", call-edge overlap {:.1} %", o * 100.0)).unwrap_or_default()
+            acc.edge_overlap
+                .map(|o| format!(", call-edge overlap {:.1} %", o * 100.0))
+                .unwrap_or_default()
         );
     }
     print_out(&out);

@@ -4,7 +4,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally")).args(args).current_dir(dir).output().expect("run tally")
+    Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run tally")
 }
 
 fn write(dir: &Path, name: &str, text: &[u8]) {
@@ -22,7 +26,11 @@ fn stdout(o: &Output) -> String {
 #[test]
 fn hello_world_runs_from_the_embedded_library_without_a_class_path() {
     let d = tempfile::tempdir().unwrap();
-    write(d.path(), "Hello.som", b"Hello = ( run = ( 'Hello, world' println ) )");
+    write(
+        d.path(),
+        "Hello.som",
+        b"Hello = ( run = ( 'Hello, world' println ) )",
+    );
     let o = tally(d.path(), &["Hello.som"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Hello, world\n");
@@ -32,7 +40,11 @@ fn hello_world_runs_from_the_embedded_library_without_a_class_path() {
 fn a_class_is_found_by_name_on_the_class_path_and_gets_its_arguments() {
     let d = tempfile::tempdir().unwrap();
     std::fs::create_dir(d.path().join("lib")).unwrap();
-    write(&d.path().join("lib"), "Echo.som", b"Echo = ( run: args = ( args do: [:a | a println] ) )");
+    write(
+        &d.path().join("lib"),
+        "Echo.som",
+        b"Echo = ( run: args = ( args do: [:a | a println] ) )",
+    );
     let o = tally(d.path(), &["-cp", "lib", "Echo", "one", "-two"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "Echo\none\n-two\n");
@@ -58,7 +70,10 @@ fn an_unknown_class_says_where_it_was_looked_for() {
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(e.contains("cannot find class Nowhere"), "{e}");
-    assert!(e.contains("a/Nowhere.som") && e.contains("b/Nowhere.som"), "{e}");
+    assert!(
+        e.contains("a/Nowhere.som") && e.contains("b/Nowhere.som"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -72,7 +87,11 @@ fn a_missing_file_is_one_clear_line() {
 #[test]
 fn a_primitive_failure_prints_the_message_and_a_som_stack_trace() {
     let d = tempfile::tempdir().unwrap();
-    write(d.path(), "Div.som", b"Div = (\n  run = ( ^self divide )\n  divide = ( ^1 / 0 )\n)\n");
+    write(
+        d.path(),
+        "Div.som",
+        b"Div = (\n  run = ( ^self divide )\n  divide = ( ^1 / 0 )\n)\n",
+    );
     let o = tally(d.path(), &["Div.som"]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
@@ -89,14 +108,22 @@ fn an_unhandled_does_not_understand_reports_and_traces() {
     write(d.path(), "Dnu.som", b"Dnu = ( run = ( ^3 frobnicate: 4 ) )");
     let o = tally(d.path(), &["Dnu.som"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stdout(&o).contains("ERROR: Method frobnicate: not found in class Integer"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("ERROR: Method frobnicate: not found in class Integer"),
+        "{}",
+        stdout(&o)
+    );
     assert!(stderr(&o).contains("Dnu>>run"), "{}", stderr(&o));
 }
 
 #[test]
 fn error_colon_reports_and_traces() {
     let d = tempfile::tempdir().unwrap();
-    write(d.path(), "Err.som", b"Err = ( run = ( self error: 'it broke' ) )");
+    write(
+        d.path(),
+        "Err.som",
+        b"Err = ( run = ( self error: 'it broke' ) )",
+    );
     let o = tally(d.path(), &["Err.som"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("ERROR: it broke"));
@@ -106,12 +133,19 @@ fn error_colon_reports_and_traces() {
 #[test]
 fn infinite_recursion_is_a_stack_overflow_not_a_crash() {
     let d = tempfile::tempdir().unwrap();
-    write(d.path(), "Rec.som", b"Rec = ( run = ( ^self down: 0 ) down: n = ( ^self down: n + 1 ) )");
+    write(
+        d.path(),
+        "Rec.som",
+        b"Rec = ( run = ( ^self down: 0 ) down: n = ( ^self down: n + 1 ) )",
+    );
     let o = tally(d.path(), &["--max-stack-depth", "5000", "Rec.som"]);
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(e.contains("stack overflow"), "{e}");
-    assert!(e.contains("Rec>>down:") && e.contains("repeats 4998 more times"), "{e}");
+    assert!(
+        e.contains("Rec>>down:") && e.contains("repeats 4998 more times"),
+        "{e}"
+    );
     assert!(e.lines().count() < 20, "recursion is folded: {e}");
 }
 
@@ -143,7 +177,11 @@ fn binary_source_is_rejected_clearly() {
 #[test]
 fn exit_status_comes_from_system_exit() {
     let d = tempfile::tempdir().unwrap();
-    write(d.path(), "Quit.som", b"Quit = ( run = ( 'bye' println. system exit: 42 ) )");
+    write(
+        d.path(),
+        "Quit.som",
+        b"Quit = ( run = ( 'bye' println. system exit: 42 ) )",
+    );
     let o = tally(d.path(), &["Quit.som"]);
     assert_eq!(o.status.code(), Some(42));
     assert_eq!(stdout(&o), "bye\n", "output is flushed before exiting");
@@ -165,5 +203,11 @@ fn help_explains_the_class_path_and_the_run_convention() {
     let o = tally(d.path(), &["--help"]);
     assert!(o.status.success());
     let h = stdout(&o);
-    assert!(h.contains("-cp") && h.contains("run:") && h.contains("--gc-stress") && h.contains("--heap-size"), "{h}");
+    assert!(
+        h.contains("-cp")
+            && h.contains("run:")
+            && h.contains("--gc-stress")
+            && h.contains("--heap-size"),
+        "{h}"
+    );
 }

@@ -10,7 +10,11 @@ const FIB: &[u8] = b"Fib = (
 )";
 
 fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally")).args(args).current_dir(dir).output().expect("run tally")
+    Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run tally")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -22,31 +26,67 @@ fn profiling_does_not_change_output_and_the_report_names_the_hot_method() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
     let plain = tally(d.path(), &["Fib.som"]);
-    let o = tally(d.path(), &["--profile=fib.profile", "--cbs", "3:16", "--exhaustive", "Fib.som"]);
+    let o = tally(
+        d.path(),
+        &[
+            "--profile=fib.profile",
+            "--cbs",
+            "3:16",
+            "--exhaustive",
+            "Fib.som",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_eq!(o.stdout, plain.stdout, "profiling never changes the program's output");
+    assert_eq!(
+        o.stdout, plain.stdout,
+        "profiling never changes the program's output"
+    );
     assert!(text(&o.stderr).contains("profile written to fib.profile"));
 
     let r = tally(d.path(), &["report", "fib.profile"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     let report = text(&r.stdout);
     assert!(report.contains("Fib>>fib:"), "{report}");
-    assert!(report.contains("Hottest call edges (exact counts)"), "{report}");
+    assert!(
+        report.contains("Hottest call edges (exact counts)"),
+        "{report}"
+    );
     // fib: 24 sends fib: 75,024 times from each of its two sites; run does it three times.
-    assert!(report.contains("Fib>>fib: @") && report.contains("225072"), "{report}");
+    assert!(
+        report.contains("Fib>>fib: @") && report.contains("225072"),
+        "{report}"
+    );
 }
 
 #[test]
 fn record_is_the_same_as_profile_and_refuses_to_overwrite() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    let o = tally(d.path(), &["record", "-o", "r.profile", "--", "--mechanism", "polling", "Fib.som"]);
+    let o = tally(
+        d.path(),
+        &[
+            "record",
+            "-o",
+            "r.profile",
+            "--",
+            "--mechanism",
+            "polling",
+            "Fib.som",
+        ],
+    );
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(d.path().join("r.profile").exists());
     let again = tally(d.path(), &["record", "-o", "r.profile", "--", "Fib.som"]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(text(&again.stderr).contains("exists; pass --force"), "{}", text(&again.stderr));
-    let forced = tally(d.path(), &["record", "-o", "r.profile", "--force", "--", "Fib.som"]);
+    assert!(
+        text(&again.stderr).contains("exists; pass --force"),
+        "{}",
+        text(&again.stderr)
+    );
+    let forced = tally(
+        d.path(),
+        &["record", "-o", "r.profile", "--force", "--", "Fib.som"],
+    );
     assert!(forced.status.success(), "{}", text(&forced.stderr));
 }
 
@@ -54,7 +94,9 @@ fn record_is_the_same_as_profile_and_refuses_to_overwrite() {
 fn every_export_format_is_written() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    assert!(tally(d.path(), &["--profile=e.profile", "Fib.som"]).status.success());
+    assert!(tally(d.path(), &["--profile=e.profile", "Fib.som"])
+        .status
+        .success());
     for (format, check) in [
         ("pprof", &b"\x1f\x8b"[..]),
         ("folded", &b"Fib>>"[..]),
@@ -67,10 +109,20 @@ fn every_export_format_is_written() {
         let o = tally(d.path(), &["export", format, "e.profile", "-o", &out]);
         assert!(o.status.success(), "{format}: {}", text(&o.stderr));
         let bytes = std::fs::read(d.path().join(&out)).unwrap();
-        assert!(bytes.windows(check.len()).any(|w| w == check), "{format} output looks wrong");
+        assert!(
+            bytes.windows(check.len()).any(|w| w == check),
+            "{format} output looks wrong"
+        );
     }
-    let o = tally(d.path(), &["export", "folded", "e.profile", "-o", "e.folded"]);
-    assert_eq!(o.status.code(), Some(1), "an existing output is not overwritten without --force");
+    let o = tally(
+        d.path(),
+        &["export", "folded", "e.profile", "-o", "e.folded"],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "an existing output is not overwritten without --force"
+    );
 
     // Every sampled stack is a real one: rooted at the program's run method, and never
     // deeper than the recursion (fib: 24 nests 24 frames under run).
@@ -83,17 +135,30 @@ fn every_export_format_is_written() {
         if stack.starts_with("Fib>>run;") || stack == "Fib>>run" {
             rooted += count;
         }
-        assert!(stack.split(';').count() <= 26, "impossibly deep stack: {stack}");
+        assert!(
+            stack.split(';').count() <= 26,
+            "impossibly deep stack: {stack}"
+        );
     }
-    assert!(total > 0 && rooted * 10 >= total * 9, "{rooted} of {total} samples start at Fib>>run:\n{folded}");
+    assert!(
+        total > 0 && rooted * 10 >= total * 9,
+        "{rooted} of {total} samples start at Fib>>run:\n{folded}"
+    );
 }
 
 #[test]
 fn compare_reports_accuracy_between_two_profiles() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    assert!(tally(d.path(), &["--profile=a.profile", "Fib.som"]).status.success());
-    assert!(tally(d.path(), &["--profile=b.profile", "--mechanism", "polling", "Fib.som"]).status.success());
+    assert!(tally(d.path(), &["--profile=a.profile", "Fib.som"])
+        .status
+        .success());
+    assert!(tally(
+        d.path(),
+        &["--profile=b.profile", "--mechanism", "polling", "Fib.som"]
+    )
+    .status
+    .success());
     let o = tally(d.path(), &["compare", "a.profile", "b.profile"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("Fib>>fib:"), "{}", text(&o.stdout));
@@ -102,17 +167,28 @@ fn compare_reports_accuracy_between_two_profiles() {
 #[test]
 fn a_corrupt_profile_is_rejected_with_the_reason() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("bad.profile"), b"TALLYPRF\x01\x00\x00\x00garbage").unwrap();
+    std::fs::write(
+        d.path().join("bad.profile"),
+        b"TALLYPRF\x01\x00\x00\x00garbage",
+    )
+    .unwrap();
     let o = tally(d.path(), &["report", "bad.profile"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(text(&o.stderr).contains("cannot read the profile bad.profile"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("cannot read the profile bad.profile"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]
 fn an_interrupted_run_still_writes_its_profile() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("Spin.som"), b"Spin = ( run = ( | i | i := 0. [ true ] whileTrue: [ i := i + 1 ] ) )")
-        .unwrap();
+    std::fs::write(
+        d.path().join("Spin.som"),
+        b"Spin = ( run = ( | i | i := 0. [ true ] whileTrue: [ i := i + 1 ] ) )",
+    )
+    .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_tally"))
         .args(["--profile=spin.profile", "Spin.som"])
         .current_dir(d.path())
@@ -120,7 +196,10 @@ fn an_interrupted_run_still_writes_its_profile() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(700));
-    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));

@@ -19,7 +19,11 @@ fn test_programs() -> Vec<String> {
         .map(|n| n.trim_end_matches(".som").to_string())
         .collect();
     names.sort();
-    assert!(names.len() >= 30, "expected the SOM test programs, found {}", names.len());
+    assert!(
+        names.len() >= 30,
+        "expected the SOM test programs, found {}",
+        names.len()
+    );
     names
 }
 
@@ -50,8 +54,17 @@ fn run_all(extra_flags: &[&str]) {
             ));
         }
     }
-    println!("{} passed, {} failed", programs.len() - failures.len(), failures.len());
-    assert!(failures.is_empty(), "{} SOM test program(s) failed:\n{}", failures.len(), failures.join("\n"));
+    println!(
+        "{} passed, {} failed",
+        programs.len() - failures.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} SOM test program(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -71,8 +84,22 @@ fn som_programs_are_unchanged_by_profiling() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = format!("--profile={}", dir.path().join("run.profile").display());
     for config in [
-        &["--sampler", "timer-wall", "--rate", "10000", "--mechanism", "immediate"][..],
-        &["--sampler", "timer-wall", "--rate", "10000", "--mechanism", "polling"][..],
+        &[
+            "--sampler",
+            "timer-wall",
+            "--rate",
+            "10000",
+            "--mechanism",
+            "immediate",
+        ][..],
+        &[
+            "--sampler",
+            "timer-wall",
+            "--rate",
+            "10000",
+            "--mechanism",
+            "polling",
+        ][..],
         &["--sampler", "none", "--cbs", "3:16", "--exhaustive"][..],
     ] {
         let mut flags = vec![profile.as_str(), "--force"];
