@@ -214,11 +214,15 @@ impl Vm {
                     self.pop_frame(result);
                     if self.rt.frames.len() <= base_depth {
                         flush_counts!();
-                        self.profile_frames_popped()?;
+                        if self.profiling_on() {
+                            self.profile_frames_popped()?;
+                        }
                         return Ok(result);
                     }
                     reload!();
-                    self.profile_frames_popped()?;
+                    if self.profiling_on() {
+                        self.profile_frames_popped()?;
+                    }
                 }
                 Op::ReturnNonLocal => {
                     save!();
@@ -229,10 +233,14 @@ impl Vm {
                             self.pop_frame(result);
                             if self.rt.frames.len() <= base_depth {
                                 flush_counts!();
-                                self.profile_frames_popped()?;
+                                if self.profiling_on() {
+                                    self.profile_frames_popped()?;
+                                }
                                 return Ok(result);
                             }
-                            self.profile_frames_popped()?;
+                            if self.profiling_on() {
+                                self.profile_frames_popped()?;
+                            }
                         }
                         None => {
                             // The home method has returned: tell the block's receiver.
