@@ -696,8 +696,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
     }
 
     /// The body of a literal block compiled in place; leaves its value on the stack.
-    fn inline_block(&mut self, b: &BlockDef, params: &[VarRef]) -> Result<(), CompileError> {
-        debug_assert_eq!(params.len(), b.params.len());
+    fn inline_block(&mut self, b: &BlockDef) -> Result<(), CompileError> {
         self.inline_depth += 1;
         self.body_statements(&b.body, true)?;
         self.inline_depth -= 1;
@@ -738,10 +737,12 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         self.emit(Op::Send(site));
     }
 
-    fn inline_send(&mut self, kind: Inline, send: &ast::Send) -> Result<(), CompileError> {
-        let block = |e: &Expr| match e {
-            Expr::Block(b) => b.as_ref().clone(),
-            _ => unreachable!("inline_kind checked for literal blocks"),
+    fn inline_send<'x>(&mut self, kind: Inline, send: &'x ast::Send) -> Result<(), CompileError> {
+        let block = |e: &'x Expr| -> &'x BlockDef {
+            match e {
+                Expr::Block(b) => b,
+                _ => unreachable!("inline_kind checked for literal blocks"),
+            }
         };
         let pos = self.source_text.line_col(send.selector_span.start);
         match kind {
@@ -753,7 +754,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
                 } else {
                     Op::JumpIfTrue(0)
                 });
-                self.inline_block(&block(&send.args[0]), &[])?;
+                self.inline_block(block(&send.args[0]))?;
                 let end = self.emit(Op::Jump(0));
                 let t = self.here();
                 self.patch(j, t);
@@ -769,11 +770,11 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
                 } else {
                     Op::JumpIfTrue(0)
                 });
-                self.inline_block(&block(&send.args[0]), &[])?;
+                self.inline_block(block(&send.args[0]))?;
                 let end = self.emit(Op::Jump(0));
                 let t = self.here();
                 self.patch(j, t);
-                self.inline_block(&block(&send.args[1]), &[])?;
+                self.inline_block(block(&send.args[1]))?;
                 let t = self.here();
                 self.patch(end, t);
             }
@@ -785,7 +786,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
                 } else {
                     Op::JumpIfTrue(0)
                 });
-                self.inline_block(&block(&send.args[0]), &[])?;
+                self.inline_block(block(&send.args[0]))?;
                 let end = self.emit(Op::Jump(0));
                 let t = self.here();
                 self.patch(j, t);
@@ -795,14 +796,14 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             }
             Inline::WhileTrue | Inline::WhileFalse => {
                 let top = self.here();
-                self.inline_block(&block(&send.receiver), &[])?;
+                self.inline_block(block(&send.receiver))?;
                 self.position = pos;
                 let exit = self.emit(if kind == Inline::WhileTrue {
                     Op::JumpIfFalse(0)
                 } else {
                     Op::JumpIfTrue(0)
                 });
-                self.inline_block(&block(&send.args[0]), &[])?;
+                self.inline_block(block(&send.args[0]))?;
                 self.emit(Op::Pop);
                 self.emit(Op::JumpBack(top));
                 let t = self.here();

@@ -3,7 +3,7 @@
 //! always an immediate: equality of integers never depends on representation.
 
 use num_bigint::{BigInt, Sign};
-use num_traits::{ToPrimitive, Zero};
+use num_traits::ToPrimitive;
 use tally_heap::Value;
 
 use crate::objects::Kind;
@@ -117,9 +117,6 @@ impl Vm {
         if let Some(v) = b.to_i64().and_then(Value::from_int) {
             return Ok(v);
         }
-        if b.is_zero() {
-            return Ok(Value::from_small_int(0));
-        }
         self.new_bigint(&b)
     }
 
@@ -143,13 +140,8 @@ impl Vm {
 
     /// The text of a String or Symbol.
     pub(crate) fn text_of(&self, v: Value) -> Option<String> {
-        if let Some(s) = v.as_symbol() {
-            return Some(self.rt.symbols.name(s).to_string());
-        }
-        if v.is_ref() && Kind::from_u8(v.kind()).is_string() {
-            return Some(String::from_utf8_lossy(&v.bytes()[..v.byte_len()]).into_owned());
-        }
-        None
+        self.text_slice(v)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
     }
 }
 

@@ -34,13 +34,7 @@ pub(crate) fn string_hash(s: &[u8]) -> i64 {
 impl Vm {
     /// The bytes of a String or the name of a Symbol (copied: valid across allocation).
     pub(crate) fn bytes_of(&self, v: Value) -> Option<Vec<u8>> {
-        if let Some(s) = v.as_symbol() {
-            return Some(self.rt.symbols.name(s).as_bytes().to_vec());
-        }
-        if v.is_ref() && Kind::from_u8(v.kind()).is_string() {
-            return Some(v.bytes()[..v.byte_len()].to_vec());
-        }
-        None
+        self.text_slice(v).map(<[u8]>::to_vec)
     }
 
     fn receiver_text(&self, argc: usize) -> Vec<u8> {
