@@ -111,7 +111,7 @@ pub use event::{Event, EventKind};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;
 pub use hot::flag::{self, YieldpointFlag};
-pub use hot::published::PublishedState;
+pub use hot::published::{PublishedState, StackView};
 pub use hot::ring::SampleRing;
 pub use hot::{HotConfig, HotState, Mechanism, SampleCounters};
 pub use ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, VmState};

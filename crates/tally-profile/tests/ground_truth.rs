@@ -33,7 +33,7 @@ fn cbs_edges_overlap_the_exact_call_graph() {
                 let callee = MethodId(callee);
                 exact.on_call(Some((main, bci)), callee);
                 let f = hot.flag.load();
-                if f != 0 && cbs.on_method_entry(f, &hot.flag) {
+                if f != 0 && cbs.on_method_entry(f, hot.flag) {
                     recorder.record_edge(CallEdge {
                         caller: main,
                         callsite: bci,

@@ -46,6 +46,9 @@ pub enum Op {
     Pop,
     Dup,
     Send(SiteId),
+    /// A send of a binary arithmetic or comparison selector (`+`, `<`, `=` …): the same as
+    /// `Send`, but small-integer operands are answered in place, without a lookup or frame.
+    SendBinary(SiteId),
     SuperSend(SiteId),
     /// Return the top of stack from this frame (to the caller of the method or block).
     Return,
@@ -58,4 +61,19 @@ pub enum Op {
     JumpIfFalse(u32),
     /// Backward jump closing a loop: a yieldpoint.
     JumpBack(u32),
+
+    // Superinstructions: frequent pairs fused by the peephole pass (`peephole.rs`), one
+    // dispatch instead of two. Each does exactly what its two parts do in order.
+    /// `PushLocal(a); PushLocal(b)`
+    PushLocal2(u16, u16),
+    /// `Pop; PushLocal(i)`: the next statement starts with a local.
+    PopPushLocal(u16),
+    /// `Pop; PushField(i)`
+    PopPushField(u16),
+    /// `PushLocal(i); Send(site)`: the last argument (or the receiver) is a local.
+    PushLocalSend(u16, SiteId),
+    /// `PushLocal(i); SendBinary(site)`
+    PushLocalSendBinary(u16, SiteId),
+    /// `PushConst(v); SendBinary(site)`: `i + 1`, `n > 0` …
+    PushConstSendBinary(Value, SiteId),
 }

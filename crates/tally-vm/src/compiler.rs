@@ -466,7 +466,8 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
     }
 
     fn close_scope(&mut self, line: u32) -> CodeId {
-        let s = self.scopes.pop().expect("scope open");
+        let mut s = self.scopes.pop().expect("scope open");
+        crate::peephole::optimize(&mut s.ops, &mut s.positions);
         let code = CompiledCode {
             kind: s.kind,
             selector: self.selector,

@@ -131,11 +131,11 @@ impl Vm {
     pub fn stack_trace(&self) -> Vec<TraceEntry> {
         self.rt
             .frames
+            .live()
             .iter()
             .map(|fr| {
-                let code = &fr.code;
-                let at = fr
-                    .ip
+                let code = self.rt.codes[fr.code as usize];
+                let at = (fr.ip as usize)
                     .saturating_sub(1)
                     .min(code.positions.len().saturating_sub(1));
                 let (line, column) = code

@@ -4,14 +4,13 @@
 //! deep SOM recursion is a counted "stack overflow", a profiler can walk `frames`, and
 //! primitives that run SOM code (`value`, `perform:`) just push a frame and return.
 
-use std::rc::Rc;
-
 use tally_heap::Value;
+use tally_profile::flag;
 
 use crate::bytecode::{CodeId, Op, SiteId};
 use crate::compiler::CodeKind;
 use crate::objects::{block, context, Kind};
-use crate::runtime::{Code, Frame, IntOp, Symbol, Trivial, NO_CLASS};
+use crate::runtime::{ClassId, Code, Frame, Symbol, Trivial, NO_CLASS};
 use crate::{Vm, VmError};
 
 impl Vm {
@@ -28,7 +27,7 @@ impl Vm {
     /// The context `level` hops out from the current frame's.
     #[inline]
     fn context_at(&self, level: u8) -> Value {
-        let mut ctx = self.rt.frames.last().expect("frame").ctx;
+        let mut ctx = self.rt.frames.top().ctx;
         for _ in 0..level {
             ctx = ctx.slot(context::OUTER);
         }
@@ -38,9 +37,7 @@ impl Vm {
     /// Runs until the frame stack is back to `base_depth` frames; returns the value the
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
-        let counting =
-            self.profiling_on() && self.profiler.as_deref().is_some_and(|p| p.exact.is_some());
-        if counting {
+        if self.yieldpoint_flag() & flag::EXACT != 0 {
             self.execute_loop::<true>(base_depth)
         } else {
             self.execute_loop::<false>(base_depth)
@@ -49,41 +46,138 @@ impl Vm {
 
     /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
     /// the ordinary loop carries no counting code at all.
+    ///
+    /// The running frame's code, instruction pointer and base pointer live in locals; `ip` is
+    /// written back to the frame (`save!`) before anything that may look at it: calls (a
+    /// caller's `ip` is its return address, and samples read it), errors, yieldpoints.
     fn execute_loop<const COUNT_BYTECODES: bool>(
         &mut self,
         base_depth: usize,
     ) -> Result<Value, VmError> {
-        let mut code: Rc<Code> = self.rt.frames.last().expect("frame").code.clone();
-        let mut ip: usize;
-        let mut bp: usize;
+        let top = self.rt.frames.top();
+        let mut code: &'static Code = self.rt.codes[top.code as usize];
+        // The running code's instructions, kept apart so dispatch needs no load through `code`.
+        let mut ops: &'static [Op] = &code.ops;
+        let mut ip: usize = top.ip as usize;
+        let mut bp: usize = top.bp();
         let mut executed: u64 = 0;
-        macro_rules! reload {
-            () => {{
-                if COUNT_BYTECODES {
-                    self.profile_bytecodes(code.id, executed);
-                    executed = 0;
-                }
-                let f = self.rt.frames.last().expect("frame");
-                code = f.code.clone();
-                ip = f.ip;
-                bp = f.bp;
-            }};
-        }
         macro_rules! flush_counts {
             () => {
                 if COUNT_BYTECODES {
                     self.profile_bytecodes(code.id, executed);
+                    executed = 0;
                 }
             };
         }
-        macro_rules! save {
+        // Before leaving the loop: the last counts of the running code.
+        macro_rules! final_counts {
             () => {
-                self.rt.frames.last_mut().expect("frame").ip = ip;
+                if COUNT_BYTECODES {
+                    self.profile_bytecodes(code.id, executed);
+                }
             };
         }
-        reload!();
+        macro_rules! reload {
+            () => {{
+                flush_counts!();
+                let f = self.rt.frames.top();
+                code = self.rt.codes[f.code as usize];
+                ops = &code.ops;
+                ip = f.ip as usize;
+                bp = f.bp();
+            }};
+        }
+        macro_rules! save {
+            () => {
+                self.rt.frames.top_mut().ip = ip as u32;
+            };
+        }
+        // The epilogue yieldpoint; the frame that is now on top has its `ip` saved.
+        macro_rules! epilogue {
+            () => {
+                let f = self.yieldpoint_flag();
+                if f & flag::ALL_YIELDPOINTS != 0 {
+                    self.profile_yieldpoint(f)?;
+                }
+            };
+        }
+        // A send from a site: inline cache, prologue, then the callee's frame (switched to
+        // in place), a trivial method done in place, or the general path.
+        macro_rules! send {
+            ($site_id:expr) => {{
+                let site_id = $site_id;
+
+                let site = &self.rt.sites[site_id as usize];
+                let argc = site.argc as usize;
+                let recv = self.rt.stack[self.rt.stack.len() - 1 - argc];
+                let class = self.rt.class_of(recv);
+                save!();
+                let target = if site.cached_class == class {
+                    site.cached_code
+                } else if site.cached_class2 == class {
+                    site.cached_code2
+                } else {
+                    match self.relink(site_id, class) {
+                        Some(t) => t,
+                        None => {
+                            let selector = self.rt.sites[site_id as usize].selector;
+                            self.does_not_understand(selector, argc)?;
+                            reload!();
+                            continue;
+                        }
+                    }
+                };
+                let callee: &'static Code = self.rt.codes[target as usize];
+                let f = self.yieldpoint_flag();
+                if f != 0 {
+                    self.profile_prologue(callee.id, f)?;
+                }
+                if callee.is_plain_frame(argc) {
+                    // The common case, inline: a bytecode method gets a frame and the loop
+                    // switches to it without going through the frame stack.
+                    let new_bp = self.rt.stack.len() - 1 - argc;
+                    self.enter(callee, new_bp, Value::NONE)?;
+                    flush_counts!();
+                    code = callee;
+                    ops = &callee.ops;
+                    ip = 0;
+                    bp = new_bp;
+                } else if callee.trivial != Trivial::No
+                    && argc == callee.num_args as usize
+                    && self.run_trivial(callee.trivial, argc)
+                {
+                    // Done in place: the frame is unchanged.
+                } else {
+                    self.invoke_unprofiled(callee, argc)?;
+                    reload!();
+                }
+            }};
+        }
+        // A binary send: small integers answered in place, anything else sent.
+        macro_rules! send_binary {
+            ($site_id:expr) => {{
+                let site_id = $site_id;
+                let int_op = self.rt.sites[site_id as usize].int_op;
+                let len = self.rt.stack.len();
+                let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
+                if a.is_int() && b.is_int() {
+                    if let Some(r) = int_op.apply(a.int_unchecked(), b.int_unchecked()) {
+                        self.rt.stack.truncate(len - 1);
+                        self.rt.stack[len - 2] = r;
+                        continue;
+                    }
+                } else if a.is_small_float() || b.is_small_float() {
+                    if let Some(r) = int_op.apply_float(a, b) {
+                        self.rt.stack.truncate(len - 1);
+                        self.rt.stack[len - 2] = r;
+                        continue;
+                    }
+                }
+                send!(site_id);
+            }};
+        }
         loop {
-            let op = code.ops[ip];
+            let op = ops[ip];
             ip += 1;
             if COUNT_BYTECODES {
                 executed += 1;
@@ -115,8 +209,7 @@ impl Vm {
                 }
                 Op::PushField(i) => {
                     let recv = self.rt.stack[bp];
-                    let v = self.field(recv, i as usize);
-                    match v {
+                    match self.field(recv, i as usize) {
                         Some(v) => self.push(v),
                         None => {
                             save!();
@@ -170,10 +263,10 @@ impl Vm {
                         Value::NIL,
                         0,
                     )?;
-                    let f = self.rt.frames.last().expect("frame");
+                    let f = self.rt.frames.top();
                     b.set_slot(block::CODE, Value::from_small_int(id as i64));
                     b.set_slot(block::CONTEXT, f.ctx);
-                    b.set_slot(block::RECEIVER, self.rt.stack[f.bp]);
+                    b.set_slot(block::RECEIVER, self.rt.stack[f.bp()]);
                     self.push(b);
                 }
                 Op::Pop => {
@@ -183,22 +276,49 @@ impl Vm {
                     let v = *self.rt.stack.last().expect("value");
                     self.push(v);
                 }
-                Op::Send(site) => {
-                    let int_op = self.rt.sites[site as usize].int_op;
-                    if int_op != IntOp::None {
-                        let len = self.rt.stack.len();
-                        let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
-                        if a.is_int() && b.is_int() {
-                            if let Some(r) = int_op.apply(a.int_unchecked(), b.int_unchecked()) {
-                                self.rt.stack.truncate(len - 1);
-                                self.rt.stack[len - 2] = r;
-                                continue;
-                            }
+                Op::SendBinary(site_id) => {
+                    send_binary!(site_id);
+                }
+                Op::PushLocalSendBinary(i, site_id) => {
+                    let v = self.rt.stack[bp + i as usize];
+                    self.push(v);
+                    send_binary!(site_id);
+                }
+                Op::PushConstSendBinary(v, site_id) => {
+                    self.push(v);
+                    send_binary!(site_id);
+                }
+                Op::PushLocalSend(i, site_id) => {
+                    let v = self.rt.stack[bp + i as usize];
+                    self.push(v);
+                    send!(site_id);
+                }
+                Op::PushLocal2(a, b) => {
+                    let (x, y) = (
+                        self.rt.stack[bp + a as usize],
+                        self.rt.stack[bp + b as usize],
+                    );
+                    self.push(x);
+                    self.push(y);
+                }
+                Op::PopPushLocal(i) => {
+                    let v = self.rt.stack[bp + i as usize];
+                    *self.rt.stack.last_mut().expect("value") = v;
+                }
+                Op::PopPushField(i) => {
+                    let recv = self.rt.stack[bp];
+                    match self.field(recv, i as usize) {
+                        Some(v) => *self.rt.stack.last_mut().expect("value") = v,
+                        None => {
+                            save!();
+                            return Err(
+                                self.error(format!("field {} read on an object without it", i + 1))
+                            );
                         }
                     }
-                    save!();
-                    self.send(site, false)?;
-                    reload!();
+                }
+                Op::Send(site_id) => {
+                    send!(site_id);
                 }
                 Op::SuperSend(site) => {
                     save!();
@@ -213,16 +333,17 @@ impl Vm {
                     };
                     self.pop_frame(result);
                     if self.rt.frames.len() <= base_depth {
-                        flush_counts!();
-                        if self.profiling_on() {
-                            self.profile_frames_popped()?;
-                        }
+                        final_counts!();
+                        epilogue!();
                         return Ok(result);
                     }
-                    reload!();
-                    if self.profiling_on() {
-                        self.profile_frames_popped()?;
-                    }
+                    flush_counts!();
+                    let f = self.rt.frames.top();
+                    code = self.rt.codes[f.code as usize];
+                    ops = &code.ops;
+                    ip = f.ip as usize;
+                    bp = f.bp();
+                    epilogue!();
                 }
                 Op::ReturnNonLocal => {
                     save!();
@@ -232,20 +353,16 @@ impl Vm {
                             self.rt.frames.truncate(k + 1);
                             self.pop_frame(result);
                             if self.rt.frames.len() <= base_depth {
-                                flush_counts!();
-                                if self.profiling_on() {
-                                    self.profile_frames_popped()?;
-                                }
+                                final_counts!();
+                                epilogue!();
                                 return Ok(result);
                             }
-                            if self.profiling_on() {
-                                self.profile_frames_popped()?;
-                            }
+                            epilogue!();
                         }
                         None => {
                             // The home method has returned: tell the block's receiver.
-                            let f = self.rt.frames.last().expect("frame");
-                            let (receiver, closure) = (self.rt.stack[f.bp], f.closure);
+                            let f = self.rt.frames.top();
+                            let (receiver, closure) = (self.rt.stack[f.bp()], f.closure);
                             self.push(receiver);
                             self.push(closure);
                             let sel = self.rt.symbols.intern("escapedBlock:");
@@ -257,9 +374,10 @@ impl Vm {
                 Op::Jump(t) => ip = t as usize,
                 Op::JumpBack(t) => {
                     ip = t as usize;
-                    if self.profiling_on() {
+                    let f = self.yieldpoint_flag();
+                    if f & flag::ALL_YIELDPOINTS != 0 {
                         save!();
-                        self.profile_back_edge(ip)?;
+                        self.profile_yieldpoint(f)?;
                     }
                 }
                 Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {
@@ -325,14 +443,35 @@ impl Vm {
         (f.closure == Value::NONE && f.ctx == ctx).then_some(index)
     }
 
+    #[inline(always)]
     pub(crate) fn pop_frame(&mut self, result: Value) {
         let f = self.rt.frames.pop().expect("frame");
-        self.rt.stack.truncate(f.bp);
-        self.rt.stack.push(result);
+        self.rt.stack.truncate(f.bp() + 1);
+        self.rt.stack[f.bp()] = result;
+    }
+
+    /// A send site missed its inline cache: look the selector up for `class` and cache the
+    /// answer (a miss is not cached, so `doesNotUnderstand:` is sent each time).
+    #[inline(never)]
+    fn relink(&mut self, site_id: SiteId, class: ClassId) -> Option<CodeId> {
+        let selector = self.rt.sites[site_id as usize].selector;
+        let found = if class == NO_CLASS {
+            None
+        } else {
+            self.rt.lookup(class, selector)
+        };
+        if let Some(c) = found {
+            // The newest class goes first; the previous first entry is kept as the second.
+            let site = &mut self.rt.sites[site_id as usize];
+            site.cached_class2 = site.cached_class;
+            site.cached_code2 = site.cached_code;
+            site.cached_class = class;
+            site.cached_code = c;
+        }
+        found
     }
 
     /// Sends from a send site; the receiver and arguments are on the stack.
-    #[inline]
     fn send(&mut self, site_id: SiteId, is_super: bool) -> Result<(), VmError> {
         let site = &self.rt.sites[site_id as usize];
         let argc = site.argc as usize;
@@ -345,18 +484,10 @@ impl Vm {
         };
         let code = if site.cached_class == class {
             Some(site.cached_code)
+        } else if site.cached_class2 == class {
+            Some(site.cached_code2)
         } else {
-            let found = if class == NO_CLASS {
-                None
-            } else {
-                self.rt.lookup(class, selector)
-            };
-            if let Some(c) = found {
-                let site = &mut self.rt.sites[site_id as usize];
-                site.cached_class = class;
-                site.cached_code = c;
-            }
-            found
+            self.relink(site_id, class)
         };
         match code {
             Some(c) => self.invoke(c, argc),
@@ -375,14 +506,26 @@ impl Vm {
     }
 
     /// Runs a method whose receiver and `argc` arguments are on the stack: a primitive runs
-    /// now, SOM code gets a frame.
+    /// now, SOM code gets a frame. The caller's `ip` must be saved.
     pub(crate) fn invoke(&mut self, code_id: CodeId, argc: usize) -> Result<(), VmError> {
-        if self.profiling_on() {
-            self.profile_call(code_id)?;
+        let code: &'static Code = self.rt.codes[code_id as usize];
+        let f = self.yieldpoint_flag();
+        if f != 0 {
+            self.profile_prologue(code_id, f)?;
         }
-        let code = self.rt.codes[code_id as usize].clone();
+        if code.trivial != Trivial::No
+            && argc == code.num_args as usize
+            && self.run_trivial(code.trivial, argc)
+        {
+            return Ok(());
+        }
+        self.invoke_unprofiled(code, argc)
+    }
+
+    /// `invoke` after the prologue hook, for anything but a trivial method done in place.
+    fn invoke_unprofiled(&mut self, code: &'static Code, argc: usize) -> Result<(), VmError> {
         if let Some(p) = code.primitive {
-            if self.profiling_on() {
+            if self.publishes_states() {
                 let previous = self.profile_state(tally_profile::VmState::Primitive);
                 let r = p(self, argc);
                 if let Some(previous) = previous {
@@ -392,27 +535,21 @@ impl Vm {
             }
             return p(self, argc);
         }
-        if code.trivial != Trivial::No
-            && argc == code.num_args as usize
-            && self.run_trivial(code.trivial, argc)
-        {
-            return Ok(());
-        }
         if code.ops.is_empty() {
             return Err(self.error(format!(
                 "primitive {} is not implemented by Tally",
-                self.rt.code_name(&code)
+                self.rt.code_name(code)
             )));
         }
         if argc != code.num_args as usize {
             return Err(self.error(format!(
                 "{} takes {} arguments but was sent {argc}",
-                self.rt.code_name(&code),
+                self.rt.code_name(code),
                 code.num_args
             )));
         }
         let bp = self.rt.stack.len() - 1 - argc;
-        self.push_frame(code, bp, Value::NONE)
+        self.enter(code, bp, Value::NONE)
     }
 
     /// Does a trivial method's work in place of the receiver and arguments; false when the
@@ -442,61 +579,63 @@ impl Vm {
         true
     }
 
-    /// Activates `code` on the stack from `bp` (receiver, then arguments).
-    pub(crate) fn push_frame(
+    /// Activates `code` on the stack from `bp` (receiver, then arguments): pushes its frame,
+    /// its stack locals and, if it has captured variables, its context.
+    #[inline(always)]
+    pub(crate) fn enter(
         &mut self,
-        code: Rc<Code>,
+        code: &'static Code,
         bp: usize,
         closure: Value,
     ) -> Result<(), VmError> {
-        if self.rt.frames.len() >= self.options.max_stack_depth {
-            return Err(VmError::StackOverflow {
-                depth: self.options.max_stack_depth,
-                trace: self.stack_trace(),
-            });
-        }
-        for _ in 0..code.num_locals {
-            self.rt.stack.push(Value::NIL);
-        }
         let outer = if closure == Value::NONE {
             Value::NIL
         } else {
             closure.slot(block::CONTEXT)
         };
-        let context_size = code.context_size as usize;
-        let has_captured_args = !code.captured_args.is_empty();
-        if self.profiling_on() {
-            let caller_bci = self.rt.frames.last().map(|f| f.ip.saturating_sub(1));
-            self.profile_frame_pushed(code.id, caller_bci);
+        if !self.rt.frames.push(Frame::new(code.id, bp, outer, closure)) {
+            return Err(self.stack_overflow());
         }
-        self.rt.frames.push(Frame {
-            code,
-            ip: 0,
-            bp,
-            ctx: outer,
-            closure,
-        });
-        if context_size > 0 {
-            let ctx = self.alloc(
-                self.rt.core.object,
-                Kind::Context,
-                context_size,
-                Value::NIL,
-                0,
-            )?;
-            let depth = self.rt.frames.len() - 1;
-            let f = self.rt.frames.last_mut().expect("frame");
-            ctx.set_slot(context::OUTER, f.ctx);
-            if f.closure == Value::NONE {
-                ctx.set_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
-            }
-            f.ctx = ctx;
-            if has_captured_args {
-                let f = self.rt.frames.last().expect("frame");
-                for &(stack_slot, ctx_slot) in &f.code.captured_args {
-                    ctx.set_slot(ctx_slot as usize, self.rt.stack[f.bp + stack_slot as usize]);
-                }
-            }
+        let locals = code.num_locals as usize;
+        if locals > 0 {
+            let len = self.rt.stack.len();
+            self.rt.stack.resize(len + locals, Value::NIL);
+        }
+        if code.context_size > 0 {
+            self.make_context(code)?;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn stack_overflow(&self) -> VmError {
+        VmError::StackOverflow {
+            depth: self.options.max_stack_depth,
+            trace: self.stack_trace(),
+        }
+    }
+
+    /// Gives the new top frame a heap context for its captured variables, copying captured
+    /// arguments into it.
+    #[inline(never)]
+    fn make_context(&mut self, code: &'static Code) -> Result<(), VmError> {
+        let ctx = self.alloc(
+            self.rt.core.object,
+            Kind::Context,
+            code.context_size as usize,
+            Value::NIL,
+            0,
+        )?;
+        let depth = self.rt.frames.len() - 1;
+        let f = self.rt.frames.top_mut();
+        ctx.set_slot(context::OUTER, f.ctx);
+        if f.closure == Value::NONE {
+            ctx.set_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
+        }
+        f.ctx = ctx;
+        let bp = f.bp();
+        for &(stack_slot, ctx_slot) in &code.captured_args {
+            ctx.set_slot(ctx_slot as usize, self.rt.stack[bp + stack_slot as usize]);
         }
         Ok(())
     }
@@ -506,7 +645,7 @@ impl Vm {
         let bp = self.rt.stack.len() - 1 - argc;
         let closure = self.rt.stack[bp];
         let code_id = closure.slot(block::CODE).int_unchecked() as usize;
-        let code = self.rt.codes[code_id].clone();
+        let code: &'static Code = self.rt.codes[code_id];
         if code.num_args as usize != argc {
             return Err(self.error(format!(
                 "a block with {} parameter(s) was evaluated with {argc} argument(s)",
@@ -514,11 +653,12 @@ impl Vm {
             )));
         }
         debug_assert_eq!(code.kind, CodeKind::Block);
-        if self.profiling_on() {
-            self.profile_call(code.id)?;
+        let f = self.yieldpoint_flag();
+        if f != 0 {
+            self.profile_prologue(code.id, f)?;
         }
         self.rt.stack[bp] = closure.slot(block::RECEIVER);
-        self.push_frame(code, bp, closure)
+        self.enter(code, bp, closure)
     }
 
     fn does_not_understand(&mut self, selector: Symbol, argc: usize) -> Result<(), VmError> {
@@ -552,8 +692,7 @@ impl Vm {
             self.push(obj);
             return Ok(());
         }
-        let f = self.rt.frames.last().expect("frame");
-        let recv = self.rt.stack[f.bp];
+        let recv = self.rt.stack[self.rt.frames.top().bp()];
         let sel = self.rt.symbols.intern("unknownGlobal:");
         if self.rt.lookup(self.rt.class_of(recv), sel).is_none() {
             return Err(self.error(format!("unknown global '{}'", self.rt.symbols.name(name))));

@@ -4,10 +4,12 @@
 pub mod bytecode;
 pub mod compiler;
 mod error;
+mod frames;
 mod interpreter;
 mod loader;
 pub mod numbers;
 pub mod objects;
+mod peephole;
 mod primitives;
 mod profiling;
 mod program;
@@ -50,13 +52,16 @@ impl Default for VmOptions {
 }
 
 pub struct Vm {
+    /// First, so it is dropped (and its sampler stopped) before the frames it reads.
+    pub(crate) profiler: Option<Box<profiling::Profiler>>,
+    /// Whether samples may be taken (VM states are then published).
+    pub(crate) sampling: bool,
     pub heap: Heap,
     pub rt: Runtime,
     pub options: VmOptions,
     out: std::io::BufWriter<std::io::Stdout>,
     start: std::time::Instant,
     rng: u64,
-    pub(crate) profiler: Option<Box<profiling::Profiler>>,
 }
 
 impl Vm {
@@ -69,13 +74,14 @@ impl Vm {
         })
         .map_err(|e| VmError::Fatal(format!("cannot create the heap: {e}")))?;
         let mut vm = Vm {
+            profiler: None,
+            sampling: false,
             heap,
-            rt: Runtime::new(),
+            rt: Runtime::new(options.max_stack_depth),
             options,
             out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
             start: std::time::Instant::now(),
             rng: 0x2545_f491_4f6c_dd1d,
-            profiler: None,
         };
         if let Some(p) = &vm.options.profile {
             if !cfg!(feature = "profiling") {
@@ -83,7 +89,9 @@ impl Vm {
                     "this tally was built without profiling (cargo feature `profiling`)".into(),
                 ));
             }
-            vm.profiler = Some(Box::new(profiling::Profiler::new(p)?));
+            let profiler = profiling::Profiler::new(p, &vm.rt.frames)?;
+            vm.sampling = true;
+            vm.profiler = Some(Box::new(profiler));
             vm.profile_watch_gc();
         }
         vm.bootstrap()?;

@@ -10,7 +10,7 @@ use tally_heap::Value;
 use tally_syntax::ast::{ClassDef, Ident, Literal, MethodBody};
 use tally_syntax::Source;
 
-use crate::bytecode::{CodeId, SiteId};
+use crate::bytecode::{CodeId, Op, SiteId};
 use crate::compiler::{compile_method, ClassContext, CodeKind, CompileEnv, CompiledCode};
 use crate::objects::{CoreClasses, Kind, CORE_CLASS_NAMES};
 use crate::primitives;
@@ -137,6 +137,17 @@ impl Vm {
                 return Ok(Some(v.slot(0).int_unchecked() as ClassId));
             }
         }
+        // Samples taken while a class is read, parsed and compiled count as compiling, not
+        // as time in the method whose send needed the class.
+        let previous = self.profile_state(tally_profile::VmState::Compiling);
+        let result = self.load_class_from_path(name);
+        if let Some(previous) = previous {
+            self.profile_state(previous);
+        }
+        result
+    }
+
+    fn load_class_from_path(&mut self, name: Symbol) -> Result<Option<ClassId>, VmError> {
         let Some((def, source)) = self.read_class(name)? else {
             return Ok(None);
         };
@@ -309,6 +320,7 @@ impl Vm {
         self.rt.lookup_cache.clear();
         for site in self.rt.sites.iter_mut() {
             site.cached_class = NO_CLASS;
+            site.cached_class2 = NO_CLASS;
         }
         self.profile_event(tally_profile::EventKind::ClassLoaded {
             class: tally_profile::ClassId(id),
@@ -347,9 +359,10 @@ impl Vm {
                     primitive: prim,
                     source,
                     source_line: line,
+                    plain_frame: false,
                 };
                 let id = self.rt.codes.len() as CodeId;
-                self.rt.codes.push(Rc::new(code));
+                self.rt.codes.push(Box::leak(Box::new(code)));
                 Ok(id)
             }
             MethodBody::Code(body) => {
@@ -426,6 +439,8 @@ impl CompileEnv for Env<'_> {
             super_lookup,
             cached_class: NO_CLASS,
             cached_code: 0,
+            cached_class2: NO_CLASS,
+            cached_code2: 0,
         });
         id
     }
@@ -440,12 +455,21 @@ impl CompileEnv for Env<'_> {
         self.vm.rt.global_slot(name)
     }
 
-    fn add_code(&mut self, code: CompiledCode) -> CodeId {
+    fn add_code(&mut self, mut code: CompiledCode) -> CodeId {
+        // Sends whose selector has an integer fast path get the instruction that tries it.
+        for op in code.ops.iter_mut() {
+            if let Op::Send(site) = *op {
+                if self.vm.rt.sites[site as usize].int_op != IntOp::None {
+                    *op = Op::SendBinary(site);
+                }
+            }
+        }
+        crate::peephole::superinstructions(&mut code.ops, &mut code.positions);
         let id = self.vm.rt.codes.len() as CodeId;
         self.vm
             .rt
             .codes
-            .push(Rc::new(Code::from_compiled(id, code)));
+            .push(Box::leak(Box::new(Code::from_compiled(id, code))));
         id
     }
 }

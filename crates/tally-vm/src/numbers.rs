@@ -1,6 +1,9 @@
-//! Numbers: small integers are immediates, larger ones heap big integers, doubles are boxed.
-//! Every integer result goes through `int_result`, so a value that fits the immediate range is
-//! always an immediate: equality of integers never depends on representation.
+//! Numbers: small integers are immediates, larger ones heap big integers; doubles are
+//! immediate small floats when their exponent allows (`Value::from_small_float`: zeros and
+//! magnitudes of about 5.9e-39 to 6.8e38) and heap boxes otherwise (infinities, NaN,
+//! subnormals, huge and tiny magnitudes). Every integer result goes through `int_result` and
+//! every double through `new_double`, so a value that fits an immediate is always one:
+//! equality of numbers never depends on representation.
 
 use num_bigint::{BigInt, Sign};
 use num_traits::ToPrimitive;
@@ -57,13 +60,35 @@ pub fn format_double(d: f64) -> String {
 }
 
 impl Vm {
+    /// A Double: immediate when it can be (no allocation), otherwise a heap box.
+    #[inline]
     pub(crate) fn new_double(&mut self, d: f64) -> Result<Value, VmError> {
+        match Value::from_small_float(d) {
+            Some(v) => Ok(v),
+            None => self.new_boxed_double(d),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_boxed_double(&mut self, d: f64) -> Result<Value, VmError> {
         let v = self.alloc(self.rt.core.double, Kind::Double, 0, Value::NIL, 8)?;
         v.bytes_mut().copy_from_slice(&d.to_le_bytes());
         Ok(v)
     }
 
+    /// The value of a Double, immediate or boxed.
+    #[inline]
     pub(crate) fn double_of(&self, v: Value) -> Option<f64> {
+        if let Some(d) = v.as_small_float() {
+            return Some(d);
+        }
+        self.boxed_double_of(v)
+    }
+
+    /// The value of a heap-boxed Double.
+    #[inline]
+    pub(crate) fn boxed_double_of(&self, v: Value) -> Option<f64> {
         if v.is_ref() && Kind::from_u8(v.kind()) == Kind::Double {
             let b: [u8; 8] = v.bytes()[..8].try_into().ok()?;
             Some(f64::from_le_bytes(b))

@@ -1,8 +1,12 @@
 //! Wiring the VM-agnostic profiler (`tally-profile`) into the interpreter.
 //!
-//! Every observer feeds from the same hooks: frame entry (`on_call`, the prologue yieldpoint),
-//! frame exit (`on_return`, the epilogue), loop back-edges, primitive calls and GC. With
-//! profiling off, `Vm::profiler` is `None` and each hook is one predictable branch.
+//! Every observer feeds from the same hooks: the prologue (every call, also of primitives and
+//! frameless trivial methods), the epilogue (every return), loop back-edges, primitive calls
+//! and GC. The interpreter's only cost is one load of the yieldpoint flag at each of these
+//! places (Arnold & Grove's overloaded flag): exhaustive counting keeps a bit raised for the
+//! whole run, timer ticks raise bits for CBS windows and polled samples, and everything else
+//! happens out of line. Immediate samples read the frame stack in place
+//! (`FrameStack::stack_view`), so they add nothing to calls at all.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -12,12 +16,16 @@ use std::sync::Arc;
 use tally_profile::trigger::{Sampler, SamplerConfig, Trigger};
 use tally_profile::{
     flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, EventKind, ExactCounts, Header,
-    HotConfig, HotState, Mechanism, MethodId, Profile, RawFrame, Recorder, SamplerSettings,
-    VmState,
+    HotConfig, HotState, Mechanism, MethodId, Profile, Recorder, SamplerSettings, VmState,
 };
 
 use crate::bytecode::CodeId;
+use crate::frames::FrameStack;
 use crate::{Vm, VmError};
+
+/// The yieldpoint flag of this process's VM: a `static`, so the check at every call, return
+/// and loop back-edge is one load from a fixed address. Never raised unless a profiler runs.
+pub(crate) static YIELDPOINT: tally_profile::YieldpointFlag = tally_profile::YieldpointFlag::new();
 
 /// What to profile and where to write it (command-line flags map onto this).
 #[derive(Debug, Clone)]
@@ -50,8 +58,18 @@ pub(crate) struct Profiler {
 }
 
 impl Profiler {
-    pub fn new(options: &ProfileOptions) -> Result<Profiler, VmError> {
-        let hot = HotState::new(HotConfig::default());
+    pub fn new(options: &ProfileOptions, frames: &FrameStack) -> Result<Profiler, VmError> {
+        let hot = HotState::with_flag(HotConfig::default(), &YIELDPOINT);
+        // SAFETY: the frame stack is reserved once and never moves; the VM drops its profiler
+        // (which stops the sampler) before its frames (`Vm`'s field order).
+        if unsafe { hot.published.use_stack_view(frames.stack_view()) }.is_err() {
+            return Err(VmError::Fatal(
+                "the profiler's stack view was already set".into(),
+            ));
+        }
+        if options.exhaustive {
+            hot.flag.raise(flag::EXACT);
+        }
         let header = Header {
             vm_name: "tally".into(),
             vm_version: env!("CARGO_PKG_VERSION").into(),
@@ -95,9 +113,12 @@ impl Profiler {
         self.hot.published.set_state(VmState::Interpreting);
         let trigger = match options.trigger {
             Some(t) => t,
-            None if options.cbs.is_some() => {
-                Trigger::Timer(tally_profile::trigger::TimerClock::ThreadCpu)
-            }
+            // CBS alone still needs ticks to open its windows: perf_events' CPU clock reaches
+            // the requested rate (the CPU-time timers stop near the kernel tick); it falls back
+            // to the timer below where perf_events is refused.
+            None if options.cbs.is_some() => Trigger::Perf {
+                prefer_hardware: false,
+            },
             None => return Ok(()),
         };
         let config = SamplerConfig {
@@ -163,17 +184,22 @@ impl Profiler {
 }
 
 impl Vm {
-    /// Whether profiling hooks run: false at compile time in builds without the `profiling`
-    /// feature, so every hook disappears from the interpreter.
+    /// The yieldpoint flag as the interpreter sees it: always 0 in builds without the
+    /// `profiling` feature, so every hook disappears from the interpreter.
     #[inline(always)]
-    pub(crate) fn profiling_on(&self) -> bool {
-        cfg!(feature = "profiling") && self.profiler.is_some()
+    pub(crate) fn yieldpoint_flag(&self) -> u8 {
+        if cfg!(feature = "profiling") {
+            YIELDPOINT.load()
+        } else {
+            0
+        }
     }
 
-    /// The prologue hook: a call of `callee` from the current top frame (about to be pushed,
-    /// or run in place for primitives and trivial methods).
-    #[inline]
-    pub(crate) fn profile_call(&mut self, callee: CodeId) -> Result<(), VmError> {
+    /// The prologue, out of line: a call of `callee` from the top frame (whose `ip` is saved),
+    /// about to get its frame or to run in place (primitives, trivial methods).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn profile_prologue(&mut self, callee: CodeId, f: u8) -> Result<(), VmError> {
         let Some(p) = self.profiler.as_deref_mut() else {
             return Ok(());
         };
@@ -181,14 +207,15 @@ impl Vm {
             .rt
             .frames
             .last()
-            .map(|f| (MethodId(f.code.id), f.ip.saturating_sub(1) as u32));
-        if let Some(exact) = p.exact.as_mut() {
-            exact.on_call(caller, MethodId(callee));
+            .map(|fr| (MethodId(fr.code), fr.ip.saturating_sub(1)));
+        if f & flag::EXACT != 0 {
+            if let Some(exact) = p.exact.as_mut() {
+                exact.on_call(caller, MethodId(callee));
+            }
         }
-        let f = p.hot.flag.load();
-        if f != 0 {
+        if f & flag::CBS_WINDOW != 0 {
             if let Some(cbs) = p.cbs.as_mut() {
-                if cbs.on_method_entry(f, &p.hot.flag) {
+                if cbs.on_method_entry(f, p.hot.flag) {
                     if let Some((caller, callsite)) = caller {
                         p.recorder.borrow_mut().record_edge(CallEdge {
                             caller,
@@ -198,14 +225,18 @@ impl Vm {
                     }
                 }
             }
-            return self.profile_slow_path(f);
+        }
+        if f & flag::ALL_YIELDPOINTS != 0 {
+            return self.profile_yieldpoint(f);
         }
         Ok(())
     }
 
-    /// The work behind a raised yieldpoint flag, out of line.
+    /// The work behind a raised flag at any yieldpoint (prologue, epilogue, back-edge), out
+    /// of line. The top frame's `ip` is saved, so a polled sample sees the right position.
     #[cold]
-    pub(crate) fn profile_slow_path(&mut self, f: u8) -> Result<(), VmError> {
+    #[inline(never)]
+    pub(crate) fn profile_yieldpoint(&mut self, f: u8) -> Result<(), VmError> {
         let Some(p) = self.profiler.as_deref_mut() else {
             return Ok(());
         };
@@ -223,63 +254,19 @@ impl Vm {
         Ok(())
     }
 
-    /// Publishes a new frame to the shadow stack the samplers read.
-    #[inline]
-    pub(crate) fn profile_frame_pushed(&mut self, code: CodeId, caller_bci: Option<usize>) {
-        if let Some(p) = self.profiler.as_deref() {
-            if let Some(bci) = caller_bci {
-                p.hot.published.set_top_pos(bci as u32);
-            }
-            p.hot
-                .published
-                .push(RawFrame::interpreted(MethodId(code), 0));
-        }
-    }
-
-    /// The epilogue hook: the shadow stack follows the frame stack down (also after
-    /// non-local returns and unwinding), and a raised flag is served.
-    #[inline]
-    pub(crate) fn profile_frames_popped(&mut self) -> Result<(), VmError> {
-        if !self.profiling_on() {
-            return Ok(());
-        }
-        let Some(p) = self.profiler.as_deref() else {
-            return Ok(());
-        };
-        let depth = self.rt.frames.len() as u32;
-        while p.hot.published.depth() > depth {
-            p.hot.published.pop();
-        }
-        let f = p.hot.flag.load();
-        if f & flag::ALL_YIELDPOINTS != 0 {
-            return self.profile_slow_path(f);
-        }
-        Ok(())
-    }
-
-    /// The loop back-edge yieldpoint.
-    #[inline]
-    pub(crate) fn profile_back_edge(&mut self, ip: usize) -> Result<(), VmError> {
-        if !self.profiling_on() {
-            return Ok(());
-        }
-        let Some(p) = self.profiler.as_deref() else {
-            return Ok(());
-        };
-        p.hot.published.set_top_pos(ip as u32);
-        let f = p.hot.flag.load();
-        if f & flag::ALL_YIELDPOINTS != 0 {
-            return self.profile_slow_path(f);
-        }
-        Ok(())
-    }
-
     /// Marks what the VM is doing (a primitive, GC …) for samples; answers the previous state.
     #[inline]
     pub(crate) fn profile_state(&self, state: VmState) -> Option<VmState> {
         self.profiler
             .as_deref()
             .map(|p| p.hot.published.set_state(state))
+    }
+
+    /// Whether samples may be taken, so VM states must be published. False at compile time in
+    /// builds without the `profiling` feature.
+    #[inline(always)]
+    pub(crate) fn publishes_states(&self) -> bool {
+        cfg!(feature = "profiling") && self.sampling
     }
 
     #[inline]

@@ -12,8 +12,10 @@ use tally_syntax::Source;
 
 use crate::bytecode::{CodeId, Op};
 use crate::compiler::{CodeKind, CompiledCode};
+pub use crate::frames::{Frame, FrameStack};
 use crate::objects::{CoreClasses, Kind};
 use crate::primitives::Primitive;
+use crate::VmOptions;
 
 pub type ClassId = u32;
 pub type Symbol = u32;
@@ -94,7 +96,7 @@ impl Trivial {
         }
         match *ops {
             [Op::PushField(i), Op::Return] => Trivial::Getter(i),
-            [Op::PushLocal(1), Op::StoreField(i), Op::Pop, Op::ReturnSelf] => Trivial::Setter(i),
+            [Op::PushLocal(1), Op::PopField(i), Op::ReturnSelf] => Trivial::Setter(i),
             [Op::PushConst(v), Op::Return] => Trivial::Constant(v),
             [Op::PushLiteral(i), Op::Return] => Trivial::Literal(i),
             [Op::ReturnSelf] => Trivial::Receiver,
@@ -121,13 +123,24 @@ pub struct Code {
     pub primitive: Option<Primitive>,
     pub source: u32,
     pub source_line: u32,
+    /// Bytecode that is neither a primitive nor trivial (see `is_plain_frame`).
+    pub plain_frame: bool,
 }
 
 impl Code {
+    /// Whether a call with `argc` arguments just pushes a frame: bytecode, not a primitive,
+    /// not done in place, arity right (everything else takes `Vm::invoke`'s general path).
+    #[inline(always)]
+    pub fn is_plain_frame(&self, argc: usize) -> bool {
+        self.plain_frame && argc == self.num_args as usize
+    }
+
     pub fn from_compiled(id: CodeId, c: CompiledCode) -> Code {
+        let trivial = Trivial::recognize(c.kind, &c.ops);
         Code {
             id,
-            trivial: Trivial::recognize(c.kind, &c.ops),
+            plain_frame: trivial == Trivial::No && !c.ops.is_empty(),
+            trivial,
             kind: c.kind,
             selector: c.selector,
             holder: c.holder,
@@ -196,9 +209,38 @@ impl IntOp {
             IntOp::None => return None,
         })
     }
+
+    /// The result for two operands of which at least one is an immediate double and the other
+    /// an immediate double or small integer (converted as Double's primitives convert it), or
+    /// None for the general path: a result that is not an immediate double, bit operations,
+    /// and equality between an integer and a double (Integer's `=` decides that).
+    #[inline(always)]
+    pub fn apply_float(self, a: Value, b: Value) -> Option<Value> {
+        let both_floats = a.is_small_float() && b.is_small_float();
+        let x = a
+            .as_small_float()
+            .or_else(|| a.as_int().map(|i| i as f64))?;
+        let y = b
+            .as_small_float()
+            .or_else(|| b.as_int().map(|i| i as f64))?;
+        // Immediate doubles are never NaN, so the ordered comparisons agree with however
+        // Double's library methods derive them from `<` and `=`.
+        Some(match self {
+            IntOp::Add => return Value::from_small_float(x + y),
+            IntOp::Sub => return Value::from_small_float(x - y),
+            IntOp::Mul => return Value::from_small_float(x * y),
+            IntOp::Less => Value::from_bool(x < y),
+            IntOp::Greater => Value::from_bool(x > y),
+            IntOp::LessEq => Value::from_bool(x <= y),
+            IntOp::GreaterEq => Value::from_bool(x >= y),
+            IntOp::Equal if both_floats => Value::from_bool(x == y),
+            IntOp::NotEqual if both_floats => Value::from_bool(x != y),
+            _ => return None,
+        })
+    }
 }
 
-/// A send site: its selector, and a monomorphic inline cache (class → code).
+/// A send site: its selector, and a two-entry inline cache (class → code).
 pub struct Site {
     pub selector: Symbol,
     pub int_op: IntOp,
@@ -206,25 +248,17 @@ pub struct Site {
     pub super_lookup: Option<ClassId>,
     pub cached_class: ClassId,
     pub cached_code: CodeId,
+    /// The second entry of the polymorphic cache: a site that sees two receiver classes
+    /// (nil or an object, a leaf or a node) still never looks up.
+    pub cached_class2: ClassId,
+    pub cached_code2: CodeId,
 }
 
 pub const NO_CLASS: ClassId = u32::MAX;
 
-/// One activation. Its receiver, arguments, stack locals and operand stack are the value
-/// stack from `bp` up.
-pub struct Frame {
-    pub code: Rc<Code>,
-    pub ip: usize,
-    pub bp: usize,
-    /// This activation's context (own, or for a block without one, its closure's), or nil.
-    pub ctx: Value,
-    /// The closure being run, or NONE for a method activation.
-    pub closure: Value,
-}
-
 pub struct Runtime {
     pub stack: Vec<Value>,
-    pub frames: Vec<Frame>,
+    pub frames: Box<FrameStack>,
     pub symbols: Symbols,
     pub classes: Vec<ClassInfo>,
     pub core: CoreClasses,
@@ -232,13 +266,15 @@ pub struct Runtime {
     pub global_names: Vec<Symbol>,
     pub global_slots: HashMap<Symbol, u32>,
     pub literals: Vec<Value>,
-    pub codes: Vec<Rc<Code>>,
+    /// Code is never freed or changed once made (one VM per process), so frames and the
+    /// interpreter hold plain references.
+    pub codes: Vec<&'static Code>,
     pub sites: Vec<Site>,
     pub sources: Vec<Rc<Source>>,
     /// Values a primitive must keep across an allocation.
     pub handles: Vec<Value>,
     /// (class, selector) → method; cleared when methods change.
-    pub lookup_cache: HashMap<(ClassId, Symbol), Option<CodeId>>,
+    pub lookup_cache: rustc_hash::FxHashMap<(ClassId, Symbol), Option<CodeId>>,
     /// Block classes by number of parameters (Block1 takes none).
     pub block_classes: Vec<ClassId>,
 }
@@ -248,7 +284,7 @@ impl RootSet for Runtime {
         for v in self.stack.iter_mut() {
             visit(v);
         }
-        for f in self.frames.iter_mut() {
+        for f in self.frames.live_mut() {
             visit(&mut f.ctx);
             visit(&mut f.closure);
         }
@@ -269,10 +305,11 @@ impl RootSet for Runtime {
 }
 
 impl Runtime {
-    pub fn new() -> Runtime {
+    /// `max_frames` is the deepest call stack; the frame array is reserved for it up front.
+    pub fn new(max_frames: usize) -> Runtime {
         Runtime {
             stack: Vec::with_capacity(1 << 16),
-            frames: Vec::with_capacity(1 << 12),
+            frames: FrameStack::with_capacity(max_frames),
             symbols: Symbols::default(),
             classes: Vec::new(),
             core: CoreClasses::from_ids(&[0; 19]),
@@ -284,7 +321,7 @@ impl Runtime {
             sites: Vec::new(),
             sources: Vec::new(),
             handles: Vec::new(),
-            lookup_cache: HashMap::new(),
+            lookup_cache: Default::default(),
             block_classes: Vec::new(),
         }
     }
@@ -317,6 +354,8 @@ impl Runtime {
             self.core.integer
         } else if v.is_ref() {
             v.class_id()
+        } else if v.is_small_float() {
+            self.core.double
         } else if v.as_symbol().is_some() {
             self.core.symbol
         } else if v == Value::NIL {
@@ -386,6 +425,6 @@ impl Runtime {
 
 impl Default for Runtime {
     fn default() -> Self {
-        Runtime::new()
+        Runtime::new(VmOptions::default().max_stack_depth)
     }
 }

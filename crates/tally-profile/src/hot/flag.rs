@@ -22,6 +22,10 @@ pub const DRAIN: u8 = 1 << 2;
 /// SIGINT arrived: flush the profile and stop at the next yieldpoint.
 pub const STOP: u8 = 1 << 3;
 
+/// Exhaustive counting is on: every prologue goes out of line for the
+/// exact call counts. Raised once for the whole run.
+pub const EXACT: u8 = 1 << 4;
+
 /// The bits that loop back-edges must act on. `CBS_WINDOW` is absent on
 /// purpose: that is the "prologue/epilogue-only" level of the flag.
 pub const ALL_YIELDPOINTS: u8 = SAMPLE | DRAIN | STOP;

@@ -107,7 +107,9 @@ const MODE_IMMEDIATE: u8 = 2;
 const MODE_CBS: u8 = 4;
 
 pub struct HotState {
-    pub flag: YieldpointFlag,
+    /// `'static` so a VM can give it a fixed address its interpreter loads without any
+    /// indirection ([`HotState::with_flag`]).
+    pub flag: &'static YieldpointFlag,
     pub published: PublishedState,
     pub ring: SampleRing,
     counters: Counters,
@@ -116,8 +118,18 @@ pub struct HotState {
 
 impl HotState {
     pub fn new(config: HotConfig) -> Arc<HotState> {
+        // One small flag per HotState for the life of the process: states are made once per
+        // run (and a few times in tests).
+        HotState::with_flag(config, Box::leak(Box::new(YieldpointFlag::new())))
+    }
+
+    /// A state whose yieldpoint flag is `flag`, typically a `static` of the VM, so that the
+    /// check compiled into every yieldpoint is one load from a fixed address. The flag is
+    /// cleared here; a VM must not run two profiled states on one flag at a time.
+    pub fn with_flag(config: HotConfig, flag: &'static YieldpointFlag) -> Arc<HotState> {
+        flag.clear(u8::MAX);
         Arc::new(HotState {
-            flag: YieldpointFlag::new(),
+            flag,
             published: PublishedState::new(config.stack_capacity),
             ring: SampleRing::new(config.ring_slots, config.max_frames),
             counters: Counters::default(),

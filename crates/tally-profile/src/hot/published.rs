@@ -32,12 +32,45 @@
 //! [`crate::SampleFlags::FOREIGN_THREAD`] so consumers can discount it.
 //!
 //! [`set_top_pos`]: PublishedState::set_top_pos
+//!
+//! # Reading the VM's own frames instead
+//!
+//! Keeping a shadow stack costs stores on every call and return, which is
+//! too much for an interpreter whose calls are a few nanoseconds. A VM whose
+//! frames sit in memory that never moves can instead hand over a
+//! [`StackView`] ([`PublishedState::use_stack_view`]): the handler then
+//! reads the VM's frame array in place, so sampling adds nothing to calls.
+//! The view is what async-profiler's `AsyncGetCallTrace` is to a JVM.
 
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
+use std::sync::OnceLock;
 
 use crate::ids::{RawFrame, VmState};
 
+/// Where a VM keeps its frames, for handlers to read in place.
+///
+/// Frame `i` (0 = outermost) starts at `base + i * stride`; `len` points at
+/// the VM's count of live frames; `read` turns one frame into a
+/// [`RawFrame`] (`innermost` tells it whether the frame is the one
+/// executing, whose position may mean something different from a caller's
+/// return position).
+#[derive(Clone, Copy, Debug)]
+pub struct StackView {
+    pub base: *const u8,
+    pub len: *const usize,
+    pub stride: usize,
+    /// Reads one frame. Must be async-signal-safe: plain (volatile) loads only.
+    pub read: unsafe fn(frame: *const u8, innermost: bool) -> RawFrame,
+}
+
+// SAFETY: the pointers are only dereferenced by `PublishedState::snapshot`,
+// under the contract of `use_stack_view`; the view itself is plain data.
+unsafe impl Send for StackView {}
+// SAFETY: as above; sharing the view shares only addresses.
+unsafe impl Sync for StackView {}
+
 pub struct PublishedState {
+    view: OnceLock<StackView>,
     depth: AtomicU32,
     state: AtomicU8,
     owner_tid: AtomicI32,
@@ -50,12 +83,32 @@ impl PublishedState {
     pub fn new(capacity: usize) -> PublishedState {
         let cap = capacity.max(1).next_power_of_two().min(1 << 24);
         PublishedState {
+            view: OnceLock::new(),
             depth: AtomicU32::new(0),
             state: AtomicU8::new(VmState::Runtime as u8),
             owner_tid: AtomicI32::new(0),
             mask: cap as u32 - 1,
             frames: (0..cap).map(|_| Default::default()).collect(),
         }
+    }
+
+    /// Samples read the VM's frames through `view` from now on; the shadow
+    /// stack (`push`, `pop`, `set_top_pos`) is no longer consulted. Can be
+    /// set once.
+    ///
+    /// # Safety
+    /// Until every trigger that may call [`PublishedState::snapshot`] has
+    /// stopped, `view.len` and the first `*view.len` frames from
+    /// `view.base` must stay allocated, must not move, and the count must
+    /// never exceed the frames that were initialised; `view.read` must be
+    /// sound for any of those frames.
+    pub unsafe fn use_stack_view(&self, view: StackView) -> Result<(), StackView> {
+        self.view.set(view)
+    }
+
+    /// Whether samples read a VM's frames in place.
+    pub fn has_stack_view(&self) -> bool {
+        self.view.get().is_some()
     }
 
     pub fn capacity(&self) -> usize {
@@ -122,6 +175,10 @@ impl PublishedState {
     }
 
     pub fn depth(&self) -> u32 {
+        if let Some(view) = self.view.get() {
+            // SAFETY: the contract of `use_stack_view` keeps `len` valid.
+            return unsafe { std::ptr::read_volatile(view.len) } as u32;
+        }
         self.depth.load(Ordering::Acquire)
     }
 
@@ -134,6 +191,22 @@ impl PublishedState {
     /// `(frames copied, full depth)`. Async-signal-safe: atomics only.
     #[inline]
     pub fn snapshot(&self, mut out: impl FnMut(usize, u64), max: usize) -> (usize, u32) {
+        if let Some(view) = self.view.get() {
+            // SAFETY: `use_stack_view`'s contract: `len` and the frames below
+            // it are allocated, initialised and unmoved while triggers run.
+            // Volatile loads because the VM writes them without atomics: on
+            // the VM's own thread the handler runs between two of its
+            // instructions, so each aligned word is either written or not.
+            let d = unsafe { std::ptr::read_volatile(view.len) };
+            let n = d.min(max);
+            for i in 0..n {
+                let index = d - 1 - i;
+                // SAFETY: `index < len`, inside the frames the contract covers.
+                let frame = unsafe { (view.read)(view.base.add(index * view.stride), i == 0) };
+                out(i, frame.pack());
+            }
+            return (n, d as u32);
+        }
         let d = self.depth.load(Ordering::Acquire);
         let n = (d as usize).min(self.frames.len()).min(max);
         for i in 0..n {
@@ -199,6 +272,58 @@ mod tests {
             })
             .collect();
         assert_eq!(ids, vec![9, 8, 7, 6]);
+    }
+
+    #[repr(C)]
+    struct VmFrame {
+        method: u32,
+        next_ip: u32,
+        other: u64,
+    }
+
+    /// Callers hold their return position (one past the call), the innermost frame its own.
+    unsafe fn read_vm_frame(p: *const u8, innermost: bool) -> RawFrame {
+        // SAFETY: the test passes pointers to `VmFrame`s.
+        let f = unsafe { &*(p as *const VmFrame) };
+        let bci = if innermost { f.next_ip } else { f.next_ip - 1 };
+        RawFrame::interpreted(MethodId(f.method), bci)
+    }
+
+    #[test]
+    fn a_stack_view_reads_the_vm_frames_in_place() {
+        let frames: Vec<VmFrame> = (0..5)
+            .map(|m| VmFrame {
+                method: m,
+                next_ip: 10 + m,
+                other: 0,
+            })
+            .collect();
+        let len: usize = 3;
+        let p = PublishedState::new(1);
+        let view = StackView {
+            base: frames.as_ptr() as *const u8,
+            len: &len,
+            stride: std::mem::size_of::<VmFrame>(),
+            read: read_vm_frame,
+        };
+        // SAFETY: `frames` and `len` outlive every snapshot below.
+        unsafe { p.use_stack_view(view).unwrap() };
+        assert!(p.has_stack_view());
+        assert_eq!(p.depth(), 3);
+        let (f, d) = frames_of(&p, 2);
+        assert_eq!(d, 3);
+        assert_eq!(
+            f,
+            vec![
+                RawFrame::interpreted(MethodId(2), 12),
+                RawFrame::interpreted(MethodId(1), 10)
+            ]
+        );
+        drop(frames);
+    }
+
+    fn frames_of(p: &PublishedState, max: usize) -> (Vec<RawFrame>, u32) {
+        frames(p, max)
     }
 
     #[test]

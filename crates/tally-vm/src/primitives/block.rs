@@ -19,8 +19,9 @@ fn value(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 /// its operand stack is emptied and it runs again from its first instruction. Nothing is
 /// answered; the interpreter resumes the frame at `ip`.
 fn restart(vm: &mut Vm, _argc: usize) -> Result<(), VmError> {
-    let f = vm.rt.frames.last_mut().expect("frame");
-    let keep = f.bp + 1 + f.code.num_args as usize + f.code.num_locals as usize;
+    let f = vm.rt.frames.top_mut();
+    let code = vm.rt.codes[f.code as usize];
+    let keep = f.bp() + 1 + code.num_args as usize + code.num_locals as usize;
     f.ip = 0;
     vm.rt.stack.truncate(keep);
     Ok(())

@@ -35,18 +35,46 @@ pub(crate) fn double_mod(a: f64, b: f64) -> f64 {
     a % b
 }
 
+/// The receiver of a Double primitive: an immediate small float on the common path.
+#[inline(always)]
 fn receiver(vm: &Vm, argc: usize) -> f64 {
-    vm.double_of(vm.arg(argc, 0))
-        .expect("Double primitive on a double")
+    let v = vm.arg(argc, 0);
+    match v.as_small_float() {
+        Some(d) => d,
+        None => boxed_receiver(vm, v),
+    }
 }
 
+#[cold]
+#[inline(never)]
+fn boxed_receiver(vm: &Vm, v: Value) -> f64 {
+    vm.boxed_double_of(v).expect("Double primitive on a double")
+}
+
+/// The argument of a binary Double primitive as a double. Small floats and small integers
+/// are decoded in place; boxed doubles, big integers and errors take the slow path.
+#[inline(always)]
 fn operand(vm: &Vm) -> Result<f64, VmError> {
-    match vm.numeric_operand(vm.arg(1, 1))? {
+    let v = vm.arg(1, 1);
+    if let Some(d) = v.as_small_float() {
+        return Ok(d);
+    }
+    if let Some(i) = v.as_int() {
+        return Ok(i as f64);
+    }
+    operand_slow(vm, v)
+}
+
+#[cold]
+#[inline(never)]
+fn operand_slow(vm: &Vm, v: Value) -> Result<f64, VmError> {
+    match vm.numeric_operand(v)? {
         Operand::Double(d) => Ok(d),
         Operand::Int(i) => vm.int_to_double(&i),
     }
 }
 
+#[inline(always)]
 fn arith(vm: &mut Vm, f: fn(f64, f64) -> f64, check_zero: bool) -> Result<(), VmError> {
     let y = operand(vm)?;
     if check_zero && y == 0.0 {
@@ -74,6 +102,7 @@ fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     arith(vm, double_mod, true)
 }
 
+#[inline(always)]
 fn unary(vm: &mut Vm, argc: usize, f: fn(f64) -> f64) -> Result<(), VmError> {
     let x = receiver(vm, argc);
     let v = vm.new_double(f(x))?;
@@ -90,7 +119,13 @@ fn sin(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     unary(vm, argc, f64::sin)
 }
 
+/// The Integer of an integral double `d` (already rounded or truncated).
 fn to_integer(vm: &mut Vm, argc: usize, d: f64) -> Result<(), VmError> {
+    // Integral doubles in [-2^62, 2^62) are exactly the small integers' range.
+    const LIMIT: f64 = (1u64 << 62) as f64;
+    if (-LIMIT..LIMIT).contains(&d) {
+        return vm.answer(argc, Value::from_small_int(d as i64));
+    }
     let Some(b) = BigInt::from_f64(d) else {
         return Err(vm.error(format!(
             "{} cannot be converted to an Integer.",

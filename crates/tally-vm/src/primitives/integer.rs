@@ -41,11 +41,24 @@ pub(crate) enum Operand {
 }
 
 impl Vm {
+    /// Immediates (small integers, small floats) are decoded without touching the heap.
+    #[inline]
     pub(crate) fn numeric_operand(&self, v: Value) -> Result<Operand, VmError> {
+        if let Some(i) = v.as_int() {
+            return Ok(Operand::Int(Int::Small(i)));
+        }
+        if let Some(d) = v.as_small_float() {
+            return Ok(Operand::Double(d));
+        }
+        self.boxed_numeric_operand(v)
+    }
+
+    #[inline(never)]
+    fn boxed_numeric_operand(&self, v: Value) -> Result<Operand, VmError> {
         if let Some(i) = self.int_of(v) {
             return Ok(Operand::Int(i));
         }
-        if let Some(d) = self.double_of(v) {
+        if let Some(d) = self.boxed_double_of(v) {
             return Ok(Operand::Double(d));
         }
         Err(self.error(format!(
@@ -81,9 +94,14 @@ fn arith(
     double: fn(f64, f64) -> f64,
 ) -> Result<(), VmError> {
     let (a, b) = (vm.arg(1, 0), vm.arg(1, 1));
-    if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
-        if let Some(r) = small(x, y) {
-            let v = vm.i64_result(r)?;
+    if let Some(x) = a.as_int() {
+        if let Some(y) = b.as_int() {
+            if let Some(r) = small(x, y) {
+                let v = vm.i64_result(r)?;
+                return vm.answer(1, v);
+            }
+        } else if let Some(y) = b.as_small_float() {
+            let v = vm.new_double(double(x as f64, y))?;
             return vm.answer(1, v);
         }
     }
@@ -306,6 +324,15 @@ fn shift_right(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 /// A small integer's root is exact for perfect squares (an Integer), otherwise a Double; a big
 /// integer's root is its integer square root.
 fn sqrt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
+    if let Some(i) = vm.arg(argc, 0).as_int() {
+        if i >= 0 {
+            let v = match exact_isqrt(i) {
+                Some(r) => Value::from_small_int(r),
+                None => vm.new_double((i as f64).sqrt())?,
+            };
+            return vm.answer(argc, v);
+        }
+    }
     let x = receiver_int(vm, argc);
     let b = x.to_big();
     if b.is_negative() {
@@ -319,6 +346,20 @@ fn sqrt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
         vm.new_double(d.sqrt())?
     };
     vm.answer(argc, v)
+}
+
+/// The root of `i >= 0` when `i` is a perfect square.
+fn exact_isqrt(i: i64) -> Option<i64> {
+    // The float root is within one of the integer root for every i64; fix it up exactly.
+    let mut r = (i as f64).sqrt() as i128;
+    let i = i as i128;
+    while r * r > i {
+        r -= 1;
+    }
+    while (r + 1) * (r + 1) <= i {
+        r += 1;
+    }
+    (r * r == i).then_some(r as i64)
 }
 
 fn at_random(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
@@ -432,5 +473,24 @@ fn from_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
             vm.answer(argc, v)
         }
         Err(_) => Err(vm.error(format!("'{text}' cannot be converted to an Integer."))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exact_isqrt;
+
+    #[test]
+    fn exact_isqrt_finds_perfect_squares_only() {
+        for r in [0i64, 1, 2, 3, 10, 94906265, 3037000499] {
+            assert_eq!(exact_isqrt(r * r), Some(r));
+            if r > 1 {
+                assert_eq!(exact_isqrt(r * r - 1), None);
+                assert_eq!(exact_isqrt(r * r + 1), None);
+            }
+        }
+        assert_eq!(exact_isqrt(2), None);
+        assert_eq!(exact_isqrt(i64::MAX >> 1), None);
+        assert_eq!(exact_isqrt(i64::MAX), None);
     }
 }

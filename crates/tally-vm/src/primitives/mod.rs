@@ -78,6 +78,9 @@ impl Vm {
         if v == Value::TRUE || v == Value::FALSE {
             return "Boolean";
         }
+        if v.is_small_float() {
+            return "Double";
+        }
         match Kind::from_u8(v.kind()) {
             Kind::Plain | Kind::Context => "Inst",
             Kind::Array => "Array",

@@ -52,6 +52,11 @@ impl Vm {
     /// Numbers compare by value even when boxed: two boxes of the same double or big integer
     /// are indistinguishable to a SOM program.
     pub(crate) fn value_identical(&self, a: Value, b: Value) -> bool {
+        // Doubles are identical when their bits are, immediate or boxed (a result is immediate
+        // whenever it can be, so mixed pairs arise only from values made elsewhere).
+        if let (Some(x), Some(y)) = (self.double_of(a), self.double_of(b)) {
+            return x.to_bits() == y.to_bits();
+        }
         if let (Some(x), Some(y)) = (self.double_of(a), b.as_int()) {
             return x == y as f64;
         }
@@ -106,11 +111,17 @@ impl Vm {
         if let Some(s) = v.as_symbol() {
             return super::string::string_hash(self.rt.symbols.name(s).as_bytes());
         }
+        // A Double hashes its IEEE bytes whether it is immediate or boxed; -0.0 = 0.0, so the
+        // zeros hash alike.
+        if let Some(d) = self.double_of(v) {
+            let d = if d == 0.0 { 0.0 } else { d };
+            return super::string::string_hash(&d.to_le_bytes());
+        }
         if !v.is_ref() {
             return (v.bits() >> 3) as i64;
         }
         match Kind::from_u8(v.kind()) {
-            Kind::Double | Kind::BigInt | Kind::String | Kind::AsciiString => {
+            Kind::BigInt | Kind::String | Kind::AsciiString => {
                 super::string::string_hash(&v.bytes()[..v.byte_len()])
             }
             _ => v.identity_hash() as i64,

@@ -1,0 +1,215 @@
+//! The activation stack, laid out so a profiler's signal handler can read it in place.
+//!
+//! Frames live in one array reserved up front for the deepest allowed stack (the pages are
+//! only touched as the stack grows), so a frame never moves while it is live. That lets the
+//! sampler read method and bytecode index straight from the frames (`tally_profile::StackView`)
+//! instead of the interpreter keeping a second, shadow stack on every call and return.
+
+use tally_heap::Value;
+use tally_profile::{MethodId, RawFrame, StackView};
+
+use crate::bytecode::CodeId;
+
+/// One activation. Its receiver, arguments, stack locals and operand stack are the value
+/// stack from `bp` up.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Frame {
+    /// The code running here; samples read this field.
+    pub code: CodeId,
+    /// The next instruction. Saved at calls, so a caller's is one past its call site; samples
+    /// read this field.
+    pub ip: u32,
+    pub bp: u32,
+    _reserved: u32,
+    /// This activation's context (own, or for a block without one, its closure's), or nil.
+    pub ctx: Value,
+    /// The closure being run, or NONE for a method activation.
+    pub closure: Value,
+}
+
+// SAFETY: every field is an integer or a `Value` (a `u64` whose all-zero pattern is
+// `Value::NONE`), so the all-zero bit pattern is a valid `Frame`.
+unsafe impl bytemuck::Zeroable for Frame {}
+
+impl Frame {
+    pub fn new(code: CodeId, bp: usize, ctx: Value, closure: Value) -> Frame {
+        Frame {
+            code,
+            ip: 0,
+            bp: bp as u32,
+            _reserved: 0,
+            ctx,
+            closure,
+        }
+    }
+
+    #[inline(always)]
+    pub fn bp(&self) -> usize {
+        self.bp as usize
+    }
+}
+
+/// A stack of frames with a fixed capacity: pushing past it is the VM's stack overflow.
+pub struct FrameStack {
+    /// The number of live frames. Boxed with the array in `Runtime` so its address is stable.
+    len: usize,
+    frames: Box<[Frame]>,
+}
+
+impl FrameStack {
+    /// Reserves room for `capacity` frames; zeroed pages cost nothing until used.
+    pub fn with_capacity(capacity: usize) -> Box<FrameStack> {
+        Box::new(FrameStack {
+            len: 0,
+            frames: bytemuck::zeroed_slice_box(capacity.max(1)),
+        })
+    }
+
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Pushes a frame; false when the stack is full.
+    #[inline(always)]
+    #[must_use]
+    pub fn push(&mut self, frame: Frame) -> bool {
+        match self.frames.get_mut(self.len) {
+            Some(slot) => {
+                *slot = frame;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline(always)]
+    pub fn pop(&mut self) -> Option<Frame> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        Some(self.frames[self.len])
+    }
+
+    #[inline(always)]
+    pub fn last(&self) -> Option<&Frame> {
+        self.len.checked_sub(1).map(|i| &self.frames[i])
+    }
+
+    #[inline(always)]
+    pub fn last_mut(&mut self) -> Option<&mut Frame> {
+        self.len.checked_sub(1).map(|i| &mut self.frames[i])
+    }
+
+    /// The top frame; the interpreter only runs with one.
+    #[inline(always)]
+    pub fn top(&self) -> &Frame {
+        &self.frames[self.len - 1]
+    }
+
+    #[inline(always)]
+    pub fn top_mut(&mut self) -> &mut Frame {
+        &mut self.frames[self.len - 1]
+    }
+
+    pub fn get(&self, index: usize) -> Option<&Frame> {
+        self.live().get(index)
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    pub fn live(&self) -> &[Frame] {
+        &self.frames[..self.len]
+    }
+
+    pub fn live_mut(&mut self) -> &mut [Frame] {
+        &mut self.frames[..self.len]
+    }
+
+    /// Where a sampler finds these frames.
+    ///
+    /// The view stays valid as long as this `FrameStack` is alive: the array and the length
+    /// are heap-allocated and never reallocated. The VM stops its sampler before dropping it.
+    pub fn stack_view(&self) -> StackView {
+        StackView {
+            base: self.frames.as_ptr() as *const u8,
+            len: &self.len,
+            stride: std::mem::size_of::<Frame>(),
+            read: read_frame,
+        }
+    }
+}
+
+/// Reads one frame for a sample: the method and the bytecode index of its last call (for the
+/// innermost frame too: the interpreter saves its position only at calls, so the innermost
+/// frame is placed at its most recent call, or at 0 before its first).
+///
+/// # Safety
+/// `frame` points at a live `Frame` of a `FrameStack` (see `FrameStack::stack_view`).
+unsafe fn read_frame(frame: *const u8, _innermost: bool) -> RawFrame {
+    let frame = frame as *const Frame;
+    // SAFETY: the caller passes a pointer to a frame inside the stack's array; volatile because
+    // the interpreter writes these words without synchronisation and the handler may run
+    // between any two of its instructions (an aligned word is either written or not).
+    let (code, ip) = unsafe {
+        (
+            std::ptr::read_volatile(std::ptr::addr_of!((*frame).code)),
+            std::ptr::read_volatile(std::ptr::addr_of!((*frame).ip)),
+        )
+    };
+    RawFrame::interpreted(MethodId(code), ip.saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_pop_and_overflow() {
+        let mut s = FrameStack::with_capacity(2);
+        assert!(s.push(Frame::new(7, 0, Value::NIL, Value::NONE)));
+        assert!(s.push(Frame::new(8, 3, Value::NIL, Value::NONE)));
+        assert!(!s.push(Frame::new(9, 5, Value::NIL, Value::NONE)), "full");
+        assert_eq!(s.len(), 2);
+        assert_eq!(s.top().code, 8);
+        assert_eq!(s.pop().map(|f| f.bp()), Some(3));
+        assert_eq!(s.top().code, 7);
+    }
+
+    #[test]
+    fn the_view_reads_methods_and_call_sites() {
+        let mut s = FrameStack::with_capacity(4);
+        assert!(s.push(Frame::new(1, 0, Value::NIL, Value::NONE)));
+        s.top_mut().ip = 5;
+        assert!(s.push(Frame::new(2, 1, Value::NIL, Value::NONE)));
+        let view = s.stack_view();
+        let published = tally_profile::PublishedState::new(1);
+        // SAFETY: `s` outlives `published`'s snapshots in this test.
+        unsafe { published.use_stack_view(view).unwrap() };
+        let mut words = [0u64; 4];
+        let (n, depth) = published.snapshot(|i, w| words[i] = w, 4);
+        assert_eq!((n, depth), (2, 2));
+        assert_eq!(
+            RawFrame::unpack(words[0]),
+            RawFrame::interpreted(MethodId(2), 0)
+        );
+        assert_eq!(
+            RawFrame::unpack(words[1]),
+            RawFrame::interpreted(MethodId(1), 4)
+        );
+    }
+}
