@@ -4,8 +4,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser};
@@ -368,17 +366,7 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
         )));
     }
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = Arc::clone(&interrupted);
-        // Failing to install the handler only loses graceful Ctrl-C.
-        let _ = ctrlc::set_handler(move || {
-            if flag.swap(true, Ordering::SeqCst) {
-                std::process::exit(130);
-            }
-            eprintln!("\ntally bench: interrupted; writing what was measured so far (Ctrl-C again to quit at once)");
-        });
-    }
+    let interrupted = runner::install_interrupt_handler("tally bench");
 
     let mut results = Results {
         format: FORMAT.into(),

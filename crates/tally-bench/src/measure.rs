@@ -46,6 +46,14 @@ pub struct ProcessRun {
     pub max_rss_kib: u64,
 }
 
+impl ProcessRun {
+    /// User plus system CPU seconds: the process's own work, without the
+    /// time it waited for a CPU (which wall time includes on a busy machine).
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+}
+
 /// How often the runner looks at a running child. It bounds how late a
 /// timeout or Ctrl-C takes effect and how much wall time is over-counted;
 /// the harness's own iteration times are unaffected.

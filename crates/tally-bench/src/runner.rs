@@ -10,9 +10,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressDrawTarget, ProgressStyle};
+
+/// The bar [`progress_bar`] makes (indicatif's), named here so users need not depend on indicatif.
+pub use indicatif::ProgressBar;
 
 use crate::executor::Executor;
 use crate::measure::run_process;
@@ -142,7 +146,29 @@ pub fn run(
     true
 }
 
-fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+/// Installs the Ctrl-C handler every measuring command shares: the first
+/// Ctrl-C sets the returned flag (the runner then kills the running child
+/// and the caller writes what was measured), a second one quits at once.
+/// `tool` names the command in the message, e.g. "tally bench".
+pub fn install_interrupt_handler(tool: &str) -> Arc<AtomicBool> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&interrupted);
+    let tool = tool.to_string();
+    // Failing to install the handler only loses graceful Ctrl-C.
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!(
+            "\n{tool}: interrupted; writing what was measured so far (Ctrl-C again to quit at once)"
+        );
+    });
+    interrupted
+}
+
+/// The progress bar of a measuring run: drawn on stderr when it is a
+/// terminal (hidden otherwise, or when `quiet`), `total` steps long.
+pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     let target = if quiet || !std::io::stderr().is_terminal() {
         ProgressDrawTarget::hidden()
     } else {

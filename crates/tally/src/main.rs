@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod experiment;
 mod profile_cmd;
 
 use clap::{Parser, ValueEnum};
@@ -25,6 +26,8 @@ Examples:
   tally export pprof run.profile -o run.pb.gz
                                         also: folded, flamegraph, speedscope, firefox, chrome
   tally bench bench/smoke.toml          benchmark (see `tally bench --help`)
+  tally experiment cbs                  profiling-accuracy experiments: CBS call graphs, method
+  tally experiment sampling             sampling (see `tally experiment --help`)
 
 The main class is sent `run:` with an Array of the command-line words (its name first) if it
 understands `run:`, else `run`. Classes are looked up on the class path first, then in Tally's
@@ -286,6 +289,14 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == "bench") {
         let this = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tally"));
         return tally_bench::main(std::env::args_os().skip(2).collect(), this);
+    }
+    // `tally experiment …` likewise: it runs this binary (or --tally) as child processes.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == "experiment")
+    {
+        let this = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tally"));
+        return experiment::main(std::env::args_os().skip(2).collect(), this);
     }
     let mut args: Vec<String> = std::env::args().collect();
     if args.get(1).is_some_and(|a| a == "record") {
