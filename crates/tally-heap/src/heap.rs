@@ -40,6 +40,26 @@ const DEFAULT_GC_THREADS: usize = 1;
 /// Set by the first `Heap::new`; never reset, because MMTk cannot be initialised twice.
 static CREATED: AtomicBool = AtomicBool::new(false);
 
+/// Creates the MMTk instance. MMTk reports a failure to map its address space by panicking;
+/// that becomes an error here (without the panic message on stderr), so the VM can say what
+/// went wrong and exit instead of crashing.
+fn init_mmtk(builder: &MMTKBuilder) -> Result<Box<MMTK<Tally>>, HeapInitError> {
+    let previous_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        memory_manager::mmtk_init::<Tally>(builder)
+    }));
+    std::panic::set_hook(previous_hook);
+    result.map_err(|payload| {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "unknown failure".into());
+        HeapInitError::AddressSpace(message)
+    })
+}
+
 /// The object heap. One per process (see [`HeapInitError::AlreadyInitialized`]).
 ///
 /// `Heap` is neither `Send` nor `Sync`: the VM has one mutator thread, and the GC listener may
@@ -118,7 +138,7 @@ impl Heap {
             "MMTk rejected options that are valid by construction"
         );
 
-        let mmtk: &'static MMTK<Tally> = Box::leak(memory_manager::mmtk_init::<Tally>(&builder));
+        let mmtk: &'static MMTK<Tally> = Box::leak(init_mmtk(&builder)?);
         if MMTK_INSTANCE.set(mmtk).is_err() {
             unreachable!("CREATED guards MMTK_INSTANCE");
         }

@@ -88,6 +88,10 @@ pub enum HeapInitError {
     HeapTooSmall { requested: usize, minimum: usize },
     #[error("the GC stress interval must be at least 1 allocation")]
     ZeroStressInterval,
+    /// MMTk maps its spaces and side metadata at fixed addresses; that fails when something
+    /// else already occupies them (another mapping, a tool such as valgrind, a tight ulimit).
+    #[error("MMTk could not set up its address space: {0}")]
+    AddressSpace(String),
 }
 
 /// The heap could not satisfy an allocation even after collecting (or the object can never

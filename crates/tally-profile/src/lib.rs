@@ -8,8 +8,10 @@
 //!   yieldpoints and what runs in signal handlers. Allocation-free and
 //!   lock-free after construction: an overloaded [`YieldpointFlag`]
 //!   (Arnold & Grove), the CBS state machine [`Cbs`], a [`PublishedState`]
-//!   shadow stack, a pre-allocated [`SampleRing`], [`ExactCounts`] for the
-//!   exhaustive mode, and the timer / perf_events [`Sampler`].
+//!   (a shadow stack the VM pushes and pops, or a [`StackView`] through which
+//!   handlers read the VM's own frames in place, costing calls nothing), a
+//!   pre-allocated [`SampleRing`], [`ExactCounts`] for the exhaustive mode,
+//!   and the timer / perf_events [`Sampler`].
 //! - **Offline** (everything else): the [`Recorder`] that turns ring
 //!   contents and events into a [`Profile`], the file [`format`](mod@format),
 //!   [`Symbols`] resolution through code versions, call graphs and

@@ -76,4 +76,14 @@ pub enum Op {
     PushLocalSendBinary(u16, SiteId),
     /// `PushConst(v); SendBinary(site)`: `i + 1`, `n > 0` …
     PushConstSendBinary(Value, SiteId),
+    /// `PushLocal(i); Return`
+    ReturnLocal(u16),
+    /// `PushField(i); Return`
+    ReturnField(u16),
+    /// A comparison `SendBinary(site)` whose result a `JumpIfFalse(target)` right after it
+    /// tests: numbers are compared and branched on at once. That `JumpIfFalse` stays in place
+    /// after this instruction; a real send returns to it, and the fast path skips it.
+    SendCompareJumpIfFalse(SiteId, u32),
+    /// The same with `JumpIfTrue(target)`.
+    SendCompareJumpIfTrue(SiteId, u32),
 }

@@ -5,6 +5,8 @@
 //! sampler read method and bytecode index straight from the frames (`tally_profile::StackView`)
 //! instead of the interpreter keeping a second, shadow stack on every call and return.
 
+use std::sync::atomic::{compiler_fence, Ordering};
+
 use tally_heap::Value;
 use tally_profile::{MethodId, RawFrame, StackView};
 
@@ -87,6 +89,9 @@ impl FrameStack {
         match self.frames.get_mut(self.len) {
             Some(slot) => {
                 *slot = frame;
+                // A sampler interrupting this thread must never count a frame whose fields
+                // are not written yet: keep the compiler from sinking the write below this.
+                compiler_fence(Ordering::Release);
                 self.len += 1;
                 true
             }

@@ -176,6 +176,55 @@ impl Vm {
                 send!(site_id);
             }};
         }
+        // Returns `result` from the running frame to its caller (or out of the loop).
+        macro_rules! do_return {
+            ($result:expr) => {{
+                let result = $result;
+                self.pop_frame(result);
+                if self.rt.frames.len() <= base_depth {
+                    final_counts!();
+                    epilogue!();
+                    return Ok(result);
+                }
+                flush_counts!();
+                let f = self.rt.frames.top();
+                code = self.rt.codes[f.code as usize];
+                ops = &code.ops;
+                ip = f.ip as usize;
+                bp = f.bp();
+                epilogue!();
+            }};
+        }
+        // A comparison answered in place for numbers, then the jump right behind it (at `ip`)
+        // is taken or skipped; anything else is sent, and that jump tests the result later.
+        macro_rules! compare_and_branch {
+            ($site_id:expr, $target:expr, $jump_if:expr) => {{
+                let site_id = $site_id;
+                let int_op = self.rt.sites[site_id as usize].int_op;
+                let len = self.rt.stack.len();
+                let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
+                let answer = if a.is_int() && b.is_int() {
+                    int_op.apply(a.int_unchecked(), b.int_unchecked())
+                } else if a.is_small_float() || b.is_small_float() {
+                    int_op.apply_float(a, b)
+                } else {
+                    None
+                };
+                match answer {
+                    Some(r) => {
+                        self.rt.stack.truncate(len - 2);
+                        ip = if (r == Value::TRUE) == $jump_if {
+                            $target as usize
+                        } else {
+                            ip + 1
+                        };
+                    }
+                    None => {
+                        send!(site_id);
+                    }
+                }
+            }};
+        }
         loop {
             let op = ops[ip];
             ip += 1;
@@ -325,25 +374,37 @@ impl Vm {
                     self.send(site, true)?;
                     reload!();
                 }
-                Op::Return | Op::ReturnSelf => {
-                    let result = if op == Op::ReturnSelf {
-                        self.rt.stack[bp]
-                    } else {
-                        self.pop()
-                    };
-                    self.pop_frame(result);
-                    if self.rt.frames.len() <= base_depth {
-                        final_counts!();
-                        epilogue!();
-                        return Ok(result);
+                Op::Return => {
+                    let result = self.pop();
+                    do_return!(result);
+                }
+                Op::ReturnSelf => {
+                    let result = self.rt.stack[bp];
+                    do_return!(result);
+                }
+                Op::ReturnLocal(i) => {
+                    let result = self.rt.stack[bp + i as usize];
+                    do_return!(result);
+                }
+                Op::ReturnField(i) => {
+                    let recv = self.rt.stack[bp];
+                    match self.field(recv, i as usize) {
+                        Some(result) => {
+                            do_return!(result);
+                        }
+                        None => {
+                            save!();
+                            return Err(
+                                self.error(format!("field {} read on an object without it", i + 1))
+                            );
+                        }
                     }
-                    flush_counts!();
-                    let f = self.rt.frames.top();
-                    code = self.rt.codes[f.code as usize];
-                    ops = &code.ops;
-                    ip = f.ip as usize;
-                    bp = f.bp();
-                    epilogue!();
+                }
+                Op::SendCompareJumpIfFalse(site_id, t) => {
+                    compare_and_branch!(site_id, t, false);
+                }
+                Op::SendCompareJumpIfTrue(site_id, t) => {
+                    compare_and_branch!(site_id, t, true);
                 }
                 Op::ReturnNonLocal => {
                     save!();

@@ -90,7 +90,7 @@ impl Vm {
                 ));
             }
             let profiler = profiling::Profiler::new(p, &vm.rt.frames)?;
-            vm.sampling = true;
+            vm.sampling = p.trigger.is_some();
             vm.profiler = Some(Box::new(profiler));
             vm.profile_watch_gc();
         }

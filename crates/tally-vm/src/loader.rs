@@ -464,6 +464,10 @@ impl CompileEnv for Env<'_> {
                 }
             }
         }
+        let sites = &self.vm.rt.sites;
+        crate::peephole::compare_and_branch(&mut code.ops, |site| {
+            sites[site as usize].int_op.is_comparison()
+        });
         crate::peephole::superinstructions(&mut code.ops, &mut code.positions);
         let id = self.vm.rt.codes.len() as CodeId;
         self.vm

@@ -37,6 +37,8 @@ fn superinstruction(first: Op, second: Op) -> Option<Op> {
         (Op::PushLocal(i), Op::Send(s)) => Op::PushLocalSend(i, s),
         (Op::PushLocal(i), Op::SendBinary(s)) => Op::PushLocalSendBinary(i, s),
         (Op::PushConst(v), Op::SendBinary(s)) => Op::PushConstSendBinary(v, s),
+        (Op::PushLocal(i), Op::Return) => Op::ReturnLocal(i),
+        (Op::PushField(i), Op::Return) => Op::ReturnField(i),
         _ => return None,
     })
 }
@@ -50,6 +52,24 @@ fn position_of_second(op: Op) -> bool {
     )
 }
 
+/// Turns each comparison send followed by a conditional jump into a compare-and-branch,
+/// leaving the jump in place behind it (see `Op::SendCompareJumpIfFalse`). `is_comparison`
+/// tells which send sites compare.
+pub fn compare_and_branch(ops: &mut [Op], is_comparison: impl Fn(u32) -> bool) {
+    for i in 0..ops.len().saturating_sub(1) {
+        if let Op::SendBinary(site) = ops[i] {
+            if !is_comparison(site) {
+                continue;
+            }
+            ops[i] = match ops[i + 1] {
+                Op::JumpIfFalse(t) => Op::SendCompareJumpIfFalse(site, t),
+                Op::JumpIfTrue(t) => Op::SendCompareJumpIfTrue(site, t),
+                _ => continue,
+            };
+        }
+    }
+}
+
 /// Fuses frequent pairs into superinstructions (once the sends are final: `SendBinary` is
 /// chosen when the code is installed).
 pub fn superinstructions(ops: &mut Vec<Op>, positions: &mut Vec<(u32, u32)>) {
@@ -60,13 +80,20 @@ pub fn superinstructions(ops: &mut Vec<Op>, positions: &mut Vec<(u32, u32)>) {
 
 fn jump_target(op: Op) -> Option<u32> {
     match op {
-        Op::Jump(t) | Op::JumpIfTrue(t) | Op::JumpIfFalse(t) | Op::JumpBack(t) => Some(t),
+        Op::Jump(t)
+        | Op::JumpIfTrue(t)
+        | Op::JumpIfFalse(t)
+        | Op::JumpBack(t)
+        | Op::SendCompareJumpIfFalse(_, t)
+        | Op::SendCompareJumpIfTrue(_, t) => Some(t),
         _ => None,
     }
 }
 
 fn with_target(op: Op, t: u32) -> Op {
     match op {
+        Op::SendCompareJumpIfFalse(s, _) => Op::SendCompareJumpIfFalse(s, t),
+        Op::SendCompareJumpIfTrue(s, _) => Op::SendCompareJumpIfTrue(s, t),
         Op::Jump(_) => Op::Jump(t),
         Op::JumpIfTrue(_) => Op::JumpIfTrue(t),
         Op::JumpIfFalse(_) => Op::JumpIfFalse(t),
@@ -247,6 +274,38 @@ mod tests {
             ]
         );
         assert_eq!(pos, vec![(1, 1), (1, 9), (1, 9), (2, 1)]);
+    }
+
+    #[test]
+    fn compare_and_branch_keeps_the_jump_behind_it() {
+        let mut ops = vec![
+            Op::PushLocal(1),
+            Op::PushLocal(2),
+            Op::SendBinary(4),
+            Op::JumpIfFalse(7),
+            Op::PushLocal(1),
+            Op::SendBinary(5),
+            Op::JumpIfTrue(0),
+            Op::ReturnSelf,
+        ];
+        compare_and_branch(&mut ops, |site| site == 4);
+        assert_eq!(ops[2], Op::SendCompareJumpIfFalse(4, 7));
+        assert_eq!(ops[3], Op::JumpIfFalse(7));
+        assert_eq!(ops[5], Op::SendBinary(5), "site 5 does not compare");
+        // Fusing around it retargets its jump like any other.
+        let mut pos = vec![(1, 1); ops.len()];
+        superinstructions(&mut ops, &mut pos);
+        assert_eq!(
+            ops,
+            vec![
+                Op::PushLocal2(1, 2),
+                Op::SendCompareJumpIfFalse(4, 5),
+                Op::JumpIfFalse(5),
+                Op::PushLocalSendBinary(1, 5),
+                Op::JumpIfTrue(0),
+                Op::ReturnSelf,
+            ]
+        );
     }
 
     #[test]

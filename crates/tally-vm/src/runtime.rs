@@ -95,7 +95,7 @@ impl Trivial {
             return Trivial::No;
         }
         match *ops {
-            [Op::PushField(i), Op::Return] => Trivial::Getter(i),
+            [Op::PushField(i), Op::Return] | [Op::ReturnField(i)] => Trivial::Getter(i),
             [Op::PushLocal(1), Op::PopField(i), Op::ReturnSelf] => Trivial::Setter(i),
             [Op::PushConst(v), Op::Return] => Trivial::Constant(v),
             [Op::PushLiteral(i), Op::Return] => Trivial::Literal(i),
@@ -189,6 +189,19 @@ impl IntOp {
             "&" => IntOp::BitAnd,
             _ => IntOp::None,
         }
+    }
+
+    /// Whether the result is a Boolean (what a conditional jump may test directly).
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            IntOp::Less
+                | IntOp::Greater
+                | IntOp::LessEq
+                | IntOp::GreaterEq
+                | IntOp::Equal
+                | IntOp::NotEqual
+        )
     }
 
     /// The result for two small integers, or None when it must take the general path

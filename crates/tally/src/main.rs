@@ -79,9 +79,17 @@ struct Cli {
     )]
     rate: u32,
 
-    /// Counter-based sampling of call edges: each tick samples every STRIDE-th call, SAMPLES times.
-    #[arg(long, value_name = "STRIDE:SAMPLES", value_parser = parse_cbs, help_heading = "Profiling")]
-    cbs: Option<CbsConfig>,
+    /// Counter-based sampling of call edges (Arnold & Grove): each tick opens a window that
+    /// samples every STRIDE-th call, SAMPLES times; `off` disables it. The default was chosen
+    /// with `tally experiment cbs` (see ACCURACY.md).
+    #[arg(
+        long,
+        value_name = "STRIDE:SAMPLES|off",
+        default_value = DEFAULT_CBS,
+        value_parser = parse_cbs,
+        help_heading = "Profiling"
+    )]
+    cbs: CbsChoice,
 
     /// Also count every call and bytecode exactly (the ground truth; slower).
     #[arg(long, help_heading = "Profiling")]
@@ -120,7 +128,17 @@ enum MechanismKind {
     Polling,
 }
 
-fn parse_cbs(s: &str) -> Result<CbsConfig, String> {
+/// The CBS configuration profiles get unless `--cbs` says otherwise.
+const DEFAULT_CBS: &str = "3:16";
+
+/// `--cbs`: a configuration, or none (`off`).
+#[derive(Clone, Copy, Debug)]
+struct CbsChoice(Option<CbsConfig>);
+
+fn parse_cbs(s: &str) -> Result<CbsChoice, String> {
+    if s.trim() == "off" {
+        return Ok(CbsChoice(None));
+    }
     let (stride, samples) = s
         .split_once(':')
         .ok_or_else(|| format!("'{s}' is not STRIDE:SAMPLES (e.g. 3:16)"))?;
@@ -135,11 +153,11 @@ fn parse_cbs(s: &str) -> Result<CbsConfig, String> {
     if stride == 0 || samples == 0 {
         return Err("STRIDE and SAMPLES must be at least 1".into());
     }
-    Ok(CbsConfig {
+    Ok(CbsChoice(Some(CbsConfig {
         stride,
         samples,
         ..CbsConfig::default()
-    })
+    })))
 }
 
 fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
@@ -175,6 +193,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
         (
             "cbs".to_string(),
             cli.cbs
+                .0
                 .map(|c| format!("{}:{}", c.stride, c.samples))
                 .unwrap_or_else(|| "off".into()),
         ),
@@ -191,7 +210,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
         trigger,
         mechanism,
         rate_hz: cli.rate,
-        cbs: cli.cbs,
+        cbs: cli.cbs.0,
         exhaustive: cli.exhaustive,
         command_line: cli.program.clone(),
         settings,

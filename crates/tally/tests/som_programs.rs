@@ -77,31 +77,29 @@ fn som_programs_survive_gc_stress() {
     run_all(&["--gc-stress", "400"]);
 }
 
-/// Profiling never changes what a program prints: every program under each sampling
-/// mechanism at a high rate, and under counter-based sampling with exhaustive counts.
+/// Profiling never changes what a program prints: every program under each trigger ×
+/// mechanism of method sampling at a high rate, and under counter-based sampling with
+/// exhaustive counts.
 #[test]
 fn som_programs_are_unchanged_by_profiling() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = format!("--profile={}", dir.path().join("run.profile").display());
-    for config in [
-        &[
-            "--sampler",
-            "timer-wall",
-            "--rate",
-            "10000",
-            "--mechanism",
-            "immediate",
-        ][..],
-        &[
-            "--sampler",
-            "timer-wall",
-            "--rate",
-            "10000",
-            "--mechanism",
-            "polling",
-        ][..],
-        &["--sampler", "none", "--cbs", "3:16", "--exhaustive"][..],
-    ] {
+    let mut configs: Vec<Vec<&str>> = Vec::new();
+    for sampler in ["timer", "timer-wall", "itimer", "perf"] {
+        for mechanism in ["immediate", "polling"] {
+            configs.push(vec![
+                "--sampler",
+                sampler,
+                "--rate",
+                "10000",
+                "--mechanism",
+                mechanism,
+            ]);
+        }
+    }
+    configs.push(vec!["--sampler", "none", "--cbs", "3:16", "--exhaustive"]);
+    configs.push(vec!["--sampler", "perf", "--cbs", "1:1"]);
+    for config in &configs {
         let mut flags = vec![profile.as_str(), "--force"];
         flags.extend_from_slice(config);
         run_all(&flags);

@@ -166,7 +166,10 @@ impl PublishedState {
     /// can restore it (`let old = p.set_state(Gc); …; p.set_state(old)`).
     #[inline]
     pub fn set_state(&self, state: VmState) -> VmState {
-        let old = self.state.swap(state as u8, Ordering::AcqRel);
+        // Only the VM thread writes, so a load and a store (two plain moves) do what a swap
+        // would, without the locked instruction on every primitive call.
+        let old = self.state.load(Ordering::Relaxed);
+        self.state.store(state as u8, Ordering::Release);
         VmState::from_u8(old).unwrap_or(VmState::Runtime)
     }
 

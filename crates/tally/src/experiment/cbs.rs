@@ -23,10 +23,11 @@ use super::{CommonArgs, Ending, Error, Setup};
 
 pub const AFTER_HELP: &str = "\
 What it does:
-  For each benchmark, one exhaustive run (`tally --profile=F --sampler none --exhaustive`)
+  For each benchmark, one exhaustive run (`tally --profile=F --sampler none --cbs off --exhaustive`)
   records the exact call graph: how often each call edge (caller, call site, callee) was taken.
   Then, for each cell and each of -n invocations, a run with `--sampler none --cbs STRIDE:SAMPLES`
-  (a thread CPU-time timer at --rate opens the CBS windows) and runs with profiling off (the
+  (perf_events' CPU clock ticking at --rate opens the CBS windows; where perf_events is refused,
+  a thread CPU-time timer, capped near the kernel tick) and runs with profiling off (the
   baseline), interleaved round by round so that machine noise spreads over all of them.
 
 What the numbers mean:
@@ -44,8 +45,9 @@ What the numbers mean:
               benchmarks' CPU-time ratios, with an interval over benchmarks.
   †           STRIDE 1, SAMPLES 1: each tick samples just the next call, i.e. timer-based
               call-edge sampling without CBS, the baseline CBS improves on.
-  windows/run timer ticks that opened a CBS window: the tick rate achieved (a CPU-time timer
-              fires at most about once per kernel tick, ~250 Hz, whatever --rate asks).
+  windows/run timer ticks that opened a CBS window: the tick rate achieved (ticks during a
+              window extend it; the CPU-time fallback timer fires at most about once per
+              kernel tick, ~250 Hz, whatever --rate asks).
   The grid cells read \"overlap % / overhead %\".
 
 Output (in -o DIR): cbs.md (the tables, also printed on stdout), cbs.json (settings, every
@@ -379,6 +381,8 @@ fn measure(
             "--force".into(),
             "--sampler".into(),
             "none".into(),
+            "--cbs".into(),
+            "off".into(),
             "--exhaustive".into(),
         ];
         let timing = runner.run(bench, 0, "exhaustive", flags)?;
@@ -692,8 +696,8 @@ pub fn render_markdown(r: &CbsResults) -> String {
     let _ = writeln!(
         out,
         "- suite `{}`; each process runs `{} BENCH {} INNER`; {} invocation(s) per cell, \
-         {} baseline run(s) (profiling off) per benchmark and round; CBS windows opened by a \
-         CPU-time timer at {} Hz",
+         {} baseline run(s) (profiling off) per benchmark and round; CBS windows opened by \
+         perf_events' CPU clock (or, where refused, a CPU-time timer) at {} Hz",
         r.suite.source,
         r.suite.harness,
         s.iterations,

@@ -242,6 +242,9 @@ impl Config {
             self.mechanism.flag().into(),
             "--rate".into(),
             rate.to_string(),
+            // Method sampling alone, as in Buytaert et al.: no call-edge sampling on top.
+            "--cbs".into(),
+            "off".into(),
         ]
     }
 }
@@ -1182,7 +1185,9 @@ mod tests {
                 "--mechanism",
                 "immediate",
                 "--rate",
-                "250"
+                "250",
+                "--cbs",
+                "off"
             ]
         );
         assert!(P::try_parse_from(["x", "--triggers", "cycles"]).is_err());
