@@ -172,6 +172,10 @@ impl Vm {
                         self.rt.stack[len - 2] = r;
                         continue;
                     }
+                } else if let Some(r) = int_op.apply_bool(a, b) {
+                    self.rt.stack.truncate(len - 1);
+                    self.rt.stack[len - 2] = r;
+                    continue;
                 }
                 send!(site_id);
             }};
@@ -208,7 +212,7 @@ impl Vm {
                 } else if a.is_small_float() || b.is_small_float() {
                     int_op.apply_float(a, b)
                 } else {
-                    None
+                    int_op.apply_bool(a, b)
                 };
                 match answer {
                     Some(r) => {

@@ -172,6 +172,11 @@ pub enum IntOp {
     Equal,
     NotEqual,
     BitAnd,
+    /// `&&`: only Booleans are answered in place (the argument is not a block here; a literal
+    /// block argument is inlined by the compiler).
+    And,
+    /// `||`, likewise.
+    Or,
 }
 
 impl IntOp {
@@ -187,6 +192,8 @@ impl IntOp {
             "=" => IntOp::Equal,
             "~=" | "<>" => IntOp::NotEqual,
             "&" => IntOp::BitAnd,
+            "&&" => IntOp::And,
+            "||" => IntOp::Or,
             _ => IntOp::None,
         }
     }
@@ -201,7 +208,27 @@ impl IntOp {
                 | IntOp::GreaterEq
                 | IntOp::Equal
                 | IntOp::NotEqual
+                | IntOp::And
+                | IntOp::Or
         )
+    }
+
+    /// The result for two Booleans (`&&`, `||`, `=`, `~=`: what the core libraries answer for
+    /// them; neither defines `&` or `|` on Booleans), or None.
+    #[inline(always)]
+    pub fn apply_bool(self, a: Value, b: Value) -> Option<Value> {
+        let is_bool = |v: Value| v == Value::TRUE || v == Value::FALSE;
+        if !is_bool(a) || !is_bool(b) {
+            return None;
+        }
+        let (x, y) = (a == Value::TRUE, b == Value::TRUE);
+        Some(Value::from_bool(match self {
+            IntOp::And => x && y,
+            IntOp::Or => x || y,
+            IntOp::Equal => x == y,
+            IntOp::NotEqual => x != y,
+            _ => return None,
+        }))
     }
 
     /// The result for two small integers, or None when it must take the general path
@@ -219,7 +246,7 @@ impl IntOp {
             IntOp::Equal => Value::from_bool(a == b),
             IntOp::NotEqual => Value::from_bool(a != b),
             IntOp::BitAnd => Value::from_small_int(a & b),
-            IntOp::None => return None,
+            IntOp::And | IntOp::Or | IntOp::None => return None,
         })
     }
 
