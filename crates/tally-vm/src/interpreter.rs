@@ -266,9 +266,7 @@ impl Vm {
                         Some(v) => self.push(v),
                         None => {
                             save!();
-                            return Err(
-                                self.error(format!("field {} read on an object without it", i + 1))
-                            );
+                            return Err(self.missing_field(i, "read"));
                         }
                     }
                 }
@@ -277,9 +275,7 @@ impl Vm {
                     let v = *self.rt.stack.last().expect("value");
                     if !self.set_field(recv, i as usize, v) {
                         save!();
-                        return Err(
-                            self.error(format!("field {} written on an object without it", i + 1))
-                        );
+                        return Err(self.missing_field(i, "written"));
                     }
                 }
                 Op::PopField(i) => {
@@ -287,9 +283,7 @@ impl Vm {
                     let v = self.pop();
                     if !self.set_field(recv, i as usize, v) {
                         save!();
-                        return Err(
-                            self.error(format!("field {} written on an object without it", i + 1))
-                        );
+                        return Err(self.missing_field(i, "written"));
                     }
                 }
                 Op::PushLiteral(i) => {
@@ -364,9 +358,7 @@ impl Vm {
                         Some(v) => *self.rt.stack.last_mut().expect("value") = v,
                         None => {
                             save!();
-                            return Err(
-                                self.error(format!("field {} read on an object without it", i + 1))
-                            );
+                            return Err(self.missing_field(i, "read"));
                         }
                     }
                 }
@@ -398,9 +390,7 @@ impl Vm {
                         }
                         None => {
                             save!();
-                            return Err(
-                                self.error(format!("field {} read on an object without it", i + 1))
-                            );
+                            return Err(self.missing_field(i, "read"));
                         }
                     }
                 }
@@ -466,6 +456,13 @@ impl Vm {
                 }
             }
         }
+    }
+
+    /// The error for a field access on a receiver without that field (SOM code that reached
+    /// an object of another shape, e.g. through `become`-like tricks or a bad primitive).
+    #[cold]
+    fn missing_field(&self, i: u16, access: &str) -> VmError {
+        self.error(format!("field {} {access} on an object without it", i + 1))
     }
 
     fn field(&self, recv: Value, i: usize) -> Option<Value> {

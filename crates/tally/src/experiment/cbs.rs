@@ -11,11 +11,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::{Deserialize, Serialize};
-use tally_bench::results::Machine;
 use tally_bench::suite::Suite;
 use tally_vm::tally_profile::metrics;
 
-use super::output::{self, MeanCi, Overhead, NONE};
+use super::output::{self, MeanCi, Overhead, RunHeader, NONE};
 use super::plan::{self, Step, Task};
 use super::profiles::{self, EdgeKey};
 use super::runner::{EtaKey, Runner, Stop, Timing};
@@ -255,17 +254,8 @@ pub struct Settings {
 /// Everything the experiment measured; cbs.json.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CbsResults {
-    pub format: String,
-    pub tool: String,
-    pub command: String,
-    pub started: String,
-    pub finished: String,
-    /// False if Ctrl-C or a failure ended the experiment early.
-    pub complete: bool,
-    /// Why it ended early.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
-    pub machine: Machine,
+    #[serde(flatten)]
+    pub header: RunHeader,
     pub settings: Settings,
     pub suite: Suite,
     pub exact: Vec<ExactGraph>,
@@ -304,14 +294,7 @@ pub fn run(args: CbsArgs, this: &Path) -> Result<Ending, Error> {
     let total = keys.len();
     runner.plan(keys);
     let mut results = CbsResults {
-        format: FORMAT.into(),
-        tool: format!("tally {}", env!("CARGO_PKG_VERSION")),
-        command: super::command_line(),
-        started: started.clone(),
-        finished: started,
-        complete: false,
-        stopped: None,
-        machine: Machine::current(),
+        header: RunHeader::begin(FORMAT, started),
         settings: Settings {
             cells: cells.clone(),
             invocations: args.invocations,
@@ -339,13 +322,7 @@ pub fn run(args: CbsArgs, this: &Path) -> Result<Ending, Error> {
     ));
     let stop = measure(&mut results, &mut runner, &steps, &json).err();
     runner.finish();
-    results.complete = stop.is_none();
-    results.stopped = match &stop {
-        None => None,
-        Some(Stop::Interrupted) => Some("interrupted (Ctrl-C)".into()),
-        Some(Stop::Failed(m)) => Some(m.clone()),
-    };
-    results.finished = tally_bench::now_rfc3339();
+    results.header.end(stop.as_ref());
     results.summary = summarize(&results);
     let md = render_markdown(&results);
     print!("{md}");
@@ -472,7 +449,7 @@ fn measure(
 
 /// Saves the raw results so far, so that even a crash keeps them.
 fn checkpoint(r: &mut CbsResults, json: &Path) -> Result<(), Stop> {
-    r.finished = tally_bench::now_rfc3339();
+    r.header.finished = tally_bench::now_rfc3339();
     r.summary = summarize(r);
     write_json(r, json).map_err(Stop::Failed)
 }
@@ -690,7 +667,7 @@ pub fn render_markdown(r: &CbsResults) -> String {
         out,
         "# CBS call-graph accuracy and overhead (Arnold & Grove, CGO 2005, Table 2)\n"
     );
-    for line in output::setup_lines(&r.machine, &r.command, &s.tally) {
+    for line in output::setup_lines(&r.header.machine, &r.header.command, &s.tally) {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(
@@ -705,8 +682,12 @@ pub fn render_markdown(r: &CbsResults) -> String {
         s.baselines_per_round,
         s.rate_hz
     );
-    let _ = writeln!(out, "- started {}, finished {}", r.started, r.finished);
-    if let Some(why) = &r.stopped {
+    let _ = writeln!(
+        out,
+        "- started {}, finished {}",
+        r.header.started, r.header.finished
+    );
+    if let Some(why) = &r.header.stopped {
         let first = why.lines().next().unwrap_or("");
         let _ = writeln!(out, "- **incomplete**: {first}");
     }
@@ -809,6 +790,7 @@ pub fn render_csv(r: &CbsResults) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tally_bench::results::Machine;
     use tally_bench::suite::Benchmark;
 
     fn timing(cpu_s: f64) -> Timing {
@@ -845,14 +827,16 @@ mod tests {
 
     fn results(cells: Vec<Cell>, runs: Vec<RunRecord>) -> CbsResults {
         CbsResults {
-            format: FORMAT.into(),
-            tool: "test".into(),
-            command: "tally experiment cbs".into(),
-            started: "s".into(),
-            finished: "f".into(),
-            complete: true,
-            stopped: None,
-            machine: Machine::current(),
+            header: RunHeader {
+                format: FORMAT.into(),
+                tool: "test".into(),
+                command: "tally experiment cbs".into(),
+                started: "s".into(),
+                finished: "f".into(),
+                complete: true,
+                stopped: None,
+                machine: Machine::current(),
+            },
             settings: Settings {
                 cells,
                 invocations: 2,

@@ -312,3 +312,48 @@ mod tests {
         );
     }
 }
+
+/// What every experiment's JSON begins with: the format, what ran, when, on what machine, and
+/// whether it ran to the end.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunHeader {
+    pub format: String,
+    pub tool: String,
+    pub command: String,
+    pub started: String,
+    pub finished: String,
+    /// False if Ctrl-C or a failure ended the experiment early.
+    pub complete: bool,
+    /// Why it ended early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    pub machine: tally_bench::results::Machine,
+}
+
+impl RunHeader {
+    /// The header of an experiment that starts now on this machine.
+    pub fn begin(format: &str, started: String) -> RunHeader {
+        RunHeader {
+            format: format.into(),
+            tool: format!("tally {}", env!("CARGO_PKG_VERSION")),
+            command: super::command_line(),
+            finished: started.clone(),
+            started,
+            complete: false,
+            stopped: None,
+            machine: tally_bench::results::Machine::current(),
+        }
+    }
+
+    /// Records how the experiment ended (`stop` is none when it ran to the end).
+    pub fn end(&mut self, stop: Option<&super::runner::Stop>) {
+        use super::runner::Stop;
+        self.complete = stop.is_none();
+        self.stopped = match stop {
+            None => None,
+            Some(Stop::Interrupted) => Some("interrupted (Ctrl-C)".into()),
+            Some(Stop::Failed(m)) => Some(m.clone()),
+        };
+        self.finished = tally_bench::now_rfc3339();
+    }
+}

@@ -12,11 +12,10 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
-use tally_bench::results::Machine;
 use tally_bench::suite::Suite;
 use tally_vm::tally_profile::metrics::{self, TopN};
 
-use super::output::{self, MeanCi, Overhead, NONE};
+use super::output::{self, MeanCi, Overhead, RunHeader, NONE};
 use super::plan::{self, Step, Task};
 use super::profiles;
 use super::runner::{EtaKey, Runner, Stop, Timing};
@@ -389,15 +388,8 @@ pub struct Settings {
 /// Everything the experiment measured; sampling.json.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SamplingResults {
-    pub format: String,
-    pub tool: String,
-    pub command: String,
-    pub started: String,
-    pub finished: String,
-    pub complete: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
-    pub machine: Machine,
+    #[serde(flatten)]
+    pub header: RunHeader,
     pub settings: Settings,
     pub suite: Suite,
     pub references: Vec<Reference>,
@@ -440,14 +432,7 @@ pub fn run(args: SamplingArgs, this: &Path) -> Result<Ending, Error> {
     let total = keys.len();
     runner.plan(keys);
     let mut results = SamplingResults {
-        format: FORMAT.into(),
-        tool: format!("tally {}", env!("CARGO_PKG_VERSION")),
-        command: super::command_line(),
-        started: started.clone(),
-        finished: started,
-        complete: false,
-        stopped: None,
-        machine: Machine::current(),
+        header: RunHeader::begin(FORMAT, started),
         settings: Settings {
             configs: configs.clone(),
             rate_hz: args.common.rate,
@@ -481,13 +466,7 @@ pub fn run(args: SamplingArgs, this: &Path) -> Result<Ending, Error> {
     ));
     let stop = measure(&mut results, &mut runner, &steps, &json).err();
     runner.finish();
-    results.complete = stop.is_none();
-    results.stopped = match &stop {
-        None => None,
-        Some(Stop::Interrupted) => Some("interrupted (Ctrl-C)".into()),
-        Some(Stop::Failed(m)) => Some(m.clone()),
-    };
-    results.finished = tally_bench::now_rfc3339();
+    results.header.end(stop.as_ref());
     results.summary = summarize(&results);
     let md = render_markdown(&results);
     print!("{md}");
@@ -632,7 +611,7 @@ fn measure(
 }
 
 fn checkpoint(r: &mut SamplingResults, json: &Path) -> Result<(), Stop> {
-    r.finished = tally_bench::now_rfc3339();
+    r.header.finished = tally_bench::now_rfc3339();
     r.summary = summarize(r);
     write_json(r, json).map_err(Stop::Failed)
 }
@@ -829,7 +808,7 @@ pub fn render_markdown(r: &SamplingResults) -> String {
         out,
         "# Method-sampling accuracy, stability and overhead (Buytaert et al., OOPSLA 2007)\n"
     );
-    for line in output::setup_lines(&r.machine, &r.command, &s.tally) {
+    for line in output::setup_lines(&r.header.machine, &r.header.command, &s.tally) {
         let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(
@@ -851,8 +830,12 @@ pub fn render_markdown(r: &SamplingResults) -> String {
         s.reference_rate_hz,
         s.top.describe()
     );
-    let _ = writeln!(out, "- started {}, finished {}", r.started, r.finished);
-    if let Some(why) = &r.stopped {
+    let _ = writeln!(
+        out,
+        "- started {}, finished {}",
+        r.header.started, r.header.finished
+    );
+    if let Some(why) = &r.header.stopped {
         let _ = writeln!(
             out,
             "- **incomplete**: {}",
@@ -1020,6 +1003,7 @@ pub fn render_csv(r: &SamplingResults) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tally_bench::results::Machine;
     use tally_bench::suite::Benchmark;
 
     const WALL_IMM: Config = Config {
@@ -1082,14 +1066,16 @@ mod tests {
 
     fn results(runs: Vec<RunRecord>) -> SamplingResults {
         SamplingResults {
-            format: FORMAT.into(),
-            tool: "test".into(),
-            command: "tally experiment sampling".into(),
-            started: "s".into(),
-            finished: "f".into(),
-            complete: true,
-            stopped: None,
-            machine: Machine::current(),
+            header: RunHeader {
+                format: FORMAT.into(),
+                tool: "test".into(),
+                command: "tally experiment sampling".into(),
+                started: "s".into(),
+                finished: "f".into(),
+                complete: true,
+                stopped: None,
+                machine: Machine::current(),
+            },
             settings: Settings {
                 configs: vec![WALL_IMM, CPU_POLL],
                 rate_hz: 1000,
