@@ -86,4 +86,9 @@ pub enum Op {
     SendCompareJumpIfFalse(SiteId, u32),
     /// The same with `JumpIfTrue(target)`.
     SendCompareJumpIfTrue(SiteId, u32),
+    /// A send of `isNil`: answered by comparing the receiver with nil while the core library's
+    /// definitions stand (`Runtime::nil_tests`), else sent.
+    SendIsNil(SiteId),
+    /// A send of `notNil`, likewise.
+    SendNotNil(SiteId),
 }

@@ -365,6 +365,15 @@ impl Vm {
                 Op::Send(site_id) => {
                     send!(site_id);
                 }
+                Op::SendIsNil(site_id) | Op::SendNotNil(site_id) => {
+                    if self.rt.nil_tests.standard() {
+                        let top = self.rt.stack.last_mut().expect("receiver");
+                        let is_nil = *top == Value::NIL;
+                        *top = Value::from_bool(is_nil == matches!(op, Op::SendIsNil(_)));
+                    } else {
+                        send!(site_id);
+                    }
+                }
                 Op::SuperSend(site) => {
                     save!();
                     self.send(site, true)?;

@@ -315,6 +315,13 @@ impl Vm {
                 if info.methods.insert(sel, code_id).is_none() {
                     info.method_order.push(sel);
                 }
+                self.rt.nil_tests.observe(
+                    &self.rt.symbols,
+                    &self.rt.core,
+                    side,
+                    sel,
+                    self.rt.codes[code_id as usize].trivial,
+                );
             }
         }
         self.rt.lookup_cache.clear();
@@ -459,8 +466,15 @@ impl CompileEnv for Env<'_> {
         // Sends whose selector has an integer fast path get the instruction that tries it.
         for op in code.ops.iter_mut() {
             if let Op::Send(site) = *op {
-                if self.vm.rt.sites[site as usize].int_op != IntOp::None {
+                let s = &self.vm.rt.sites[site as usize];
+                if s.int_op != IntOp::None {
                     *op = Op::SendBinary(site);
+                } else if s.argc == 0 && s.super_lookup.is_none() {
+                    match self.vm.rt.symbols.name(s.selector) {
+                        "isNil" => *op = Op::SendIsNil(site),
+                        "notNil" => *op = Op::SendNotNil(site),
+                        _ => {}
+                    }
                 }
             }
         }

@@ -23,6 +23,12 @@ fn fuse(first: Op, second: Op) -> Option<Option<Op>> {
         | (Op::Dup, Op::Pop) => None,
         // `ReturnSelf` answers slot 0 and discards the operand stack anyway.
         (Op::Pop, Op::ReturnSelf) => Some(Op::ReturnSelf),
+        // Nothing falls through a return or an unconditional jump: what follows is dead unless
+        // a jump lands on it (then it is not fused). The compiler ends every method with
+        // `ReturnSelf`, also after a last `^expr`; dropping it lets `^field`, `^constant` …
+        // be recognised as trivial methods. (`ReturnNonLocal` is not among these: when the
+        // home method has returned, it sends `escapedBlock:` and execution goes on after it.)
+        (first @ (Op::Return | Op::ReturnSelf | Op::Jump(_) | Op::JumpBack(_)), _) => Some(first),
         _ => return None,
     })
 }
@@ -306,6 +312,26 @@ mod tests {
                 Op::ReturnSelf,
             ]
         );
+    }
+
+    #[test]
+    fn code_after_a_return_is_dropped_unless_a_jump_lands_on_it() {
+        assert_eq!(
+            run(vec![
+                Op::PushConst(Value::FALSE),
+                Op::Return,
+                Op::ReturnSelf
+            ]),
+            vec![Op::PushConst(Value::FALSE), Op::Return]
+        );
+        let ops = vec![
+            Op::PushLocal(1),
+            Op::JumpIfFalse(4),
+            Op::PushLocal(2),
+            Op::Return,
+            Op::ReturnSelf,
+        ];
+        assert_eq!(run(ops.clone()), ops);
     }
 
     #[test]

@@ -280,6 +280,55 @@ impl IntOp {
     }
 }
 
+/// Whether `isNil` and `notNil` mean what the core library says (`Object` answers false and
+/// true, `Nil` true and false, as constants) and nothing else redefines them: then a send of
+/// either is answered by comparing the receiver with nil, without a lookup.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NilTests {
+    /// One bit per standard definition seen: Object>>isNil, Object>>notNil, Nil>>isNil,
+    /// Nil>>notNil.
+    standard: u8,
+    /// Some other class (or a metaclass) defines one of them, or defines it differently.
+    redefined: bool,
+}
+
+impl NilTests {
+    #[inline(always)]
+    pub fn standard(self) -> bool {
+        self.standard == 0b1111 && !self.redefined
+    }
+
+    /// Notes a method definition (every one passes here as classes load).
+    pub fn observe(
+        &mut self,
+        symbols: &Symbols,
+        core: &CoreClasses,
+        class: ClassId,
+        selector: Symbol,
+        trivial: Trivial,
+    ) {
+        let is_nil = match symbols.name(selector) {
+            "isNil" => true,
+            "notNil" => false,
+            _ => return,
+        };
+        let (bit, answer) = if class == core.object {
+            (if is_nil { 0 } else { 1 }, !is_nil)
+        } else if class == core.nil {
+            (if is_nil { 2 } else { 3 }, is_nil)
+        } else {
+            self.redefined = true;
+            return;
+        };
+
+        if trivial == Trivial::Constant(Value::from_bool(answer)) {
+            self.standard |= 1 << bit;
+        } else {
+            self.redefined = true;
+        }
+    }
+}
+
 /// A send site: its selector, and a two-entry inline cache (class → code).
 pub struct Site {
     pub selector: Symbol,
@@ -317,6 +366,8 @@ pub struct Runtime {
     pub lookup_cache: rustc_hash::FxHashMap<(ClassId, Symbol), Option<CodeId>>,
     /// Block classes by number of parameters (Block1 takes none).
     pub block_classes: Vec<ClassId>,
+    /// Whether `isNil`/`notNil` sends may be answered without a lookup.
+    pub nil_tests: NilTests,
 }
 
 impl RootSet for Runtime {
@@ -363,6 +414,7 @@ impl Runtime {
             handles: Vec::new(),
             lookup_cache: Default::default(),
             block_classes: Vec::new(),
+            nil_tests: NilTests::default(),
         }
     }
 
