@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::pct;
+use crate::event::EventKind;
 use crate::ids::VmState;
 use crate::profile::Profile;
 
@@ -22,6 +23,34 @@ pub struct StateBreakdown {
     pub states: Vec<StateRow>,
     /// Samples by the tier of the innermost frame, heaviest first.
     pub tiers: Vec<StateRow>,
+    /// Collections and their summed duration from the GC events, and the run's duration.
+    /// Samples alone can miss GC time: a collector working on other threads while the VM
+    /// thread waits takes no CPU time of the VM thread, which CPU-time triggers count.
+    pub gc_events: GcTotals,
+}
+
+/// What the `GcEnd` events add up to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GcTotals {
+    pub collections: u64,
+    pub gc_ns: u64,
+    pub run_ns: u64,
+}
+
+impl GcTotals {
+    pub fn new(p: &Profile) -> GcTotals {
+        let mut t = GcTotals {
+            run_ns: p.duration_ns(),
+            ..GcTotals::default()
+        };
+        for e in &p.events {
+            if let EventKind::GcEnd { duration_ns, .. } = e.kind {
+                t.collections += 1;
+                t.gc_ns += duration_ns;
+            }
+        }
+        t
+    }
 }
 
 impl StateBreakdown {
@@ -58,6 +87,7 @@ impl StateBreakdown {
             total,
             states,
             tiers,
+            gc_events: GcTotals::new(p),
         }
     }
 
@@ -69,6 +99,21 @@ impl StateBreakdown {
         out.push_str("code tiers (innermost frame):\n");
         for r in &self.tiers {
             let _ = writeln!(out, "{:>6.2}% {:>8}  {}", r.pct, r.count, r.name);
+        }
+        let g = self.gc_events;
+        if g.collections > 0 {
+            let share = if g.run_ns > 0 {
+                100.0 * g.gc_ns as f64 / g.run_ns as f64
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                out,
+                "garbage collection (from GC events, wall clock, all threads): {} collection(s), \
+                 {:.1} ms, {share:.2}% of the run",
+                g.collections,
+                g.gc_ns as f64 / 1e6
+            );
         }
         out
     }

@@ -105,6 +105,19 @@ fn vm_state_breakdown_counts_every_sample() {
         ("optimizing", 2)
     );
     assert!(b.render_text().contains("11.11%        1  gc"));
+    // The fixture has one collection of 1.5 ms in a run of 10 ms: GC time is reported from
+    // the events too, since samples of the VM thread's CPU time can miss it.
+    assert_eq!(
+        (
+            b.gc_events.collections,
+            b.gc_events.gc_ns,
+            b.gc_events.run_ns
+        ),
+        (1, 1_500_000, 10_000_000)
+    );
+    assert!(b
+        .render_text()
+        .contains("1 collection(s), 1.5 ms, 15.00% of the run"));
 }
 
 #[test]
