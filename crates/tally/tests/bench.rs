@@ -2,39 +2,11 @@
 //! pipeline (run, JSON, CSV, SVG, `report` round trip), and its bad-input
 //! behaviour (failing benchmark, missing executor, Ctrl-C).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-use serde_json::Value;
+use std::process::{Command, Stdio};
 
-fn tally() -> &'static str {
-    env!("CARGO_BIN_EXE_tally")
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn smoke_suite() -> PathBuf {
-    repo().join("bench/smoke.toml")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(tally())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tally")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("results.json")).expect("valid JSON")
-}
+use common::{read_json, repo, run, smoke_suite, tally, text};
 
 #[test]
 fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
@@ -46,7 +18,7 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
     );
     let o = run(&[
         "bench",
-        smoke_suite().to_str().unwrap(),
+        smoke_suite().as_str(),
         "-n",
         "3",
         "-i",
@@ -177,7 +149,7 @@ fn three_executors_are_compared_with_anova_and_tukey() {
     let out = d.path().join("run");
     let o = run(&[
         "bench",
-        smoke_suite().to_str().unwrap(),
+        smoke_suite().as_str(),
         "-b",
         "Fibonacci",
         "-n",
@@ -276,7 +248,7 @@ fn an_executor_that_cannot_start_is_an_error_before_anything_runs() {
     let out = d.path().join("run");
     let o = run(&[
         "bench",
-        smoke_suite().to_str().unwrap(),
+        smoke_suite().as_str(),
         "--tally",
         "t",
         "--command",
@@ -304,7 +276,7 @@ fn ctrl_c_writes_what_was_measured_so_far() {
     let child = Command::new(tally())
         .args([
             "bench",
-            smoke_suite().to_str().unwrap(),
+            smoke_suite().as_str(),
             "-n",
             "100",
             "-i",
@@ -319,25 +291,7 @@ fn ctrl_c_writes_what_was_measured_so_far() {
         .spawn()
         .unwrap();
     let json = out.join("results.json");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let measured = std::fs::read_to_string(&json)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .map(|v| v["invocations"].as_array().map_or(0, |a| a.len()))
-            .unwrap_or(0);
-        if measured >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no invocation measured in 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let o = child.wait_with_output().unwrap();
+    let o = common::interrupt_once_measured(child, &json, "invocations", 2);
     assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
     let table = text(&o.stdout);
     assert!(table.contains("INTERRUPTED: partial results"), "{table}");

@@ -2,39 +2,12 @@
 //! SOM benchmarks, no SOM checkout needed) with tiny grids, and their bad-input behaviour
 //! (a failing benchmark, an output directory in use, a missing $SOM, Ctrl-C).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
+use std::process::{Command, Stdio};
+
+use common::{read_json, repo, run, smoke_suite, tally, text};
 use serde_json::Value;
-
-fn tally() -> &'static str {
-    env!("CARGO_BIN_EXE_tally")
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn smoke_suite() -> String {
-    repo().join("bench/smoke.toml").display().to_string()
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(tally())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run tally")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("json file")).expect("valid JSON")
-}
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -319,25 +292,7 @@ fn ctrl_c_keeps_what_was_measured() {
         .spawn()
         .unwrap();
     let json = out.join("cbs.json");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let measured = std::fs::read_to_string(&json)
-            .ok()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-            .map(|v| v["runs"].as_array().map_or(0, |a| a.len()))
-            .unwrap_or(0);
-        if measured >= 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "nothing measured in 30 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let o = child.wait_with_output().unwrap();
+    let o = common::interrupt_once_measured(child, &json, "runs", 3);
     assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("**incomplete**: interrupted"));
     let v = read_json(&json);

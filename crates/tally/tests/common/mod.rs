@@ -1,0 +1,64 @@
+//! Helpers shared by the end-to-end tests that drive the `tally` binary.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub fn tally() -> &'static str {
+    env!("CARGO_BIN_EXE_tally")
+}
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Our own small benchmark suite (no SOM checkout needed).
+pub fn smoke_suite() -> String {
+    repo().join("bench/smoke.toml").display().to_string()
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(tally())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tally")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("json file")).expect("valid JSON")
+}
+
+/// Waits until the JSON file a long run keeps rewriting holds at least `at_least` entries in
+/// its array `key`, then interrupts the run (SIGINT, as Ctrl-C does) and returns its output.
+pub fn interrupt_once_measured(child: Child, json: &Path, key: &str, at_least: usize) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let measured = std::fs::read_to_string(json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .map(|v| v[key].as_array().map_or(0, |a| a.len()))
+            .unwrap_or(0);
+        if measured >= at_least {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {at_least} {key} measured in 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.wait_with_output().unwrap()
+}
