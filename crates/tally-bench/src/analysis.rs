@@ -119,6 +119,9 @@ pub struct Cell {
     pub ok: usize,
     /// The metric of each usable invocation, microseconds.
     pub samples: Vec<f64>,
+    /// `samples` with the invocation (round) number each came from, to pair executors
+    /// measured in the same round.
+    pub by_round: Vec<(u32, f64)>,
     /// Mean, median, deviation and interval of `samples` (needs two).
     pub summary: Option<Summary>,
     /// Mean of `samples` when there is at least one.
@@ -184,10 +187,29 @@ pub struct GeomeanRow {
     pub estimate: f64,
     /// Interval over benchmarks (needs two).
     pub ci: Option<ConfidenceInterval>,
+    /// The same geometric mean paired by invocation round (needs two complete rounds).
+    pub paired: Option<PairedGeomean>,
     /// Benchmarks where the executor was significantly faster / slower.
     pub faster: usize,
     /// See `faster`.
     pub slower: usize,
+}
+
+/// The suite's geometric mean of ratios measured round by round.
+///
+/// The runner interleaves executors round by round, so the two invocations of one round ran
+/// seconds apart on the same machine state. Each round gives one suite-wide ratio (the
+/// geometric mean over benchmarks of that round's ratios); the interval is over rounds. It
+/// answers "how precisely is this suite's geomean known", where the interval over benchmarks
+/// answers "how much does the ratio vary between benchmarks": a 1 % overhead that some
+/// benchmarks show as −8 % and others as +15 % (code layout) cannot be bounded over
+/// benchmarks, but can over rounds. Slow drifts of the machine cancel within a round.
+#[derive(Debug, Clone, Copy)]
+pub struct PairedGeomean {
+    /// Rounds in which every contributing benchmark has a value on both sides.
+    pub rounds: usize,
+    /// Geometric mean over rounds of the per-round ratios, with its t-interval.
+    pub ci: ConfidenceInterval,
 }
 
 /// A failed invocation, for the failure list.
@@ -304,6 +326,7 @@ impl Report {
                 }
                 let ci = geometric_mean_ratio_ci(&values, level).ok();
                 let estimate = ci.map(|c| c.estimate).unwrap_or(values[0]);
+                let paired = paired_geomean(&benchmarks, e, baseline, level);
                 let significant_where = |faster: bool| {
                     ratios
                         .iter()
@@ -315,6 +338,7 @@ impl Report {
                     benchmarks: values.len(),
                     estimate,
                     ci,
+                    paired,
                     faster: significant_where(true),
                     slower: significant_where(false),
                 })
@@ -373,6 +397,7 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         .collect();
     let ok: Vec<_> = runs.iter().filter(|i| i.outcome == Outcome::Ok).collect();
     let mut samples = Vec::new();
+    let mut by_round = Vec::new();
     let mut startups = Vec::new();
     let mut steady = SteadyCell {
         of: ok.len(),
@@ -405,6 +430,7 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         };
         if let Some(v) = value.filter(|v| v.is_finite() && *v > 0.0) {
             samples.push(v);
+            by_round.push((inv.invocation, v));
         }
     }
     steady.mean = mean_of(&steady_means);
@@ -422,6 +448,7 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         median: median(&samples).ok(),
         summary,
         samples,
+        by_round,
         startup: mean_of(&startups),
         steady,
         cpu_s: mean_of(&cpu),
@@ -429,6 +456,54 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         max_rss_kib: ok.iter().map(|i| i.max_rss_kib).max(),
         ratio: None,
     }
+}
+
+/// See [`PairedGeomean`]. Benchmarks without a ratio are left out; a round counts only if
+/// every remaining benchmark has a value for both executors in it, so each round's geomean
+/// is over the same benchmarks.
+fn paired_geomean(
+    benchmarks: &[BenchmarkReport],
+    executor: usize,
+    baseline: usize,
+    level: f64,
+) -> Option<PairedGeomean> {
+    let compared: Vec<&BenchmarkReport> = benchmarks
+        .iter()
+        .filter(|b| b.cells[executor].ratio.is_some())
+        .collect();
+    if compared.is_empty() {
+        return None;
+    }
+    let value_in = |cell: &Cell, round: u32| {
+        cell.by_round
+            .iter()
+            .find(|(r, _)| *r == round)
+            .map(|&(_, v)| v)
+    };
+    let mut rounds: Vec<u32> = compared[0].cells[executor]
+        .by_round
+        .iter()
+        .map(|&(r, _)| r)
+        .collect();
+    rounds.sort_unstable();
+    rounds.dedup();
+    let round_ratios: Vec<f64> = rounds
+        .into_iter()
+        .filter_map(|round| {
+            let mut log_sum = 0.0;
+            for b in &compared {
+                let x = value_in(&b.cells[executor], round)?;
+                let y = value_in(&b.cells[baseline], round)?;
+                log_sum += (x / y).ln();
+            }
+            Some((log_sum / compared.len() as f64).exp())
+        })
+        .collect();
+    let ci = geometric_mean_ratio_ci(&round_ratios, level).ok()?;
+    Some(PairedGeomean {
+        rounds: round_ratios.len(),
+        ci,
+    })
 }
 
 fn mean_of(xs: &[f64]) -> Option<f64> {
@@ -502,6 +577,48 @@ mod tests {
             ],
             invocations,
         }
+    }
+
+    #[test]
+    fn paired_geomean_cancels_what_a_round_shares() {
+        // Each round runs 10 % or 40 % slower for both executors alike (a noisy machine);
+        // "new" is exactly 2 % slower than "base" on A and 2 % faster on B in every round.
+        let mut inv = Vec::new();
+        for (k, machine) in [1.0, 1.4, 1.1, 1.0, 1.4].into_iter().enumerate() {
+            let k = k as u32 + 1;
+            inv.push(record("A", "base", k, &[100.0 * machine; 6], Outcome::Ok));
+            inv.push(record("A", "new", k, &[102.0 * machine; 6], Outcome::Ok));
+            inv.push(record("B", "base", k, &[50.0 * machine; 6], Outcome::Ok));
+            inv.push(record("B", "new", k, &[49.0 * machine; 6], Outcome::Ok));
+        }
+        // A round missing one side on one benchmark does not count.
+        inv.push(record("A", "base", 6, &[100.0; 6], Outcome::Ok));
+        inv.push(record("A", "new", 6, &[102.0; 6], Outcome::Ok));
+        inv.push(record("B", "base", 6, &[50.0; 6], Outcome::Ok));
+        inv.push(record("B", "new", 6, &[1.0; 6], Outcome::Failed));
+        let report = Report::new(&results(inv), &AnalysisSettings::default()).unwrap();
+        let g = &report.geomeans[0];
+        let paired = g.paired.expect("five complete rounds");
+        assert_eq!(paired.rounds, 5);
+        let exact = (1.02f64 * 0.98).sqrt();
+        assert!((paired.ci.estimate - exact).abs() < 1e-12);
+        assert!((paired.ci.upper - paired.ci.lower).abs() < 1e-12);
+        // Unpaired, the per-benchmark ratios carry the machine's noise.
+        let a = report.benchmarks[0].cells[1].ratio.as_ref().unwrap();
+        let ci = a.ci.unwrap();
+        assert!(ci.upper - ci.lower > 0.1);
+    }
+
+    #[test]
+    fn paired_geomean_needs_two_rounds() {
+        let inv = vec![
+            record("A", "base", 1, &[100.0; 6], Outcome::Ok),
+            record("A", "new", 1, &[102.0; 6], Outcome::Ok),
+            record("B", "base", 1, &[50.0; 6], Outcome::Ok),
+            record("B", "new", 1, &[49.0; 6], Outcome::Ok),
+        ];
+        let report = Report::new(&results(inv), &AnalysisSettings::default()).unwrap();
+        assert!(report.geomeans[0].paired.is_none());
     }
 
     #[test]

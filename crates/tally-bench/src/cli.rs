@@ -36,6 +36,10 @@ Suites:
 
 Output (in --out): results.json (every raw measurement), iterations.csv, invocations.csv,
 summary.csv, ratios.svg, warmup.svg, table.txt; the table is also printed on stdout.
+The suite-wide geometric mean of ratios gets two intervals: over benchmarks (how much the
+ratio varies between benchmarks) and paired by invocation round (how precisely the geomean
+itself is known: executors run interleaved, each round gives one suite-wide ratio, and what
+a round shares, a slow or busy machine, cancels).
 Ctrl-C stops after writing everything measured so far (press twice to quit at once).
 
 Examples:

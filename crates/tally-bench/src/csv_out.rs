@@ -183,6 +183,18 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             String::new(),
             String::new(),
         ]);
+        if let Some(p) = &g.paired {
+            let mut row = vec![String::new(); 22];
+            row[0] = "(geometric mean, paired by round)".into();
+            row[1] = report.executors[g.executor].clone();
+            row[2] = metric.clone();
+            row[3] = p.rounds.to_string();
+            row[13] = p.ci.estimate.to_string();
+            row[14] = p.ci.lower.to_string();
+            row[15] = p.ci.upper.to_string();
+            row[18] = p.ci.excludes(1.0).to_string();
+            rows.push(row);
+        }
     }
     write_rows(&mut w, &path, rows)
 }

@@ -157,6 +157,16 @@ pub fn render(results: &Results, report: &Report) -> String {
             "  ({level_pct} interval over benchmarks; significantly faster on {}, slower on {})",
             g.faster, g.slower
         );
+        if let Some(p) = &g.paired {
+            let _ = writeln!(
+                out,
+                "  paired by invocation round: {} [{}, {}] ({level_pct} interval over {} rounds)",
+                ratio(p.ci.estimate),
+                ratio(p.ci.lower),
+                ratio(p.ci.upper),
+                p.rounds
+            );
+        }
     }
     if report.max_iterations < s.steady_window {
         let _ = writeln!(

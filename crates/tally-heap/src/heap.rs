@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use mmtk::util::alloc::{AllocatorSelector, BumpAllocator};
 use mmtk::util::options::{GCTriggerSelector, PlanSelector};
-use mmtk::util::os::{OSMemory, OS};
 use mmtk::util::{Address, ObjectReference};
 use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, Mutator, MMTK};
 
@@ -283,6 +282,11 @@ impl Heap {
         locals: &mut [Value],
         size: usize,
     ) -> Option<Address> {
+        // A request larger than the whole heap can never succeed. MMTk 0.32 reports it through
+        // `Collection::out_of_memory` and then retries it forever, so it never reaches MMTk.
+        if size > self.max_heap_bytes {
+            return None;
+        }
         let semantics = if size > self.los_threshold {
             AllocationSemantics::Los
         } else {
@@ -380,12 +384,32 @@ fn gc_threads() -> usize {
 }
 
 fn default_max_heap_bytes() -> usize {
-    match OS::get_system_total_memory() {
-        Ok(total) => usize::try_from(total / 2)
+    match system_total_memory() {
+        Some(total) => usize::try_from(total / 2)
             .unwrap_or(usize::MAX)
             .clamp(DEFAULT_MIN_HEAP_BYTES, DEFAULT_MAX_HEAP_BYTES_CAP),
-        Err(_) => FALLBACK_MAX_HEAP_BYTES,
+        None => FALLBACK_MAX_HEAP_BYTES,
     }
+}
+
+/// The machine's physical memory, from `MemTotal` in `/proc/meminfo` (Linux, the only OS
+/// the VM supports); `None` where that cannot be read.
+fn system_total_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_total(&meminfo)
+}
+
+/// `MemTotal:  16314420 kB` → bytes.
+fn parse_mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line["MemTotal:".len()..].split_whitespace();
+    let amount: u64 = words.next()?.parse().ok()?;
+    let unit = match words.next() {
+        Some("kB") => 1024,
+        Some(_) => return None,
+        None => 1,
+    };
+    amount.checked_mul(unit)
 }
 
 impl HeapCore {
@@ -541,5 +565,28 @@ impl PauseContext<'_> {
             heap_used_after: used_after,
             duration,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_mem_total;
+
+    #[test]
+    fn mem_total_is_read_in_bytes() {
+        let meminfo = "MemTotal:        8000000 kB\nMemFree:  100 kB\n";
+        assert_eq!(parse_mem_total(meminfo), Some(8_000_000 * 1024));
+    }
+
+    #[test]
+    fn mem_total_missing_or_odd_is_none() {
+        assert_eq!(parse_mem_total("MemFree: 100 kB\n"), None);
+        assert_eq!(parse_mem_total("MemTotal: lots kB\n"), None);
+        assert_eq!(parse_mem_total("MemTotal: 100 MB\n"), None);
+    }
+
+    #[test]
+    fn this_machine_reports_its_memory() {
+        assert!(super::system_total_memory().is_some_and(|b| b > 0));
     }
 }

@@ -51,6 +51,10 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
         table.contains("geometric mean of ratios ext / base over 4 benchmark(s)"),
         "{table}"
     );
+    assert!(
+        table.contains("paired by invocation round:") && table.contains("interval over 3 rounds"),
+        "{table}"
+    );
 
     let json = read_json(&out.join("results.json"));
     assert_eq!(json["format"], "tally-bench/1");
@@ -86,7 +90,9 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
     assert_eq!(iterations_csv.lines().count(), 1 + 4 * 2 * 3 * 3);
     assert!(iterations_csv.starts_with("benchmark,executor,invocation,iteration,time_us"));
     let summary_csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
-    assert_eq!(summary_csv.lines().count(), 1 + 4 * 2 + 1);
+    // 4 benchmarks × 2 executors, the geometric mean, and the same paired by round.
+    assert_eq!(summary_csv.lines().count(), 1 + 4 * 2 + 2);
+    assert!(summary_csv.contains("\"(geometric mean, paired by round)\",ext,mean,3,"));
     for svg in ["ratios.svg", "warmup.svg"] {
         let s = std::fs::read_to_string(out.join(svg)).unwrap();
         assert!(
