@@ -74,9 +74,10 @@ impl SampleRing {
     pub fn new(slots: usize, max_frames: usize) -> SampleRing {
         let slots = slots.max(1);
         let max_frames = max_frames.clamp(1, u16::MAX as usize);
-        let words = (0..slots * (HEADER_WORDS + max_frames))
-            .map(|_| AtomicU64::new(0))
-            .collect();
+        // A zeroed allocation, not a loop of stores: the kernel hands out zero pages on first
+        // touch, so a run pays (in time and resident memory) only for the slots it fills
+        // before the next drain, not for all 4 MiB up front.
+        let words = bytemuck::zeroed_slice_box(slots * (HEADER_WORDS + max_frames));
         SampleRing {
             words,
             slots,
