@@ -21,6 +21,11 @@ use crate::results::{Outcome, Results};
 pub enum Metric {
     /// Mean iteration time (after `warmup` iterations are dropped).
     Mean,
+    /// Fastest iteration (after `warmup` iterations are dropped): on a shared
+    /// machine noise only ever adds time, so the minimum is the estimator least
+    /// disturbed by it (Chen & Revels, 2016); for small differences between
+    /// builds of one VM.
+    Min,
     /// First iteration time: start-up performance.
     Startup,
     /// Mean of the steady-state window; invocations that never settle are left out.
@@ -40,6 +45,10 @@ impl Metric {
             Metric::Mean if warmup == 0 => "mean iteration time per invocation".into(),
             Metric::Mean => {
                 format!("mean iteration time per invocation, first {warmup} iteration(s) dropped")
+            }
+            Metric::Min if warmup == 0 => "fastest iteration per invocation".into(),
+            Metric::Min => {
+                format!("fastest iteration per invocation, first {warmup} iteration(s) dropped")
             }
             Metric::Startup => "first-iteration time (start-up)".into(),
             Metric::Steady => "steady-state mean per invocation".into(),
@@ -423,6 +432,12 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
                 let kept = iters.get(s.warmup as usize..).unwrap_or(&[]);
                 (!kept.is_empty()).then(|| kept.iter().sum::<f64>() / kept.len() as f64)
             }
+            Metric::Min => iters
+                .get(s.warmup as usize..)
+                .unwrap_or(&[])
+                .iter()
+                .copied()
+                .reduce(f64::min),
             Metric::Startup => iters.first().copied(),
             Metric::Steady => analysed.and_then(|a| a.steady_state).map(|st| st.mean),
             Metric::Wall => Some(inv.wall_s * 1e6),
@@ -607,6 +622,46 @@ mod tests {
         let a = report.benchmarks[0].cells[1].ratio.as_ref().unwrap();
         let ci = a.ci.unwrap();
         assert!(ci.upper - ci.lower > 0.1);
+    }
+
+    #[test]
+    fn the_min_metric_takes_each_invocations_fastest_kept_iteration() {
+        let mut inv = Vec::new();
+        for k in 1..=3 {
+            // A disturbed iteration (x3) and a slow first one in every invocation.
+            inv.push(record(
+                "A",
+                "base",
+                k,
+                &[500.0, 100.0, 300.0, 100.0, 101.0, 100.0],
+                Outcome::Ok,
+            ));
+            inv.push(record(
+                "A",
+                "new",
+                k,
+                &[90.0, 110.0, 330.0, 110.0, 111.0, 110.0],
+                Outcome::Ok,
+            ));
+            inv.push(record("B", "base", k, &[50.0; 6], Outcome::Ok));
+            inv.push(record("B", "new", k, &[55.0; 6], Outcome::Ok));
+        }
+        let r = results(inv);
+        let min = |warmup| {
+            let settings = AnalysisSettings {
+                metric: Metric::Min,
+                warmup,
+                ..Default::default()
+            };
+            Report::new(&r, &settings).unwrap()
+        };
+        let all = min(0);
+        assert_eq!(all.benchmarks[0].cells[0].samples, vec![100.0; 3]);
+        assert_eq!(all.benchmarks[0].cells[1].samples, vec![90.0; 3]);
+        let warm = min(1);
+        assert_eq!(warm.benchmarks[0].cells[1].samples, vec![110.0; 3]);
+        let g = warm.geomeans[0].paired.expect("three rounds");
+        assert!((g.ci.estimate - 1.1).abs() < 1e-12);
     }
 
     #[test]

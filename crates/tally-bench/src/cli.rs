@@ -157,7 +157,7 @@ struct AnalysisArgs {
     #[arg(long, value_enum)]
     metric: Option<Metric>,
 
-    /// Iterations dropped from the mean metric [default: 0].
+    /// Iterations dropped from the mean and min metrics [default: 0].
     #[arg(long, value_name = "N")]
     warmup: Option<u32>,
 

@@ -112,7 +112,7 @@ pub use code::{CodeVersion, LogicalFrame, MethodInfo, PcMapEntry, Symbols};
 pub use event::{Event, EventKind};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;
-pub use hot::flag::{self, YieldpointFlag};
+pub use hot::flag::{self, TripWord, YieldpointFlag};
 pub use hot::published::{PublishedState, StackView};
 pub use hot::ring::SampleRing;
 pub use hot::{HotConfig, HotState, Mechanism, SampleCounters};

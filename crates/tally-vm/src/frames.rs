@@ -8,7 +8,7 @@
 use std::sync::atomic::{compiler_fence, Ordering};
 
 use tally_heap::Value;
-use tally_profile::{MethodId, RawFrame, StackView};
+use tally_profile::{MethodId, RawFrame, StackView, TripWord, YieldpointFlag};
 
 use crate::bytecode::CodeId;
 
@@ -53,19 +53,58 @@ impl Frame {
 }
 
 /// A stack of frames with a fixed capacity: pushing past it is the VM's stack overflow.
+///
+/// The two depth bounds the interpreter checks anyway, on every call and every return, are
+/// [`TripWord`]s: a profiler attaches them to its yieldpoint flag, so a raised flag makes
+/// those checks fail and the interpreter serves it on its slow path. That is how prologue
+/// and epilogue yieldpoints cost no instruction of their own.
 pub struct FrameStack {
     /// The number of live frames. Boxed with the array in `Runtime` so its address is stable.
     len: usize,
     frames: Box<[Frame]>,
+    /// How many frames `push_within_limit` allows: the capacity, or 0 while tripped.
+    limit: TripWord,
+    /// The depth at or below which a return leaves the running dispatch loop (its base
+    /// depth), or `usize::MAX` while tripped.
+    exit_depth: TripWord,
 }
 
 impl FrameStack {
     /// Reserves room for `capacity` frames; zeroed pages cost nothing until used.
     pub fn with_capacity(capacity: usize) -> Box<FrameStack> {
+        let capacity = capacity.max(1);
         Box::new(FrameStack {
             len: 0,
-            frames: bytemuck::zeroed_slice_box(capacity.max(1)),
+            frames: bytemuck::zeroed_slice_box(capacity),
+            limit: TripWord::new(capacity, 0),
+            exit_depth: TripWord::new(0, usize::MAX),
         })
+    }
+
+    /// Lets `flag` trip the depth bounds.
+    ///
+    /// # Safety
+    /// This stack must outlive the attachment: detach the flag's words
+    /// (`YieldpointFlag::detach_all`), after stopping everything that raises it, before
+    /// dropping the stack.
+    pub unsafe fn attach_to(&self, flag: &YieldpointFlag) -> Result<(), String> {
+        // SAFETY: forwarded to our caller.
+        unsafe {
+            flag.attach(&self.limit)
+                .and_then(|()| flag.attach(&self.exit_depth))
+        }
+        .map_err(|e| e.to_string())
+    }
+
+    /// The depth bound of a return: at or below it, leave the loop or serve the flag.
+    #[inline(always)]
+    pub fn exit_depth(&self) -> usize {
+        self.exit_depth.get()
+    }
+
+    /// Makes `depth` the running loop's base depth, answering the enclosing loop's.
+    pub fn set_exit_depth(&self, depth: usize) -> usize {
+        self.exit_depth.set_armed(depth)
     }
 
     #[inline(always)]
@@ -82,7 +121,29 @@ impl FrameStack {
         self.frames.len()
     }
 
-    /// Pushes a frame; false when the stack is full.
+    /// Pushes a frame; false when the stack is full or its limit is tripped (`is_full` tells
+    /// which). The one check of the interpreter's call path.
+    #[inline(always)]
+    #[must_use]
+    pub fn push_within_limit(&mut self, frame: Frame) -> bool {
+        let len = self.len;
+        if len < self.limit.get() {
+            // SAFETY: the limit is the capacity or 0 (tripped), so `len < capacity`.
+            unsafe { *self.frames.get_unchecked_mut(len) = frame };
+            compiler_fence(Ordering::Release);
+            self.len = len + 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether every frame slot is taken: a failed push is then a stack overflow.
+    pub fn is_full(&self) -> bool {
+        self.len >= self.frames.len()
+    }
+
+    /// Pushes a frame whatever the limit; false when the stack is full.
     #[inline(always)]
     #[must_use]
     pub fn push(&mut self, frame: Frame) -> bool {
@@ -193,6 +254,31 @@ mod tests {
         assert_eq!(s.top().code, 8);
         assert_eq!(s.pop().map(|f| f.bp()), Some(3));
         assert_eq!(s.top().code, 7);
+    }
+
+    #[test]
+    fn a_raised_flag_trips_the_limit_and_the_exit_depth() {
+        let flag = YieldpointFlag::new();
+        let mut s = FrameStack::with_capacity(4);
+        // SAFETY: `s` outlives the attachment; detached below.
+        unsafe { s.attach_to(&flag).unwrap() };
+        assert_eq!(s.set_exit_depth(1), 0);
+        assert!(s.push_within_limit(Frame::new(1, 0, Value::NIL, Value::NONE)));
+        flag.raise(tally_profile::flag::SAMPLE);
+        assert!(!s.push_within_limit(Frame::new(2, 1, Value::NIL, Value::NONE)));
+        assert!(!s.is_full(), "tripped, not full");
+        assert_eq!(s.exit_depth(), usize::MAX);
+        assert!(
+            s.push(Frame::new(2, 1, Value::NIL, Value::NONE)),
+            "the slow path pushes"
+        );
+        flag.clear(tally_profile::flag::SAMPLE);
+        assert_eq!(s.exit_depth(), 1);
+        assert!(s.push_within_limit(Frame::new(3, 2, Value::NIL, Value::NONE)));
+        assert!(s.push_within_limit(Frame::new(4, 3, Value::NIL, Value::NONE)));
+        assert!(!s.push_within_limit(Frame::new(5, 4, Value::NIL, Value::NONE)));
+        assert!(s.is_full());
+        flag.detach_all();
     }
 
     #[test]

@@ -37,11 +37,14 @@ impl Vm {
     /// Runs until the frame stack is back to `base_depth` frames; returns the value the
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
-        if self.yieldpoint_flag() & flag::EXACT != 0 {
+        let enclosing = self.rt.frames.set_exit_depth(base_depth);
+        let result = if self.yieldpoint_flag() & flag::EXACT != 0 {
             self.execute_loop::<true>(base_depth)
         } else {
             self.execute_loop::<false>(base_depth)
-        }
+        };
+        self.rt.frames.set_exit_depth(enclosing);
+        result
     }
 
     /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
@@ -92,7 +95,8 @@ impl Vm {
                 self.rt.frames.top_mut().ip = ip as u32;
             };
         }
-        // The epilogue yieldpoint; the frame that is now on top has its `ip` saved.
+        // The epilogue yieldpoint; the frame that is now on top has its `ip` saved. Ordinary
+        // returns get here only when the flag has tripped the exit depth (`do_return!`).
         macro_rules! epilogue {
             () => {
                 let f = self.yieldpoint_flag();
@@ -101,8 +105,9 @@ impl Vm {
                 }
             };
         }
-        // A send from a site: inline cache, prologue, then the callee's frame (switched to
-        // in place), a trivial method done in place, or the general path.
+        // A send from a site: inline cache, then the callee's frame (switched to in place; the
+        // prologue yieldpoint rides on the frame push, see `enter`), or, after an explicit
+        // prologue check, a trivial method done in place or the general path.
         macro_rules! send {
             ($site_id:expr) => {{
                 let site_id = $site_id;
@@ -128,10 +133,6 @@ impl Vm {
                     }
                 };
                 let callee: &'static Code = self.rt.codes[target as usize];
-                let f = self.yieldpoint_flag();
-                if f != 0 {
-                    self.profile_prologue(callee.id, f)?;
-                }
                 if callee.is_plain_frame(argc) {
                     // The common case, inline: a bytecode method gets a frame and the loop
                     // switches to it without going through the frame stack.
@@ -142,14 +143,20 @@ impl Vm {
                     ops = &callee.ops;
                     ip = 0;
                     bp = new_bp;
-                } else if callee.trivial != Trivial::No
-                    && argc == callee.num_args as usize
-                    && self.run_trivial(callee.trivial, argc)
-                {
-                    // Done in place: the frame is unchanged.
                 } else {
-                    self.invoke_unprofiled(callee, argc)?;
-                    reload!();
+                    let f = self.yieldpoint_flag();
+                    if f != 0 {
+                        self.profile_prologue(callee.id, f)?;
+                    }
+                    if callee.trivial != Trivial::No
+                        && argc == callee.num_args as usize
+                        && self.run_trivial(callee.trivial, argc)
+                    {
+                        // Done in place: the frame is unchanged.
+                    } else {
+                        self.invoke_unprofiled(callee, argc)?;
+                        reload!();
+                    }
                 }
             }};
         }
@@ -180,23 +187,25 @@ impl Vm {
                 send!(site_id);
             }};
         }
-        // Returns `result` from the running frame to its caller (or out of the loop).
+        // Returns `result` from the running frame to its caller (or out of the loop). The one
+        // depth check is against the exit depth, which a raised yieldpoint flag trips to
+        // `usize::MAX`: the epilogue yieldpoint costs ordinary returns nothing.
         macro_rules! do_return {
             ($result:expr) => {{
                 let result = $result;
                 self.pop_frame(result);
-                if self.rt.frames.len() <= base_depth {
-                    final_counts!();
+                let depth = self.rt.frames.len();
+                if depth <= self.rt.frames.exit_depth() {
+                    if depth <= base_depth {
+                        final_counts!();
+                        epilogue!();
+                        return Ok(result);
+                    }
+                    reload!();
                     epilogue!();
-                    return Ok(result);
+                } else {
+                    reload!();
                 }
-                flush_counts!();
-                let f = self.rt.frames.top();
-                code = self.rt.codes[f.code as usize];
-                ops = &code.ops;
-                ip = f.ip as usize;
-                bp = f.bp();
-                epilogue!();
             }};
         }
         // A comparison answered in place for numbers, then the jump right behind it (at `ip`)
@@ -620,7 +629,7 @@ impl Vm {
             )));
         }
         let bp = self.rt.stack.len() - 1 - argc;
-        self.enter(code, bp, Value::NONE)
+        self.enter_after_prologue(code, bp, Value::NONE)
     }
 
     /// Does a trivial method's work in place of the receiver and arguments; false when the
@@ -652,6 +661,9 @@ impl Vm {
 
     /// Activates `code` on the stack from `bp` (receiver, then arguments): pushes its frame,
     /// its stack locals and, if it has captured variables, its context.
+    ///
+    /// This is also the call's prologue yieldpoint: the frame push checks the stack limit,
+    /// which a raised yieldpoint flag trips, so the hook costs nothing until it is wanted.
     #[inline(always)]
     pub(crate) fn enter(
         &mut self,
@@ -659,14 +671,59 @@ impl Vm {
         bp: usize,
         closure: Value,
     ) -> Result<(), VmError> {
-        let outer = if closure == Value::NONE {
+        // The frame is built again on the slow path, so the fast one writes it in place.
+        let frame = Frame::new(code.id, bp, Self::outer_context(closure), closure);
+        if !self.rt.frames.push_within_limit(frame) {
+            self.push_at_limit(code.id, bp, closure)?;
+        }
+        self.set_up_frame(code)
+    }
+
+    /// `enter` for a call whose prologue hook has run already.
+    fn enter_after_prologue(
+        &mut self,
+        code: &'static Code,
+        bp: usize,
+        closure: Value,
+    ) -> Result<(), VmError> {
+        let frame = Frame::new(code.id, bp, Self::outer_context(closure), closure);
+        if !self.rt.frames.push(frame) {
+            return Err(self.stack_overflow());
+        }
+        self.set_up_frame(code)
+    }
+
+    /// A push that hit the limit: a stack overflow, or the flag has tripped the limit and the
+    /// prologue hook runs (with the caller still on top) before the frame is pushed.
+    #[cold]
+    #[inline(never)]
+    fn push_at_limit(&mut self, callee: CodeId, bp: usize, closure: Value) -> Result<(), VmError> {
+        if self.rt.frames.is_full() {
+            return Err(self.stack_overflow());
+        }
+        let f = self.yieldpoint_flag();
+        if f != 0 {
+            self.profile_prologue(callee, f)?;
+        }
+        let frame = Frame::new(callee, bp, Self::outer_context(closure), closure);
+        if !self.rt.frames.push(frame) {
+            return Err(self.stack_overflow());
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn outer_context(closure: Value) -> Value {
+        if closure == Value::NONE {
             Value::NIL
         } else {
             closure.slot(block::CONTEXT)
-        };
-        if !self.rt.frames.push(Frame::new(code.id, bp, outer, closure)) {
-            return Err(self.stack_overflow());
         }
+    }
+
+    /// The rest of an activation once its frame is pushed: stack locals and context.
+    #[inline(always)]
+    fn set_up_frame(&mut self, code: &'static Code) -> Result<(), VmError> {
         let locals = code.num_locals as usize;
         if locals > 0 {
             let len = self.rt.stack.len();
@@ -724,10 +781,6 @@ impl Vm {
             )));
         }
         debug_assert_eq!(code.kind, CodeKind::Block);
-        let f = self.yieldpoint_flag();
-        if f != 0 {
-            self.profile_prologue(code.id, f)?;
-        }
         self.rt.stack[bp] = closure.slot(block::RECEIVER);
         self.enter(code, bp, closure)
     }

@@ -55,6 +55,17 @@ pub(crate) struct Profiler {
     output: PathBuf,
     /// Set when the program was interrupted (SIGINT) and must stop at the next yieldpoint.
     pub interrupted: bool,
+    /// Last, so it is dropped after `sampler` and `_sigint`.
+    _trips: TripsAttached,
+}
+
+/// Detaches the frame stack's trip words from the flag when the profiler goes.
+struct TripsAttached(&'static tally_profile::YieldpointFlag);
+
+impl Drop for TripsAttached {
+    fn drop(&mut self) {
+        self.0.detach_all();
+    }
 }
 
 impl Profiler {
@@ -67,6 +78,10 @@ impl Profiler {
                 "the profiler's stack view was already set".into(),
             ));
         }
+        // SAFETY: as for the view; `TripsAttached`, the profiler's last field, detaches them
+        // after the sampler and the SIGINT handler (which raise the flag) are gone.
+        unsafe { frames.attach_to(hot.flag) }.map_err(VmError::Fatal)?;
+        let trips = TripsAttached(hot.flag);
         if options.exhaustive {
             hot.flag.raise(flag::EXACT);
         }
@@ -105,6 +120,7 @@ impl Profiler {
             _sigint: sigint,
             output: options.output.clone(),
             interrupted: false,
+            _trips: trips,
         })
     }
 

@@ -2,14 +2,23 @@
 //!
 //! The interpreter already has to check *something* at its yieldpoints; by
 //! making that something one byte whose bits say what is wanted, profiling
-//! adds no instruction to the path where nothing is wanted: the prologue and
-//! epilogue test `flag != 0`, the loop back-edge tests
+//! adds little to the path where nothing is wanted: a loop back-edge tests
 //! `flag & ALL_YIELDPOINTS != 0`, and everything else happens out of line.
+//!
+//! Calls and returns can do better still, because a VM already compares
+//! something there: the stack depth against its limit when it pushes a frame,
+//! and against the depth at which its loop must stop when it pops one. A VM
+//! that keeps those bounds in [`TripWord`]s and attaches them to its flag
+//! ([`YieldpointFlag::attach`]) gets prologue and epilogue yieldpoints for
+//! free: raising any bit also *trips* the words (the stack limit drops to 0,
+//! the exit depth rises to the top), so the VM's own check fails and sends it
+//! to its slow path, which serves the flag. This is the stack-limit trick V8
+//! and Jikes RVM use for interrupts.
 //!
 //! Bits are set by signal handlers (timer tick, SIGINT) and cleared by the
 //! VM thread when it has served the request.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 /// A method sample is pending (polling mechanism): served at the next
 /// yieldpoint of any kind.
@@ -39,7 +48,15 @@ pub enum Level {
     All,
 }
 
-pub struct YieldpointFlag(AtomicU8);
+/// How many [`TripWord`]s one flag can trip: a stack limit and an exit depth.
+pub const MAX_TRIP_WORDS: usize = 2;
+
+pub struct YieldpointFlag {
+    bits: AtomicU8,
+    /// Words tripped with every raise. Null or pointing at a live word, under
+    /// the contract of [`YieldpointFlag::attach`].
+    trips: [AtomicPtr<TripWord>; MAX_TRIP_WORDS],
+}
 
 impl Default for YieldpointFlag {
     fn default() -> Self {
@@ -49,14 +66,20 @@ impl Default for YieldpointFlag {
 
 impl YieldpointFlag {
     pub const fn new() -> YieldpointFlag {
-        YieldpointFlag(AtomicU8::new(0))
+        YieldpointFlag {
+            bits: AtomicU8::new(0),
+            trips: [
+                AtomicPtr::new(std::ptr::null_mut()),
+                AtomicPtr::new(std::ptr::null_mut()),
+            ],
+        }
     }
 
     /// The fast-path read. Relaxed: a request seen one yieldpoint late is
     /// harmless, and a relaxed byte load is as cheap as a plain one.
     #[inline(always)]
     pub fn load(&self) -> u8 {
-        self.0.load(Ordering::Relaxed)
+        self.bits.load(Ordering::Relaxed)
     }
 
     #[inline(always)]
@@ -65,17 +88,161 @@ impl YieldpointFlag {
     }
 
     /// Sets `bits`, returning the previous value (so a handler can tell a
-    /// fresh request from one that coalesced with a pending request).
-    /// Async-signal-safe.
+    /// fresh request from one that coalesced with a pending request), and
+    /// trips the attached words. Async-signal-safe: atomics only.
     #[inline]
     pub fn raise(&self, bits: u8) -> u8 {
-        self.0.fetch_or(bits, Ordering::AcqRel)
+        let previous = self.bits.fetch_or(bits, Ordering::SeqCst);
+        self.trip_words();
+        previous
     }
 
-    /// Clears `bits`, returning the previous value.
+    /// Clears `bits`, returning the previous value. When no bit is left the
+    /// attached words are re-armed; a raise that races with this is not lost
+    /// (the words are tripped again if a bit turned up meanwhile).
     #[inline]
     pub fn clear(&self, bits: u8) -> u8 {
-        self.0.fetch_and(!bits, Ordering::AcqRel)
+        let previous = self.bits.fetch_and(!bits, Ordering::SeqCst);
+        if previous & !bits == 0 {
+            self.for_each_word(TripWord::rearm);
+            if self.bits.load(Ordering::SeqCst) != 0 {
+                self.trip_words();
+            }
+        }
+        previous
+    }
+
+    /// Makes every raise of this flag trip `word`, and trips it now if a bit
+    /// is already up. Fails when [`MAX_TRIP_WORDS`] words are attached.
+    ///
+    /// # Safety
+    /// `word` must stay alive and unmoved until [`YieldpointFlag::detach_all`]
+    /// has returned and no thread can still be raising this flag through an
+    /// earlier load of the pointer (stop the triggers before detaching).
+    pub unsafe fn attach(&self, word: &TripWord) -> Result<(), AttachError> {
+        let ptr = word as *const TripWord as *mut TripWord;
+        for slot in &self.trips {
+            if slot
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    ptr,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                )
+                .is_ok()
+            {
+                if self.bits.load(Ordering::SeqCst) != 0 {
+                    word.trip();
+                }
+                return Ok(());
+            }
+        }
+        Err(AttachError)
+    }
+
+    /// Re-arms and forgets every attached word, so a VM that runs on without
+    /// its profiler is not left on its slow paths.
+    pub fn detach_all(&self) {
+        for slot in &self.trips {
+            let ptr = slot.swap(std::ptr::null_mut(), Ordering::SeqCst);
+            if !ptr.is_null() {
+                // SAFETY: it was attached, so it is still alive (contract of `attach`).
+                unsafe { &*ptr }.rearm();
+            }
+        }
+    }
+
+    fn trip_words(&self) {
+        self.for_each_word(TripWord::trip);
+    }
+
+    fn for_each_word(&self, f: impl Fn(&TripWord)) {
+        for slot in &self.trips {
+            let ptr = slot.load(Ordering::SeqCst);
+            if !ptr.is_null() {
+                // SAFETY: a non-null slot points at a live word, by the
+                // contract of `attach`.
+                f(unsafe { &*ptr });
+            }
+        }
+    }
+}
+
+/// Every trip slot of the flag is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachError;
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the yieldpoint flag already trips {MAX_TRIP_WORDS} words"
+        )
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+/// A bound the VM compares against on a hot path anyway (a stack limit, the
+/// depth at which its loop returns), which the yieldpoint flag can *trip*:
+/// while any bit is raised the word reads `tripped`, a value chosen so that
+/// the VM's comparison fails and its slow path serves the flag.
+pub struct TripWord {
+    value: AtomicUsize,
+    armed: AtomicUsize,
+    is_tripped: AtomicBool,
+    tripped: usize,
+}
+
+impl TripWord {
+    pub const fn new(armed: usize, tripped: usize) -> TripWord {
+        TripWord {
+            value: AtomicUsize::new(armed),
+            armed: AtomicUsize::new(armed),
+            is_tripped: AtomicBool::new(false),
+            tripped,
+        }
+    }
+
+    /// The bound as the hot path reads it: the armed value, or the tripped
+    /// one while a flag bit is up.
+    #[inline(always)]
+    pub fn get(&self) -> usize {
+        self.value.load(Ordering::Relaxed)
+    }
+
+    /// The value the word holds while nothing is wanted.
+    pub fn armed(&self) -> usize {
+        self.armed.load(Ordering::Relaxed)
+    }
+
+    /// Whether a raised flag bit has tripped the word.
+    pub fn is_tripped(&self) -> bool {
+        self.is_tripped.load(Ordering::SeqCst)
+    }
+
+    /// Changes the armed value (the VM thread only), answering the old one.
+    /// A trip that races with this wins: the word ends up tripped.
+    pub fn set_armed(&self, armed: usize) -> usize {
+        let old = self.armed.swap(armed, Ordering::SeqCst);
+        if !self.is_tripped.load(Ordering::SeqCst) {
+            self.value.store(armed, Ordering::SeqCst);
+            if self.is_tripped.load(Ordering::SeqCst) {
+                self.value.store(self.tripped, Ordering::SeqCst);
+            }
+        }
+        old
+    }
+
+    fn trip(&self) {
+        self.is_tripped.store(true, Ordering::SeqCst);
+        self.value.store(self.tripped, Ordering::SeqCst);
+    }
+
+    fn rearm(&self) {
+        self.is_tripped.store(false, Ordering::SeqCst);
+        self.value
+            .store(self.armed.load(Ordering::SeqCst), Ordering::SeqCst);
     }
 }
 
@@ -107,6 +274,76 @@ mod tests {
         assert_eq!(f.level(), Level::All);
         f.clear(SAMPLE | CBS_WINDOW);
         assert_eq!(f.level(), Level::Nothing);
+    }
+
+    #[test]
+    fn raising_trips_attached_words_and_clearing_the_last_bit_rearms_them() {
+        let f = YieldpointFlag::new();
+        let limit = TripWord::new(1000, 0);
+        let exit = TripWord::new(3, usize::MAX);
+        // SAFETY: both words outlive the flag's use in this test; detached below.
+        unsafe {
+            f.attach(&limit).unwrap();
+            f.attach(&exit).unwrap();
+        }
+        assert_eq!((limit.get(), exit.get()), (1000, 3));
+        f.raise(CBS_WINDOW);
+        assert_eq!((limit.get(), exit.get()), (0, usize::MAX));
+        f.raise(SAMPLE);
+        f.clear(SAMPLE);
+        assert_eq!(limit.get(), 0, "a bit is still up: the words stay tripped");
+        f.clear(CBS_WINDOW);
+        assert_eq!((limit.get(), exit.get()), (1000, 3));
+        f.raise(SAMPLE);
+        f.detach_all();
+        assert_eq!(limit.get(), 1000, "detaching re-arms");
+        f.raise(SAMPLE);
+        assert_eq!(limit.get(), 1000, "a detached word is left alone");
+    }
+
+    #[test]
+    fn a_word_attached_while_a_bit_is_up_starts_tripped() {
+        let f = YieldpointFlag::new();
+        f.raise(EXACT);
+        let limit = TripWord::new(64, 0);
+        // SAFETY: the word outlives the flag's use in this test; detached below.
+        unsafe { f.attach(&limit).unwrap() };
+        assert!(limit.is_tripped());
+        assert_eq!(limit.get(), 0);
+        f.detach_all();
+    }
+
+    #[test]
+    fn only_two_words_attach() {
+        let f = YieldpointFlag::new();
+        let words = [
+            TripWord::new(1, 0),
+            TripWord::new(2, 0),
+            TripWord::new(3, 0),
+        ];
+        // SAFETY: the words outlive the flag's use in this test; detached below.
+        unsafe {
+            assert!(f.attach(&words[0]).is_ok());
+            assert!(f.attach(&words[1]).is_ok());
+            assert_eq!(f.attach(&words[2]), Err(AttachError));
+        }
+        f.detach_all();
+    }
+
+    #[test]
+    fn setting_the_armed_value_keeps_a_trip() {
+        let f = YieldpointFlag::new();
+        let exit = TripWord::new(0, usize::MAX);
+        // SAFETY: the word outlives the flag's use in this test; detached below.
+        unsafe { f.attach(&exit).unwrap() };
+        assert_eq!(exit.set_armed(5), 0);
+        assert_eq!(exit.get(), 5);
+        f.raise(DRAIN);
+        assert_eq!(exit.set_armed(7), 5);
+        assert_eq!(exit.get(), usize::MAX, "still tripped");
+        f.clear(DRAIN);
+        assert_eq!(exit.get(), 7, "re-armed with the new value");
+        f.detach_all();
     }
 
     #[test]
