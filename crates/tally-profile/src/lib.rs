@@ -7,7 +7,9 @@
 //! - **The hot path** ([`hot`], [`trigger`], [`sigint`]): what the VM calls at
 //!   yieldpoints and what runs in signal handlers. Allocation-free and
 //!   lock-free after construction: an overloaded [`YieldpointFlag`]
-//!   (Arnold & Grove), the CBS state machine [`Cbs`], a [`PublishedState`]
+//!   (Arnold & Grove) that can also trip [`TripWord`]s, the bounds a VM checks
+//!   anyway at calls and returns, so those yieldpoints cost nothing of their
+//!   own (see [`flag`]), the CBS state machine [`Cbs`], a [`PublishedState`]
 //!   (a shadow stack the VM pushes and pops, or a [`StackView`] through which
 //!   handlers read the VM's own frames in place, costing calls nothing), a
 //!   pre-allocated [`SampleRing`], [`ExactCounts`] for the exhaustive mode,
@@ -113,7 +115,7 @@ pub use event::{Event, EventKind};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;
 pub use hot::flag::{self, TripWord, YieldpointFlag};
-pub use hot::published::{PublishedState, StackView};
+pub use hot::published::{PublishedState, StackView, StateCell};
 pub use hot::ring::SampleRing;
 pub use hot::{HotConfig, HotState, Mechanism, SampleCounters};
 pub use ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, VmState};

@@ -27,6 +27,10 @@ use crate::{Vm, VmError};
 /// and loop back-edge is one load from a fixed address. Never raised unless a profiler runs.
 pub(crate) static YIELDPOINT: tally_profile::YieldpointFlag = tally_profile::YieldpointFlag::new();
 
+/// What this process's VM is doing, for samples: a `static` for the same reason, since it is
+/// set around every primitive call while samples are taken.
+pub(crate) static VM_STATE: tally_profile::StateCell = tally_profile::StateCell::new();
+
 /// What to profile and where to write it (command-line flags map onto this).
 #[derive(Debug, Clone)]
 pub struct ProfileOptions {
@@ -70,7 +74,7 @@ impl Drop for TripsAttached {
 
 impl Profiler {
     pub fn new(options: &ProfileOptions, frames: &FrameStack) -> Result<Profiler, VmError> {
-        let hot = HotState::with_flag(HotConfig::default(), &YIELDPOINT);
+        let hot = HotState::with_statics(HotConfig::default(), &YIELDPOINT, &VM_STATE);
         // SAFETY: the frame stack is reserved once and never moves; the VM drops its profiler
         // (which stops the sampler) before its frames (`Vm`'s field order).
         if unsafe { hot.published.use_stack_view(frames.stack_view()) }.is_err() {

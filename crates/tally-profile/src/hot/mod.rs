@@ -19,7 +19,7 @@ use crate::clock;
 use crate::ids::{RawFrame, VmState};
 use crate::sample::{Origin, SampleFlags};
 use flag::YieldpointFlag;
-use published::{current_tid, PublishedState};
+use published::{current_tid, PublishedState, StateCell};
 use ring::{PushError, SampleRing, SlotHeader};
 
 /// How method samples are taken (Buytaert et al. OOPSLA 2007).
@@ -108,7 +108,7 @@ const MODE_CBS: u8 = 4;
 
 pub struct HotState {
     /// `'static` so a VM can give it a fixed address its interpreter loads without any
-    /// indirection ([`HotState::with_flag`]).
+    /// indirection ([`HotState::with_statics`]).
     pub flag: &'static YieldpointFlag,
     pub published: PublishedState,
     pub ring: SampleRing,
@@ -120,17 +120,26 @@ impl HotState {
     pub fn new(config: HotConfig) -> Arc<HotState> {
         // One small flag per HotState for the life of the process: states are made once per
         // run (and a few times in tests).
-        HotState::with_flag(config, Box::leak(Box::new(YieldpointFlag::new())))
+        HotState::with_statics(
+            config,
+            Box::leak(Box::new(YieldpointFlag::new())),
+            Box::leak(Box::new(StateCell::new())),
+        )
     }
 
-    /// A state whose yieldpoint flag is `flag`, typically a `static` of the VM, so that the
-    /// check compiled into every yieldpoint is one load from a fixed address. The flag is
-    /// cleared here; a VM must not run two profiled states on one flag at a time.
-    pub fn with_flag(config: HotConfig, flag: &'static YieldpointFlag) -> Arc<HotState> {
+    /// A state whose yieldpoint flag and VM-state cell are `static`s of the VM, so that the
+    /// check compiled into every yieldpoint is one load from a fixed address and a state
+    /// change one store. Both are reset here; a VM must not run two profiled states on the
+    /// same statics at a time.
+    pub fn with_statics(
+        config: HotConfig,
+        flag: &'static YieldpointFlag,
+        state: &'static StateCell,
+    ) -> Arc<HotState> {
         flag.clear(u8::MAX);
         Arc::new(HotState {
             flag,
-            published: PublishedState::new(config.stack_capacity),
+            published: PublishedState::with_state_cell(config.stack_capacity, state),
             ring: SampleRing::new(config.ring_slots, config.max_frames),
             counters: Counters::default(),
             mode: AtomicU8::new(0),

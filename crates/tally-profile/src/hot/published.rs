@@ -69,10 +69,41 @@ unsafe impl Send for StackView {}
 // SAFETY: as above; sharing the view shares only addresses.
 unsafe impl Sync for StackView {}
 
+/// What the VM is doing (interpreting, in a primitive, collecting …), for samples to record.
+///
+/// A cell of its own so a VM can make it a `static`: setting it around every primitive call is
+/// then a store to a fixed address, with no pointer chase to the profiler.
+pub struct StateCell(AtomicU8);
+
+impl Default for StateCell {
+    fn default() -> Self {
+        StateCell::new()
+    }
+}
+
+impl StateCell {
+    pub const fn new() -> StateCell {
+        StateCell(AtomicU8::new(VmState::Runtime as u8))
+    }
+
+    /// Sets the state, answering the previous one. Only the VM thread writes, so a load and a
+    /// store (two plain moves) do what a swap would, without a locked instruction.
+    #[inline(always)]
+    pub fn set(&self, state: VmState) -> VmState {
+        let old = self.0.load(Ordering::Relaxed);
+        self.0.store(state as u8, Ordering::Release);
+        VmState::from_u8(old).unwrap_or(VmState::Runtime)
+    }
+
+    pub fn get(&self) -> VmState {
+        VmState::from_u8(self.0.load(Ordering::Acquire)).unwrap_or(VmState::Runtime)
+    }
+}
+
 pub struct PublishedState {
     view: OnceLock<StackView>,
     depth: AtomicU32,
-    state: AtomicU8,
+    state: &'static StateCell,
     owner_tid: AtomicI32,
     mask: u32,
     frames: Box<[std::sync::atomic::AtomicU64]>,
@@ -81,11 +112,19 @@ pub struct PublishedState {
 impl PublishedState {
     /// `capacity` is rounded up to a power of two (at least 1).
     pub fn new(capacity: usize) -> PublishedState {
+        // One small cell per state for the life of the process, as `HotState::new` does for
+        // its flag: states are made once per run (and a few times in tests).
+        PublishedState::with_state_cell(capacity, Box::leak(Box::new(StateCell::new())))
+    }
+
+    /// A published state whose VM state lives in `state`, typically a `static` of the VM.
+    pub fn with_state_cell(capacity: usize, state: &'static StateCell) -> PublishedState {
+        state.set(VmState::Runtime);
         let cap = capacity.max(1).next_power_of_two().min(1 << 24);
         PublishedState {
             view: OnceLock::new(),
             depth: AtomicU32::new(0),
-            state: AtomicU8::new(VmState::Runtime as u8),
+            state,
             owner_tid: AtomicI32::new(0),
             mask: cap as u32 - 1,
             frames: (0..cap).map(|_| Default::default()).collect(),
@@ -166,15 +205,11 @@ impl PublishedState {
     /// can restore it (`let old = p.set_state(Gc); …; p.set_state(old)`).
     #[inline]
     pub fn set_state(&self, state: VmState) -> VmState {
-        // Only the VM thread writes, so a load and a store (two plain moves) do what a swap
-        // would, without the locked instruction on every primitive call.
-        let old = self.state.load(Ordering::Relaxed);
-        self.state.store(state as u8, Ordering::Release);
-        VmState::from_u8(old).unwrap_or(VmState::Runtime)
+        self.state.set(state)
     }
 
     pub fn state(&self) -> VmState {
-        VmState::from_u8(self.state.load(Ordering::Acquire)).unwrap_or(VmState::Runtime)
+        self.state.get()
     }
 
     pub fn depth(&self) -> u32 {
