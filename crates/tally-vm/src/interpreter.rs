@@ -703,11 +703,18 @@ impl Vm {
         bp: usize,
         closure: Value,
     ) -> Result<(), VmError> {
-        let frame = Frame::new(code.id, bp, Self::outer_context(closure), closure);
+        self.push_frame(code.id, bp, closure)?;
+        self.set_up_frame(code)
+    }
+
+    /// Pushes a frame whatever the (tripped) limit; a full stack is the stack overflow.
+    #[inline(always)]
+    fn push_frame(&mut self, code: CodeId, bp: usize, closure: Value) -> Result<(), VmError> {
+        let frame = Frame::new(code, bp, Self::outer_context(closure), closure);
         if !self.rt.frames.push(frame) {
             return Err(self.stack_overflow());
         }
-        self.set_up_frame(code)
+        Ok(())
     }
 
     /// A push that hit the limit: a stack overflow, or the flag has tripped the limit and the
@@ -722,11 +729,7 @@ impl Vm {
         if f != 0 {
             self.profile_prologue(callee, f)?;
         }
-        let frame = Frame::new(callee, bp, Self::outer_context(closure), closure);
-        if !self.rt.frames.push(frame) {
-            return Err(self.stack_overflow());
-        }
-        Ok(())
+        self.push_frame(callee, bp, closure)
     }
 
     #[inline(always)]
