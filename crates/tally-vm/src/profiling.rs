@@ -275,11 +275,10 @@ impl Vm {
     }
 
     /// Marks what the VM is doing (a primitive, GC …) for samples; answers the previous state.
+    /// The profiler's published state reads `VM_STATE`, so this writes the cell directly.
     #[inline]
     pub(crate) fn profile_state(&self, state: VmState) -> Option<VmState> {
-        self.profiler
-            .as_deref()
-            .map(|p| p.hot.published.set_state(state))
+        self.profiler.is_some().then(|| VM_STATE.set(state))
     }
 
     /// Whether samples may be taken, so VM states must be published. False at compile time in
