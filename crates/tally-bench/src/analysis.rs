@@ -9,8 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 use tally_stats::{
-    analyse_invocation, geometric_mean_ratio_ci, median, one_way_anova, ratio_ci, tukey_hsd,
-    welch_t_test, ConfidenceInterval, StatsError, Summary,
+    analyse_invocation, bootstrap_ci, geometric_mean_ratio_ci, hodges_lehmann, median,
+    one_way_anova, ratio_ci, tukey_hsd, welch_t_test, Bootstrap, ConfidenceInterval, StatsError,
+    Summary,
 };
 
 use crate::results::{Outcome, Results};
@@ -198,6 +199,11 @@ pub struct GeomeanRow {
     pub ci: Option<ConfidenceInterval>,
     /// The same geometric mean paired by invocation round (needs two complete rounds).
     pub paired: Option<PairedGeomean>,
+    /// The paired geometric mean estimated robustly: per benchmark the Hodges–Lehmann ratio
+    /// over rounds, with a bootstrap interval over rounds. On a machine whose speed changes
+    /// in phases, the few rounds measured across a change set the width of the t-interval
+    /// of `paired`; here they count as what they are, outliers.
+    pub robust: Option<PairedGeomean>,
     /// Benchmarks where the executor was significantly faster / slower.
     pub faster: usize,
     /// See `faster`.
@@ -335,7 +341,11 @@ impl Report {
                 }
                 let ci = geometric_mean_ratio_ci(&values, level).ok();
                 let estimate = ci.map(|c| c.estimate).unwrap_or(values[0]);
-                let paired = paired_geomean(&benchmarks, e, baseline, level);
+                let logs = paired_log_ratios(&benchmarks, e, baseline);
+                let paired = logs.as_deref().and_then(|l| paired_geomean(l, level));
+                let robust = logs
+                    .as_deref()
+                    .and_then(|l| robust_paired_geomean(l, level));
                 let significant_where = |faster: bool| {
                     ratios
                         .iter()
@@ -348,6 +358,7 @@ impl Report {
                     estimate,
                     ci,
                     paired,
+                    robust,
                     faster: significant_where(true),
                     slower: significant_where(false),
                 })
@@ -473,15 +484,15 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
     }
 }
 
-/// See [`PairedGeomean`]. Benchmarks without a ratio are left out; a round counts only if
-/// every remaining benchmark has a value for both executors in it, so each round's geomean
-/// is over the same benchmarks.
-fn paired_geomean(
+/// The log ratios executor / baseline of every benchmark with a ratio, round by round: one
+/// row per benchmark, one column per round. Benchmarks without a ratio are left out; a round
+/// counts only if every remaining benchmark has a value for both executors in it, so each
+/// round's geomean is over the same benchmarks.
+fn paired_log_ratios(
     benchmarks: &[BenchmarkReport],
     executor: usize,
     baseline: usize,
-    level: f64,
-) -> Option<PairedGeomean> {
+) -> Option<Vec<Vec<f64>>> {
     let compared: Vec<&BenchmarkReport> = benchmarks
         .iter()
         .filter(|b| b.cells[executor].ratio.is_some())
@@ -502,22 +513,64 @@ fn paired_geomean(
         .collect();
     rounds.sort_unstable();
     rounds.dedup();
-    let round_ratios: Vec<f64> = rounds
+    let complete: Vec<Vec<f64>> = rounds
         .into_iter()
         .filter_map(|round| {
-            let mut log_sum = 0.0;
-            for b in &compared {
-                let x = value_in(&b.cells[executor], round)?;
-                let y = value_in(&b.cells[baseline], round)?;
-                log_sum += (x / y).ln();
-            }
-            Some((log_sum / compared.len() as f64).exp())
+            compared
+                .iter()
+                .map(|b| {
+                    let x = value_in(&b.cells[executor], round)?;
+                    let y = value_in(&b.cells[baseline], round)?;
+                    Some((x / y).ln())
+                })
+                .collect()
         })
         .collect();
+    // Transposed: per benchmark, its log ratios over the complete rounds.
+    Some(
+        (0..compared.len())
+            .map(|b| complete.iter().map(|round| round[b]).collect())
+            .collect(),
+    )
+}
+
+/// See [`PairedGeomean`]: the t-interval over rounds of the per-round geomeans.
+fn paired_geomean(logs: &[Vec<f64>], level: f64) -> Option<PairedGeomean> {
+    let rounds = logs.first()?.len();
+    let round_ratios: Vec<f64> = (0..rounds)
+        .map(|r| (logs.iter().map(|b| b[r]).sum::<f64>() / logs.len() as f64).exp())
+        .collect();
     let ci = geometric_mean_ratio_ci(&round_ratios, level).ok()?;
+    Some(PairedGeomean { rounds, ci })
+}
+
+/// See [`PairedGeomean`], `robust`: the geometric mean over benchmarks of each benchmark's
+/// Hodges–Lehmann ratio over rounds, with a percentile-bootstrap interval that resamples
+/// whole rounds (so the benchmarks of one round stay together).
+fn robust_paired_geomean(logs: &[Vec<f64>], level: f64) -> Option<PairedGeomean> {
+    let rounds = logs.first()?.len();
+    let mut scratch = Vec::with_capacity(rounds);
+    let statistic = |picked: &[usize]| {
+        let mut sum = 0.0;
+        for b in logs {
+            scratch.clear();
+            scratch.extend(picked.iter().map(|&r| b[r]));
+            match hodges_lehmann(&scratch) {
+                Ok(v) => sum += v,
+                Err(_) => return f64::NAN,
+            }
+        }
+        sum / logs.len() as f64
+    };
+    let log_ci = bootstrap_ci(rounds, level, Bootstrap::default(), statistic).ok()?;
     Some(PairedGeomean {
-        rounds: round_ratios.len(),
-        ci,
+        rounds,
+        ci: ConfidenceInterval {
+            estimate: log_ci.estimate.exp(),
+            lower: log_ci.lower.exp(),
+            upper: log_ci.upper.exp(),
+            level,
+        },
     })
 }
 
@@ -618,10 +671,54 @@ mod tests {
         let exact = (1.02f64 * 0.98).sqrt();
         assert!((paired.ci.estimate - exact).abs() < 1e-12);
         assert!((paired.ci.upper - paired.ci.lower).abs() < 1e-12);
+        let robust = g.robust.expect("five complete rounds");
+        assert_eq!(robust.rounds, 5);
+        assert!((robust.ci.estimate - exact).abs() < 1e-12);
+        assert!((robust.ci.upper - robust.ci.lower).abs() < 1e-12);
         // Unpaired, the per-benchmark ratios carry the machine's noise.
         let a = report.benchmarks[0].cells[1].ratio.as_ref().unwrap();
         let ci = a.ci.unwrap();
         assert!(ci.upper - ci.lower > 0.1);
+    }
+
+    #[test]
+    fn the_robust_paired_geomean_is_not_moved_by_a_few_rounds_split_by_a_phase_change() {
+        // 20 rounds in which "new" is 1 % slower, give or take 0.5 %; in three of them the
+        // machine halved its speed between the two invocations, once against each side.
+        let mut inv = Vec::new();
+        for k in 1..=20u32 {
+            let jitter = 1.0 + 0.005 * ((k * 7 % 5) as f64 - 2.0) / 2.0;
+            let (base_phase, new_phase) = match k {
+                4 | 11 => (1.0, 2.0),
+                17 => (2.0, 1.0),
+                _ => (1.0, 1.0),
+            };
+            inv.push(record(
+                "A",
+                "base",
+                k,
+                &[100.0 * base_phase; 3],
+                Outcome::Ok,
+            ));
+            inv.push(record(
+                "A",
+                "new",
+                k,
+                &[101.0 * jitter * new_phase; 3],
+                Outcome::Ok,
+            ));
+        }
+        let report = Report::new(&results(inv), &AnalysisSettings::default()).unwrap();
+        let g = &report.geomeans[0];
+        let robust = g.robust.expect("20 rounds");
+        let paired = g.paired.expect("20 rounds");
+        assert!((robust.ci.estimate - 1.01).abs() < 0.003, "{robust:?}");
+        assert!(
+            robust.ci.lower > 1.0 && robust.ci.upper < 1.02,
+            "{robust:?}"
+        );
+        // The t-interval takes the split rounds at face value.
+        assert!(paired.ci.upper - paired.ci.lower > 0.1, "{paired:?}");
     }
 
     #[test]

@@ -36,10 +36,14 @@ Suites:
 
 Output (in --out): results.json (every raw measurement), iterations.csv, invocations.csv,
 summary.csv, ratios.svg, warmup.svg, table.txt; the table is also printed on stdout.
-The suite-wide geometric mean of ratios gets two intervals: over benchmarks (how much the
-ratio varies between benchmarks) and paired by invocation round (how precisely the geomean
+The suite-wide geometric mean of ratios gets three intervals: over benchmarks (how much the
+ratio varies between benchmarks); paired by invocation round (how precisely the geomean
 itself is known: executors run interleaved, each round gives one suite-wide ratio, and what
-a round shares, a slow or busy machine, cancels).
+a round shares, a slow or busy machine, cancels); and the same paired estimate made robust
+(per benchmark the Hodges-Lehmann ratio over rounds, a bootstrap interval over rounds), for
+machines whose speed changes in phases: the few rounds measured across a change are outliers
+there instead of the width of the interval. Within each round and benchmark the executors'
+order rotates, so that none always runs first or next to the same neighbour.
 Ctrl-C stops after writing everything measured so far (press twice to quit at once).
 
 Examples:

@@ -183,9 +183,14 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             String::new(),
             String::new(),
         ]);
-        if let Some(p) = &g.paired {
+        let paired = [
+            ("(geometric mean, paired by round)", &g.paired),
+            ("(geometric mean, paired by round, robust)", &g.robust),
+        ];
+        for (label, p) in paired {
+            let Some(p) = p else { continue };
             let mut row = vec![String::new(); 22];
-            row[0] = "(geometric mean, paired by round)".into();
+            row[0] = label.into();
             row[1] = report.executors[g.executor].clone();
             row[2] = metric.clone();
             row[3] = p.rounds.to_string();

@@ -60,8 +60,8 @@ pub fn run(
     let started = Instant::now();
     let mut last_plain_report = Instant::now();
     for round in 1..=rounds {
-        for bench in &suite.benchmarks {
-            for exec in &executors {
+        for (bench_index, bench) in suite.benchmarks.iter().enumerate() {
+            for exec in rotated(&executors, round as usize - 1 + bench_index) {
                 let key = (bench.name.clone(), exec.name.clone());
                 if given_up.contains(&key) {
                     progress.inc(1);
@@ -184,6 +184,16 @@ pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     bar
 }
 
+/// The executors in the order one (round, benchmark) runs them: rotated by `offset`, so that
+/// over the rounds each executor runs equally often first, second, … A fixed order would give
+/// every executor the same neighbours and the same place in each slow phase of the machine;
+/// rotating keeps the invocations being compared next to each other in time and the order
+/// from biasing any of them.
+fn rotated<T>(executors: &[T], offset: usize) -> impl Iterator<Item = &T> {
+    let n = executors.len();
+    (0..n).map(move |k| &executors[(k + offset) % n])
+}
+
 /// Seconds still to go: each remaining invocation is expected to take as
 /// long as that benchmark × executor took on average so far, or, before
 /// its first run, the average of everything measured so far. indicatif's
@@ -218,7 +228,10 @@ fn estimate_remaining(
     for r in round..=rounds {
         for (bi, b) in suite.benchmarks.iter().enumerate() {
             for (ei, e) in executors.iter().enumerate() {
-                if r == round && (bi, ei) < (bench_index, exec_index) {
+                // Where each executor runs in the current benchmark's rotated order.
+                let n = executors.len();
+                let place = |i: usize| (i + n - (round as usize - 1 + bench_index) % n) % n;
+                if r == round && (bi, place(ei)) < (bench_index, place(exec_index)) {
                     continue;
                 }
                 let key = (b.name.clone(), e.name.clone());
@@ -260,5 +273,20 @@ mod tests {
         assert_eq!(format_duration(185.0), "3m05s");
         assert_eq!(format_duration(3720.0), "1h02m");
         assert_eq!(format_duration(f64::NAN), "?");
+    }
+
+    #[test]
+    fn rotation_puts_each_executor_in_each_place_equally_often() {
+        let executors = ["a", "b", "c"];
+        let mut first = std::collections::BTreeMap::new();
+        for offset in 0..6 {
+            let order: Vec<&str> = rotated(&executors, offset).copied().collect();
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, executors, "every executor runs once per benchmark");
+            *first.entry(order[0]).or_insert(0) += 1;
+        }
+        assert_eq!(first.values().copied().collect::<Vec<_>>(), [2, 2, 2]);
+        assert!(rotated::<&str>(&[], 3).next().is_none());
     }
 }

@@ -167,6 +167,16 @@ pub fn render(results: &Results, report: &Report) -> String {
                 p.rounds
             );
         }
+        if let Some(p) = &g.robust {
+            let _ = writeln!(
+                out,
+                "  paired, robust (Hodges-Lehmann per benchmark): {} [{}, {}] ({level_pct} bootstrap interval over {} rounds)",
+                ratio(p.ci.estimate),
+                ratio(p.ci.lower),
+                ratio(p.ci.upper),
+                p.rounds
+            );
+        }
     }
     if report.max_iterations < s.steady_window {
         let _ = writeln!(

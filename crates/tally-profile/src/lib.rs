@@ -125,4 +125,5 @@ pub use sample::{Origin, Sample, SampleFlags};
 pub use sigint::{install_sigint_flush, sigint_received, SigintGuard};
 pub use trigger::{
     PerfEvent, Sampler, SamplerConfig, TimerClock, Trigger, TriggerError, TriggerInfo,
+    INTERRUPTED_PC_AVAILABLE,
 };

@@ -40,22 +40,33 @@ impl Vm {
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
         let enclosing = self.rt.frames.set_exit_depth(base_depth);
-        let result = if self.yieldpoint_flag() & flag::EXACT != 0 {
-            self.execute_loop::<true>(base_depth)
+        let result = if !self.has_profiler() {
+            self.execute_loop::<false, false>(base_depth)
+        } else if self.yieldpoint_flag() & flag::EXACT != 0 {
+            self.execute_loop::<true, true>(base_depth)
         } else {
-            self.execute_loop::<false>(base_depth)
+            self.execute_loop::<false, true>(base_depth)
         };
         self.rt.frames.set_exit_depth(enclosing);
         result
     }
 
     /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
-    /// the ordinary loop carries no counting code at all.
+    /// the ordinary loop carries no counting code at all. `HOOKS` says whether a profiler is
+    /// attached: without one nothing raises the yieldpoint flag, so the loop that runs when
+    /// profiling is off leaves out the flag tests of frameless sends and back-edges and is the
+    /// same code as a build with the hooks compiled out (the depth checks that carry the
+    /// call and return hooks are there in both).
     ///
     /// The running frame's code, instruction pointer and base pointer live in locals; `ip` is
     /// written back to the frame (`save!`) before anything that may look at it: calls (a
     /// caller's `ip` is its return address, and samples read it), errors, yieldpoints.
-    fn execute_loop<const COUNT_BYTECODES: bool>(
+    // In a section of its own with the routines of sends and frames it calls out of line, so
+    // that a sample can tell from the interrupted program counter whether the interpreter or
+    // native code below it (primitives, the heap, the C library) was running
+    // (`interpreter_code`).
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
+    fn execute_loop<const COUNT_BYTECODES: bool, const HOOKS: bool>(
         &mut self,
         base_depth: usize,
     ) -> Result<Value, VmError> {
@@ -101,7 +112,7 @@ impl Vm {
         // returns get here only when the flag has tripped the exit depth (`do_return!`).
         macro_rules! epilogue {
             () => {
-                let f = self.yieldpoint_flag();
+                let f = self.hook_flag::<HOOKS>();
                 if f & flag::ALL_YIELDPOINTS != 0 {
                     self.profile_yieldpoint(f)?;
                 }
@@ -146,7 +157,7 @@ impl Vm {
                     ip = 0;
                     bp = new_bp;
                 } else {
-                    let f = self.yieldpoint_flag();
+                    let f = self.hook_flag::<HOOKS>();
                     if f != 0 {
                         self.profile_prologue(callee.id, f)?;
                     }
@@ -156,7 +167,7 @@ impl Vm {
                     {
                         // Done in place: the frame is unchanged.
                     } else {
-                        self.invoke_unprofiled(callee, argc)?;
+                        self.invoke_unprofiled::<HOOKS>(callee, argc)?;
                         reload!();
                     }
                 }
@@ -449,7 +460,7 @@ impl Vm {
                 Op::Jump(t) => ip = t as usize,
                 Op::JumpBack(t) => {
                     ip = t as usize;
-                    let f = self.yieldpoint_flag();
+                    let f = self.hook_flag::<HOOKS>();
                     if f & flag::ALL_YIELDPOINTS != 0 {
                         save!();
                         self.profile_yieldpoint(f)?;
@@ -508,6 +519,7 @@ impl Vm {
     }
 
     /// Index of the live frame of the current block's home method, if it is still on the stack.
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn home_frame(&self) -> Option<usize> {
         let mut ctx = self.rt.frames.last()?.ctx;
         if !ctx.is_ref() {
@@ -535,6 +547,7 @@ impl Vm {
     /// A send site missed its inline cache: look the selector up for `class` and cache the
     /// answer (a miss is not cached, so `doesNotUnderstand:` is sent each time).
     #[inline(never)]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn relink(&mut self, site_id: SiteId, class: ClassId) -> Option<CodeId> {
         let selector = self.rt.sites[site_id as usize].selector;
         let found = if class == NO_CLASS {
@@ -554,6 +567,7 @@ impl Vm {
     }
 
     /// Sends from a send site; the receiver and arguments are on the stack.
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn send(&mut self, site_id: SiteId, is_super: bool) -> Result<(), VmError> {
         let site = &self.rt.sites[site_id as usize];
         let argc = site.argc as usize;
@@ -578,6 +592,7 @@ impl Vm {
     }
 
     /// A send without a site (from primitives and the VM itself).
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     pub(crate) fn send_selector(&mut self, selector: Symbol, argc: usize) -> Result<(), VmError> {
         let recv = self.rt.stack[self.rt.stack.len() - 1 - argc];
         let class = self.rt.class_of(recv);
@@ -589,6 +604,7 @@ impl Vm {
 
     /// Runs a method whose receiver and `argc` arguments are on the stack: a primitive runs
     /// now, SOM code gets a frame. The caller's `ip` must be saved.
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     pub(crate) fn invoke(&mut self, code_id: CodeId, argc: usize) -> Result<(), VmError> {
         let code: &'static Code = self.rt.codes[code_id as usize];
         let f = self.yieldpoint_flag();
@@ -601,13 +617,20 @@ impl Vm {
         {
             return Ok(());
         }
-        self.invoke_unprofiled(code, argc)
+        self.invoke_unprofiled::<true>(code, argc)
     }
 
     /// `invoke` after the prologue hook, for anything but a trivial method done in place.
-    fn invoke_unprofiled(&mut self, code: &'static Code, argc: usize) -> Result<(), VmError> {
+    ///
+    /// `HOOKS` is false only where no profiler is attached (see `execute_loop`).
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
+    fn invoke_unprofiled<const HOOKS: bool>(
+        &mut self,
+        code: &'static Code,
+        argc: usize,
+    ) -> Result<(), VmError> {
         if let Some(p) = code.primitive {
-            if self.publishes_states() {
+            if HOOKS && self.publishes_states() {
                 return self.run_primitive_in_state(p, argc);
             }
             return p(self, argc);
@@ -652,6 +675,7 @@ impl Vm {
     /// Does a trivial method's work in place of the receiver and arguments; false when the
     /// receiver does not have the field (the method then runs normally and reports it).
     #[inline]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn run_trivial(&mut self, trivial: Trivial, argc: usize) -> bool {
         let len = self.rt.stack.len();
         let recv = self.rt.stack[len - 1 - argc];
@@ -697,6 +721,7 @@ impl Vm {
     }
 
     /// `enter` for a call whose prologue hook has run already.
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn enter_after_prologue(
         &mut self,
         code: &'static Code,
@@ -721,6 +746,7 @@ impl Vm {
     /// prologue hook runs (with the caller still on top) before the frame is pushed.
     #[cold]
     #[inline(never)]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn push_at_limit(&mut self, callee: CodeId, bp: usize, closure: Value) -> Result<(), VmError> {
         if self.rt.frames.is_full() {
             return Err(self.stack_overflow());
@@ -766,6 +792,7 @@ impl Vm {
     /// Gives the new top frame a heap context for its captured variables, copying captured
     /// arguments into it.
     #[inline(never)]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn make_context(&mut self, code: &'static Code) -> Result<(), VmError> {
         let ctx = self.alloc(
             self.rt.core.object,
@@ -789,6 +816,7 @@ impl Vm {
     }
 
     /// Evaluates the closure at the bottom of the `argc + 1` values on top of the stack.
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     pub(crate) fn invoke_block(&mut self, argc: usize) -> Result<(), VmError> {
         let bp = self.rt.stack.len() - 1 - argc;
         let closure = self.rt.stack[bp];
@@ -805,6 +833,7 @@ impl Vm {
         self.enter(code, bp, closure)
     }
 
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn does_not_understand(&mut self, selector: Symbol, argc: usize) -> Result<(), VmError> {
         let recv = self.rt.stack[self.rt.stack.len() - 1 - argc];
         let class = self.rt.class_of(recv);
@@ -867,5 +896,79 @@ impl Vm {
         let result = self.execute(depth)?;
         self.pop();
         Ok(result)
+    }
+}
+
+/// The address range of the interpreter: every instantiation of `execute_loop` with what is
+/// inlined into it, and the send and frame routines it calls out of line (the functions of
+/// this module marked `link_section = "tally_interpreter"`). It comes from the bounds the
+/// linker defines for a section whose name is an identifier.
+///
+/// `None` on targets where the interpreter is not in a section of its own, and in unoptimised
+/// builds, where even `Vec::push` is a call out of the section, so the program counter would
+/// put most interpretation in native code.
+pub(crate) fn interpreter_code() -> Option<std::ops::Range<usize>> {
+    #[cfg(target_os = "linux")]
+    {
+        if cfg!(debug_assertions) {
+            return None;
+        }
+        extern "C" {
+            static __start_tally_interpreter: u8;
+            static __stop_tally_interpreter: u8;
+        }
+        // Only the addresses of the bounds are taken; their bytes are never read.
+        let start = std::ptr::addr_of!(__start_tally_interpreter) as usize;
+        let stop = std::ptr::addr_of!(__stop_tally_interpreter) as usize;
+        (start < stop).then_some(start..stop)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_interpreter_section_holds_the_interpreter_and_nothing_below_it() {
+        if cfg!(debug_assertions) {
+            assert_eq!(
+                interpreter_code(),
+                None,
+                "unoptimised builds publish states instead"
+            );
+            return;
+        }
+        let code = interpreter_code().expect("the linker bounds the interpreter's section");
+        type Loop = fn(&mut Vm, usize) -> Result<Value, VmError>;
+        let loops: [Loop; 3] = [
+            Vm::execute_loop::<false, false>,
+            Vm::execute_loop::<false, true>,
+            Vm::execute_loop::<true, true>,
+        ];
+        for l in loops {
+            assert!(
+                code.contains(&(l as usize)),
+                "{:#x} not in {code:x?}",
+                l as usize
+            );
+        }
+        let routines = [
+            Vm::invoke_unprofiled::<true> as *const () as usize,
+            Vm::run_trivial as *const () as usize,
+            Vm::relink as *const () as usize,
+            Vm::make_context as *const () as usize,
+        ];
+        for r in routines {
+            assert!(code.contains(&r), "{r:#x} not in {code:x?}");
+        }
+        // Primitives, and what embeds the interpreter, are not.
+        let primitive = crate::primitives::find("String", false, "concatenate:").unwrap();
+        assert!(!code.contains(&(primitive as usize)));
+        assert!(!code.contains(&(Vm::call as *const () as usize)));
     }
 }

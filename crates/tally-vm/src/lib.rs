@@ -54,8 +54,10 @@ impl Default for VmOptions {
 pub struct Vm {
     /// First, so it is dropped (and its sampler stopped) before the frames it reads.
     pub(crate) profiler: Option<Box<profiling::Profiler>>,
-    /// Whether samples may be taken (VM states are then published).
-    pub(crate) sampling: bool,
+    /// Whether primitive calls must publish the "primitive" state: only for samples taken in
+    /// the signal handler, and only where the handler cannot tell native code from the
+    /// interpreter by the interrupted program counter (`interpreter::interpreter_code`).
+    pub(crate) publishes_primitive_calls: bool,
     pub heap: Heap,
     pub rt: Runtime,
     pub options: VmOptions,
@@ -75,7 +77,7 @@ impl Vm {
         .map_err(|e| VmError::Fatal(format!("cannot create the heap: {e}")))?;
         let mut vm = Vm {
             profiler: None,
-            sampling: false,
+            publishes_primitive_calls: false,
             heap,
             rt: Runtime::new(options.max_stack_depth),
             options,
@@ -90,7 +92,9 @@ impl Vm {
                 ));
             }
             let profiler = profiling::Profiler::new(p, &vm.rt.frames)?;
-            vm.sampling = p.trigger.is_some();
+            vm.publishes_primitive_calls = p.trigger.is_some()
+                && p.mechanism == tally_profile::Mechanism::Immediate
+                && !profiler.hot.published.classifies_by_pc();
             vm.profiler = Some(Box::new(profiler));
             vm.profile_watch_gc();
         }

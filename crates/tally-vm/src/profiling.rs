@@ -27,8 +27,9 @@ use crate::{Vm, VmError};
 /// and loop back-edge is one load from a fixed address. Never raised unless a profiler runs.
 pub(crate) static YIELDPOINT: tally_profile::YieldpointFlag = tally_profile::YieldpointFlag::new();
 
-/// What this process's VM is doing, for samples: a `static` for the same reason, since it is
-/// set around every primitive call while samples are taken.
+/// What this process's VM is doing, for samples: a `static` for the same reason, since on
+/// targets where the signal handler cannot read the interrupted program counter it is set
+/// around every primitive call while immediate samples are taken.
 pub(crate) static VM_STATE: tally_profile::StateCell = tally_profile::StateCell::new();
 
 /// What to profile and where to write it (command-line flags map onto this).
@@ -86,6 +87,13 @@ impl Profiler {
         // after the sampler and the SIGINT handler (which raise the flag) are gone.
         unsafe { frames.attach_to(hot.flag) }.map_err(VmError::Fatal)?;
         let trips = TripsAttached(hot.flag);
+        // Immediate samples then tell primitives from interpretation by where the signal
+        // interrupted the thread, so primitive calls publish nothing.
+        if tally_profile::INTERRUPTED_PC_AVAILABLE {
+            if let Some(code) = crate::interpreter::interpreter_code() {
+                hot.published.set_interpreter_code(code);
+            }
+        }
         if options.exhaustive {
             hot.flag.raise(flag::EXACT);
         }
@@ -215,6 +223,25 @@ impl Vm {
         }
     }
 
+    /// The yieldpoint flag in a dispatch loop specialised on whether a profiler is attached:
+    /// a constant 0 in the loop that runs without one.
+    #[inline(always)]
+    pub(crate) fn hook_flag<const HOOKS: bool>(&self) -> u8 {
+        if HOOKS {
+            self.yieldpoint_flag()
+        } else {
+            0
+        }
+    }
+
+    /// Whether a profiler is attached, so the interpreter must run its hooks. Only
+    /// `Profiler::new` attaches the trip words and installs the triggers that raise the
+    /// yieldpoint flag, so without a profiler the flag stays 0 for the whole run.
+    #[inline(always)]
+    pub(crate) fn has_profiler(&self) -> bool {
+        cfg!(feature = "profiling") && self.profiler.is_some()
+    }
+
     /// The prologue, out of line: a call of `callee` from the top frame (whose `ip` is saved),
     /// about to get its frame or to run in place (primitives, trivial methods).
     #[cold]
@@ -281,11 +308,12 @@ impl Vm {
         self.profiler.is_some().then(|| VM_STATE.set(state))
     }
 
-    /// Whether samples may be taken, so VM states must be published. False at compile time in
-    /// builds without the `profiling` feature.
+    /// Whether primitive calls publish the "primitive" state for samples (see
+    /// `Vm::publishes_primitive_calls`). False at compile time in builds without the
+    /// `profiling` feature.
     #[inline(always)]
     pub(crate) fn publishes_states(&self) -> bool {
-        cfg!(feature = "profiling") && self.sampling
+        cfg!(feature = "profiling") && self.publishes_primitive_calls
     }
 
     #[inline]

@@ -55,6 +55,11 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
         table.contains("paired by invocation round:") && table.contains("interval over 3 rounds"),
         "{table}"
     );
+    assert!(
+        table.contains("paired, robust (Hodges-Lehmann per benchmark):")
+            && table.contains("bootstrap interval over 3 rounds"),
+        "{table}"
+    );
 
     let json = read_json(&out.join("results.json"));
     assert_eq!(json["format"], "tally-bench/1");
@@ -69,12 +74,21 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
         assert!(inv["max_rss_kib"].as_u64().unwrap() > 0);
         assert!(inv["wall_s"].as_f64().unwrap() > 0.0);
     }
-    // Executors alternate: base, ext, base, ext, …
+    // Each (round, benchmark) runs both executors back to back, the first one rotating:
+    // base first in round 1 on the first benchmark, ext on the second, and so on.
     let order: Vec<&str> = invocations
         .iter()
         .map(|i| i["executor"].as_str().unwrap())
         .collect();
-    assert!(order.chunks(2).all(|p| p == ["base", "ext"]), "{order:?}");
+    for (k, pair) in order.chunks(2).enumerate() {
+        let (round, bench) = (k / 4, k % 4);
+        let want = if (round + bench) % 2 == 0 {
+            ["base", "ext"]
+        } else {
+            ["ext", "base"]
+        };
+        assert_eq!(pair, want, "pair {k} of {order:?}");
+    }
     // The external command got the template filled in.
     let ext = invocations.iter().find(|i| i["executor"] == "ext").unwrap();
     let argv: Vec<&str> = ext["argv"]
@@ -90,9 +104,11 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
     assert_eq!(iterations_csv.lines().count(), 1 + 4 * 2 * 3 * 3);
     assert!(iterations_csv.starts_with("benchmark,executor,invocation,iteration,time_us"));
     let summary_csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
-    // 4 benchmarks × 2 executors, the geometric mean, and the same paired by round.
-    assert_eq!(summary_csv.lines().count(), 1 + 4 * 2 + 2);
+    // 4 benchmarks × 2 executors, the geometric mean, and the same paired by round, plainly
+    // and robustly.
+    assert_eq!(summary_csv.lines().count(), 1 + 4 * 2 + 3);
     assert!(summary_csv.contains("\"(geometric mean, paired by round)\",ext,mean,3,"));
+    assert!(summary_csv.contains("\"(geometric mean, paired by round, robust)\",ext,mean,3,"));
     for svg in ["ratios.svg", "warmup.svg"] {
         let s = std::fs::read_to_string(out.join(svg)).unwrap();
         assert!(

@@ -207,3 +207,69 @@ fn an_interrupted_run_still_writes_its_profile() {
     assert!(r.status.success(), "{}", text(&r.stderr));
     assert!(text(&r.stdout).contains("Spin>>run"), "{}", text(&r.stdout));
 }
+
+/// The share of `state` among the samples of `tally report`'s VM-state table, and the count.
+fn state_share(report: &str, state: &str) -> (f64, u64) {
+    let total: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("VM states: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("a VM-state table");
+    let count: u64 = report
+        .lines()
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            let (_share, count, name) = (words.next()?, words.next()?, words.next()?);
+            (name == state).then(|| count.parse().ok()).flatten()
+        })
+        .expect("a row for the state");
+    (count as f64 / total.max(1) as f64, total)
+}
+
+#[test]
+fn immediate_samples_tell_primitives_from_interpretation() {
+    // Concatenating ever longer strings spends its time copying them in the `concatenate:`
+    // primitive; `fib:` spends it in the interpreter (its arithmetic is done in place).
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Concat.som"),
+        "Concat = ( run = ( | s | s := ''. 1 to: 9000 do: [:i | s := s + 'abcdefghij' ]. s length println ) )",
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("Fib.som"),
+        "Fib = (
+            run = ( 1 to: 3 do: [:i | (self fib: 26) println ] )
+            fib: n = ( n < 2 ifTrue: [ ^n ]. ^(self fib: n - 1) + (self fib: n - 2) )
+        )",
+    )
+    .unwrap();
+    let share_of = |program: &str, state: &str| {
+        let o = tally(
+            d.path(),
+            &[
+                "--profile=p.profile",
+                "--force",
+                "--sampler",
+                "timer",
+                "--mechanism",
+                "immediate",
+                "--rate",
+                "2000",
+                program,
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let r = tally(d.path(), &["report", "p.profile"]);
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let report = text(&r.stdout);
+        let (share, samples) = state_share(&report, state);
+        assert!(samples >= 10, "too few samples to judge: {report}");
+        (share, report)
+    };
+    let (primitive, report) = share_of("Concat.som", "primitive");
+    assert!(primitive > 0.8, "{report}");
+    let (interpreting, report) = share_of("Fib.som", "interpreting");
+    assert!(interpreting > 0.8, "{report}");
+}

@@ -164,6 +164,14 @@ impl HotState {
     /// allocation, no locks).
     #[inline]
     pub fn on_tick(&self) {
+        self.on_tick_at(None)
+    }
+
+    /// [`HotState::on_tick`] for a trigger that knows where the thread was interrupted, so
+    /// that immediate samples can tell native code from interpretation
+    /// ([`PublishedState::state_at`]).
+    #[inline]
+    pub fn on_tick_at(&self, pc: Option<usize>) {
         let mode = self.mode.load(Ordering::Acquire);
         if mode & MODE_CBS != 0 {
             self.counters.cbs_ticks.fetch_add(1, Ordering::Relaxed);
@@ -171,7 +179,7 @@ impl HotState {
         }
         if mode & MODE_IMMEDIATE != 0 {
             self.counters.taken.fetch_add(1, Ordering::Relaxed);
-            self.capture(Origin::Immediate);
+            self.capture(Origin::Immediate, pc);
             if self.ring.len() * 2 >= self.ring.capacity() {
                 self.flag.raise(flag::DRAIN);
             }
@@ -193,7 +201,7 @@ impl HotState {
         if self.flag.clear(flag::SAMPLE) & flag::SAMPLE == 0 {
             return false;
         }
-        self.capture(Origin::Polling);
+        self.capture(Origin::Polling, None);
         self.after_polled_push();
         true
     }
@@ -241,7 +249,7 @@ impl HotState {
     }
 
     #[inline]
-    fn capture(&self, origin: Origin) {
+    fn capture(&self, origin: Origin, pc: Option<usize>) {
         let owner = self.published.owner_tid();
         let foreign = owner != 0 && owner != current_tid();
         let published = &self.published;
@@ -256,7 +264,7 @@ impl HotState {
             }
             SlotHeader {
                 time_ns: clock::now_ns(),
-                state: published.state(),
+                state: published.state_at(pc),
                 origin,
                 flags,
                 frames: n,

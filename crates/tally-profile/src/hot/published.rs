@@ -41,8 +41,21 @@
 //! [`StackView`] ([`PublishedState::use_stack_view`]): the handler then
 //! reads the VM's frame array in place, so sampling adds nothing to calls.
 //! The view is what async-profiler's `AsyncGetCallTrace` is to a JVM.
+//!
+//! # Telling native code from interpretation by the program counter
+//!
+//! Publishing "in a primitive" around every primitive call costs stores and
+//! a call that can no longer be a tail call, on the hottest path there is.
+//! A VM that keeps its interpreter loop in one address range can register
+//! it instead ([`PublishedState::set_interpreter_code`]): a sample whose
+//! interrupted program counter lies outside that range while the state
+//! says [`VmState::Interpreting`] is recorded as [`VmState::Primitive`],
+//! native code the interpreter called (primitives, and the runtime routines
+//! that sends and primitives call). States the VM sets itself (GC,
+//! compiling) are kept as they are.
 
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, Ordering};
+use std::ops::Range;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::ids::{RawFrame, VmState};
@@ -105,6 +118,9 @@ pub struct PublishedState {
     depth: AtomicU32,
     state: &'static StateCell,
     owner_tid: AtomicI32,
+    /// The interpreter's code, `[start, end)`; `end == 0` while none is registered.
+    interpreter_start: AtomicUsize,
+    interpreter_end: AtomicUsize,
     mask: u32,
     frames: Box<[std::sync::atomic::AtomicU64]>,
 }
@@ -126,6 +142,8 @@ impl PublishedState {
             depth: AtomicU32::new(0),
             state,
             owner_tid: AtomicI32::new(0),
+            interpreter_start: AtomicUsize::new(0),
+            interpreter_end: AtomicUsize::new(0),
             mask: cap as u32 - 1,
             frames: (0..cap).map(|_| Default::default()).collect(),
         }
@@ -210,6 +228,47 @@ impl PublishedState {
 
     pub fn state(&self) -> VmState {
         self.state.get()
+    }
+
+    /// Registers the address range of the VM's interpreter loop, so that samples taken with
+    /// the interrupted program counter (see [`PublishedState::state_at`]) tell interpretation
+    /// from native code without the VM publishing primitive calls. Register it before the
+    /// triggers start; an empty range unregisters.
+    pub fn set_interpreter_code(&self, code: Range<usize>) {
+        let (start, end) = if code.is_empty() {
+            (0, 0)
+        } else {
+            (code.start, code.end)
+        };
+        self.interpreter_start.store(start, Ordering::Release);
+        self.interpreter_end.store(end, Ordering::Release);
+    }
+
+    /// Whether an interpreter range is registered.
+    pub fn classifies_by_pc(&self) -> bool {
+        self.interpreter_end.load(Ordering::Acquire) != 0
+    }
+
+    /// The state a sample records when the thread was interrupted at `pc` (`None` when the
+    /// trigger cannot tell): the published state, except that "interpreting" outside the
+    /// registered interpreter code is native code the interpreter called, a primitive.
+    /// Async-signal-safe: atomics only.
+    #[inline]
+    pub fn state_at(&self, pc: Option<usize>) -> VmState {
+        let state = self.state.get();
+        if state != VmState::Interpreting {
+            return state;
+        }
+        let end = self.interpreter_end.load(Ordering::Acquire);
+        match pc {
+            Some(pc)
+                if end != 0
+                    && !(self.interpreter_start.load(Ordering::Acquire)..end).contains(&pc) =>
+            {
+                VmState::Primitive
+            }
+            _ => state,
+        }
     }
 
     pub fn depth(&self) -> u32 {
@@ -362,6 +421,29 @@ mod tests {
 
     fn frames_of(p: &PublishedState, max: usize) -> (Vec<RawFrame>, u32) {
         frames(p, max)
+    }
+
+    #[test]
+    fn the_interrupted_pc_tells_native_code_from_interpretation() {
+        let p = PublishedState::new(4);
+        p.set_state(VmState::Interpreting);
+        // Nothing registered: the published state stands, whatever the pc.
+        assert!(!p.classifies_by_pc());
+        assert_eq!(p.state_at(Some(5)), VmState::Interpreting);
+        p.set_interpreter_code(0x1000..0x2000);
+        assert!(p.classifies_by_pc());
+        assert_eq!(p.state_at(Some(0x1000)), VmState::Interpreting);
+        assert_eq!(p.state_at(Some(0x1fff)), VmState::Interpreting);
+        assert_eq!(p.state_at(Some(0x2000)), VmState::Primitive);
+        assert_eq!(p.state_at(Some(0x0fff)), VmState::Primitive);
+        // A trigger without a pc, and states the VM set itself, are left alone.
+        assert_eq!(p.state_at(None), VmState::Interpreting);
+        p.set_state(VmState::Gc);
+        assert_eq!(p.state_at(Some(0x5000)), VmState::Gc);
+        p.set_state(VmState::Interpreting);
+        p.set_interpreter_code(0..0);
+        assert!(!p.classifies_by_pc());
+        assert_eq!(p.state_at(Some(0x5000)), VmState::Interpreting);
     }
 
     #[test]

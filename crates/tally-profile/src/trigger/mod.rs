@@ -12,6 +12,7 @@ use std::io;
 use std::sync::Arc;
 
 pub use perf::PerfEvent;
+pub use signal::INTERRUPTED_PC_AVAILABLE;
 pub use timer::TimerClock;
 
 use crate::hot::published::current_tid;

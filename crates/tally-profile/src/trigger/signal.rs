@@ -25,7 +25,47 @@ static INSTALLED: Mutex<bool> = Mutex::new(false);
 
 pub const SIGNAL: libc::c_int = libc::SIGPROF;
 
-extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+/// Whether the handler can read where the thread was interrupted on this target, so that a
+/// VM may register its interpreter code ([`crate::PublishedState::set_interpreter_code`])
+/// instead of publishing every primitive call.
+pub const INTERRUPTED_PC_AVAILABLE: bool = cfg!(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+));
+
+/// The program counter at which the signal interrupted the thread, from the context the
+/// kernel hands an `SA_SIGINFO` handler.
+///
+/// # Safety
+/// `ctx` must be the third argument of an `SA_SIGINFO` handler (a `ucontext_t`), or null.
+#[inline(always)]
+unsafe fn interrupted_pc(ctx: *mut libc::c_void) -> Option<usize> {
+    if ctx.is_null() {
+        return None;
+    }
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        // SAFETY: per this function's contract `ctx` points at the kernel's `ucontext_t`,
+        // valid for the handler's duration; reading one register slot is a plain load.
+        let uc = unsafe { &*(ctx as *const libc::ucontext_t) };
+        Some(uc.uc_mcontext.gregs[libc::REG_RIP as usize] as usize)
+    }
+    #[cfg(all(target_os = "linux", target_arch = "aarch64"))]
+    {
+        // SAFETY: as above.
+        let uc = unsafe { &*(ctx as *const libc::ucontext_t) };
+        Some(uc.uc_mcontext.pc as usize)
+    }
+    #[cfg(not(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    )))]
+    {
+        None
+    }
+}
+
+extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: __errno_location returns this thread's errno slot; saving
     // and restoring it keeps the interrupted code's errno intact, since
     // gettid/clock_gettime below may overwrite it.
@@ -36,8 +76,9 @@ extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, _ctx: *
         // SAFETY: non-null means a `Sampler` holds an `Arc` to this state
         // and will not release it until IN_HANDLER (which we incremented
         // before loading) drops back to zero; `on_tick` is
-        // async-signal-safe (atomics only, no allocation or locks).
-        unsafe { (*hot).on_tick() };
+        // async-signal-safe (atomics only, no allocation or locks). `ctx` is the handler's
+        // own third argument, as `interrupted_pc` requires.
+        unsafe { (*hot).on_tick_at(interrupted_pc(ctx)) };
     }
     IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
     // SAFETY: as above.
