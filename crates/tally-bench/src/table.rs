@@ -157,20 +157,19 @@ pub fn render(results: &Results, report: &Report) -> String {
             "  ({level_pct} interval over benchmarks; significantly faster on {}, slower on {})",
             g.faster, g.slower
         );
-        if let Some(p) = &g.paired {
+        let paired = [
+            ("paired by invocation round", "interval", &g.paired),
+            (
+                "paired, robust (Hodges-Lehmann per benchmark)",
+                "bootstrap interval",
+                &g.robust,
+            ),
+        ];
+        for (label, interval, p) in paired {
+            let Some(p) = p else { continue };
             let _ = writeln!(
                 out,
-                "  paired by invocation round: {} [{}, {}] ({level_pct} interval over {} rounds)",
-                ratio(p.ci.estimate),
-                ratio(p.ci.lower),
-                ratio(p.ci.upper),
-                p.rounds
-            );
-        }
-        if let Some(p) = &g.robust {
-            let _ = writeln!(
-                out,
-                "  paired, robust (Hodges-Lehmann per benchmark): {} [{}, {}] ({level_pct} bootstrap interval over {} rounds)",
+                "  {label}: {} [{}, {}] ({level_pct} {interval} over {} rounds)",
                 ratio(p.ci.estimate),
                 ratio(p.ci.lower),
                 ratio(p.ci.upper),

@@ -1,12 +1,15 @@
 //! Wiring the VM-agnostic profiler (`tally-profile`) into the interpreter.
 //!
 //! Every observer feeds from the same hooks: the prologue (every call, also of primitives and
-//! frameless trivial methods), the epilogue (every return), loop back-edges, primitive calls
-//! and GC. The interpreter's only cost is one load of the yieldpoint flag at each of these
+//! frameless trivial methods), the epilogue (every return), loop back-edges, GC, and primitive
+//! calls where a sample cannot tell them by its program counter. The interpreter's only cost is one load of the yieldpoint flag at each of these
 //! places (Arnold & Grove's overloaded flag): exhaustive counting keeps a bit raised for the
 //! whole run, timer ticks raise bits for CBS windows and polled samples, and everything else
 //! happens out of line. Immediate samples read the frame stack in place
-//! (`FrameStack::stack_view`), so they add nothing to calls at all.
+//! (`FrameStack::stack_view`), so they add nothing to calls at all, and tell primitive time
+//! from interpretation by the program counter they interrupted (`interpreter_code`), so they
+//! add nothing to primitive calls either. Without a profiler the interpreter runs a loop that
+//! has no flag tests (`execute_loop::<_, false>`).
 
 use std::cell::RefCell;
 use std::path::PathBuf;

@@ -264,7 +264,8 @@ impl HotState {
             }
             SlotHeader {
                 time_ns: clock::now_ns(),
-                state: published.state_at(pc),
+                // Another thread's program counter says nothing about the VM thread's.
+                state: published.state_at(if foreign { None } else { pc }),
                 origin,
                 flags,
                 frames: n,
