@@ -624,6 +624,7 @@ mod tests {
             settings: Settings {
                 invocations: 3,
                 timeout_s: None,
+                lockstep: None,
                 analysis: AnalysisSettings::default(),
             },
             suite: Suite {

@@ -11,7 +11,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser};
 use crate::analysis::{AnalysisSettings, Metric, Report};
 use crate::error::BenchError;
 use crate::executor::{Executor, PLACEHOLDERS};
-use crate::results::{Machine, Results, Settings, FORMAT};
+use crate::results::{LockstepSettings, Machine, Results, Settings, FORMAT};
 use crate::runner::{self, RunOptions};
 use crate::suite::{Suite, SuiteOptions};
 
@@ -44,6 +44,13 @@ a round shares, a slow or busy machine, cancels); and the same paired estimate m
 machines whose speed changes in phases: the few rounds measured across a change are outliers
 there instead of the width of the interval. Within each round and benchmark the executors'
 order rotates, so that none always runs first or next to the same neighbour.
+With --lockstep[=MS], each round's executors of a benchmark start together, pinned to one CPU,
+and run one at a time, MS milliseconds each (default 50), round-robin: the others are stopped
+(SIGSTOP) meanwhile. Every executor then sees the same phases of a machine whose speed changes
+several times a second, which pairs them far more closely than invocations one after the other
+can, however long an iteration is. Tally executors run with --cpu-clock, so their harness times
+process CPU time and not the time they were stopped; that is why only Tally executors can run
+in lockstep. An invocation's wall time is then the sum of its turns.
 Ctrl-C stops after writing everything measured so far (press twice to quit at once).
 
 Examples:
@@ -123,6 +130,12 @@ struct RunCli {
     /// No progress bar or messages on stderr.
     #[arg(long, short = 'q')]
     quiet: bool,
+
+    /// Run each round's executors of a benchmark together on one CPU, taking turns of MS
+    /// milliseconds, so that they see the same phases of a noisy machine (Tally executors
+    /// only; see below).
+    #[arg(long, value_name = "MS", num_args = 0..=1, require_equals = true, default_missing_value = "50", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    lockstep: Option<u64>,
 
     #[command(flatten)]
     analysis: AnalysisArgs,
@@ -342,6 +355,17 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
             )));
         }
     }
+    if cli.lockstep.is_some() {
+        if let Some(other) = executors
+            .iter()
+            .find(|e| !matches!(e.kind, crate::executor::ExecutorKind::Tally { .. }))
+        {
+            return Err(BenchError::Usage(format!(
+                "--lockstep: executor {:?} is not a Tally; only Tally can time its harness by CPU time (tally --cpu-clock)",
+                other.name
+            )));
+        }
+    }
     let timeout = match cli.timeout {
         Some(t) if t.is_finite() && t > 0.0 => Some(Duration::from_secs_f64(t)),
         Some(_) => {
@@ -375,7 +399,6 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
     }
 
     let interrupted = runner::install_interrupt_handler("tally bench");
-
     let mut results = Results {
         format: FORMAT.into(),
         tool: format!("tally {}", env!("CARGO_PKG_VERSION")),
@@ -386,18 +409,32 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
         settings: Settings {
             invocations: cli.invocations,
             timeout_s: cli.timeout,
+            lockstep: None,
             analysis: settings.clone(),
         },
         suite,
         executors,
         invocations: Vec::new(),
     };
+    // After the machine is described: pinned, this process sees one CPU.
+    if let Some(slice_ms) = cli.lockstep {
+        let cpu = crate::lockstep::pin_to_one_cpu()
+            .map_err(|e| BenchError::Usage(format!("--lockstep: cannot pin to one CPU: {e}")))?;
+        results.settings.lockstep = Some(LockstepSettings { cpu, slice_ms });
+    }
+
     if !cli.quiet {
         eprintln!(
-            "tally bench: {} benchmark(s) × {} executor(s) × {} invocation(s); writing to {}",
+            "tally bench: {} benchmark(s) × {} executor(s) × {} invocation(s){}; writing to {}",
             results.suite.benchmarks.len(),
             results.executors.len(),
             cli.invocations,
+            results
+                .settings
+                .lockstep
+                .as_ref()
+                .map(|l| format!(", in lockstep on CPU {} ({} ms turns)", l.cpu, l.slice_ms))
+                .unwrap_or_default(),
             out.display()
         );
     }
@@ -408,6 +445,7 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
         &RunOptions {
             timeout,
             quiet: cli.quiet,
+            lockstep: cli.lockstep.map(Duration::from_millis),
         },
         &interrupted,
         |r| {

@@ -169,6 +169,17 @@ impl Executor {
         }
     }
 
+    /// The command line that runs `bench` in lockstep with other VMs, its harness timed by
+    /// CPU time ([`crate::lockstep`]); only Tally executors can (`None` for the others).
+    pub fn argv_taking_turns(&self, suite: &Suite, bench: &Benchmark) -> Option<Vec<String>> {
+        let ExecutorKind::Tally { .. } = &self.kind else {
+            return None;
+        };
+        let mut argv = self.argv(suite, bench);
+        argv.insert(1, crate::lockstep::TALLY_FLAG.to_string());
+        Some(argv)
+    }
+
     /// Fails unless the program the executor starts exists and is executable,
     /// so a wrong path is reported before hours of measuring the others.
     pub fn check_can_start(&self, suite: &Suite) -> Result<(), BenchError> {

@@ -12,7 +12,8 @@
 //! measures other SOM VMs (or anything that prints the same lines) the same way.
 //!
 //! Flow: [`suite`] and [`executor`] say what to run; [`runner`] interleaves
-//! invocations, each measured by [`measure`]; [`results`] is the raw record
+//! invocations, each measured by [`measure`] (or, with `--lockstep`, the executors of a
+//! benchmark together, taking turns iteration by iteration: [`lockstep`]); [`results`] is the raw record
 //! (JSON), from which [`analysis`] computes a [`analysis::Report`] that
 //! [`table`], [`csv_out`] and [`svg`] present. `tally bench report` starts
 //! again from the JSON, so every report can be recomputed.
@@ -22,6 +23,7 @@ pub mod cli;
 pub mod csv_out;
 pub mod error;
 pub mod executor;
+pub mod lockstep;
 pub mod measure;
 pub mod results;
 pub mod runner;

@@ -57,7 +57,7 @@ impl ProcessRun {
 /// How often the runner looks at a running child. It bounds how late a
 /// timeout or Ctrl-C takes effect and how much wall time is over-counted;
 /// the harness's own iteration times are unaffected.
-const POLL: Duration = Duration::from_millis(2);
+pub(crate) const POLL: Duration = Duration::from_millis(2);
 
 /// Starts `argv` and waits for it, killing it on `timeout` or when
 /// `interrupted` becomes true. Errors only if the process cannot be started.
@@ -108,6 +108,18 @@ pub fn run_process(
     let stderr = err
         .map(|h| h.join().unwrap_or_default())
         .unwrap_or_default();
+    Ok(reaped_run(status, &usage, killed, stdout, stderr, wall_s))
+}
+
+/// What a reaped child did, from its `wait4` status and usage.
+pub(crate) fn reaped_run(
+    status: libc::c_int,
+    usage: &libc::rusage,
+    killed: Option<Killed>,
+    stdout: String,
+    stderr: String,
+    wall_s: f64,
+) -> ProcessRun {
     let (exit_code, signal) = if libc::WIFEXITED(status) {
         (Some(libc::WEXITSTATUS(status)), None)
     } else if libc::WIFSIGNALED(status) {
@@ -115,7 +127,7 @@ pub fn run_process(
     } else {
         (None, None)
     };
-    Ok(ProcessRun {
+    ProcessRun {
         exit_code,
         signal,
         killed,
@@ -126,10 +138,10 @@ pub fn run_process(
         sys_s: seconds(usage.ru_stime),
         // Linux reports ru_maxrss in KiB.
         max_rss_kib: usage.ru_maxrss.max(0) as u64,
-    })
+    }
 }
 
-fn drain<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<String> {
+pub(crate) fn drain<R: Read + Send + 'static>(mut r: R) -> thread::JoinHandle<String> {
     thread::spawn(move || {
         let mut bytes = Vec::new();
         let _ = r.read_to_end(&mut bytes);
@@ -145,7 +157,7 @@ fn seconds(t: libc::timeval) -> f64 {
 ///
 /// Polling with `WNOHANG` from the one thread that also kills keeps the pid
 /// ours until we reap it: a kill can never reach a recycled pid.
-fn try_reap(pid: libc::pid_t) -> std::io::Result<Option<(libc::c_int, libc::rusage)>> {
+pub(crate) fn try_reap(pid: libc::pid_t) -> std::io::Result<Option<(libc::c_int, libc::rusage)>> {
     let mut status: libc::c_int = 0;
     // SAFETY: `rusage` is plain old data for which all-zero bytes are valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -166,7 +178,7 @@ fn try_reap(pid: libc::pid_t) -> std::io::Result<Option<(libc::c_int, libc::rusa
     }
 }
 
-fn kill(pid: libc::pid_t) {
+pub(crate) fn kill(pid: libc::pid_t) {
     // SAFETY: kill(2) has no memory-safety preconditions. `-pid` names the
     // process group our child leads; the child is not reaped yet (see
     // `try_reap`), so the group id cannot have been reused by anyone else.

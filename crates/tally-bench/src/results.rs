@@ -64,8 +64,20 @@ pub struct Settings {
     pub invocations: u32,
     /// Per-invocation limit in seconds, if any.
     pub timeout_s: Option<f64>,
+    /// With `--lockstep`: how each (round, benchmark)'s executors took turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lockstep: Option<LockstepSettings>,
     /// Analysis settings; `report` may override them.
     pub analysis: crate::analysis::AnalysisSettings,
+}
+
+/// How the executors of a (round, benchmark) shared one CPU (`--lockstep`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LockstepSettings {
+    /// The CPU they were pinned to.
+    pub cpu: usize,
+    /// The length of a turn, milliseconds.
+    pub slice_ms: u64,
 }
 
 /// How one invocation ended.

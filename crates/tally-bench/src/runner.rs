@@ -19,6 +19,7 @@ use indicatif::{ProgressDrawTarget, ProgressStyle};
 pub use indicatif::ProgressBar;
 
 use crate::executor::Executor;
+use crate::lockstep::run_in_lockstep;
 use crate::measure::run_process;
 use crate::results::{InvocationRecord, Outcome, Results};
 
@@ -32,6 +33,9 @@ pub struct RunOptions {
     pub timeout: Option<Duration>,
     /// Print nothing while running.
     pub quiet: bool,
+    /// Run each (round, benchmark)'s executors together on one CPU, taking turns of this
+    /// length ([`crate::lockstep`]); every executor must be a Tally.
+    pub lockstep: Option<Duration>,
 }
 
 /// Runs every planned invocation not yet in `results`, appending records,
@@ -48,84 +52,96 @@ pub fn run(
     let rounds = results.settings.invocations;
     let total = rounds as u64 * suite.benchmarks.len() as u64 * executors.len() as u64;
     let progress = progress_bar(total, options.quiet);
-    let mut durations: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    // A benchmark × executor whose first two invocations both failed is not
-    // run again: such failures (missing class, unsupported primitive, wrong
-    // result) are deterministic, and repeating them would only burn time.
-    // One failure is not enough to tell, since some VMs crash sporadically;
-    // those runs go on and the failures are reported.
-    let mut given_up: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut failed_from_start: BTreeMap<(String, String), u32> = BTreeMap::new();
-    let mut sequence = results.invocations.len() as u32;
+    let mut ledger = Ledger {
+        durations: BTreeMap::new(),
+        given_up: BTreeSet::new(),
+        failed_from_start: BTreeMap::new(),
+        sequence: results.invocations.len() as u32,
+        rounds,
+    };
     let started = Instant::now();
     let mut last_plain_report = Instant::now();
     for round in 1..=rounds {
         for (bench_index, bench) in suite.benchmarks.iter().enumerate() {
+            let mut order = Vec::new();
             for exec in rotated(&executors, round as usize - 1 + bench_index) {
-                let key = (bench.name.clone(), exec.name.clone());
-                if given_up.contains(&key) {
+                if ledger
+                    .given_up
+                    .contains(&(bench.name.clone(), exec.name.clone()))
+                {
                     progress.inc(1);
-                    continue;
+                } else {
+                    order.push(exec);
                 }
-                if interrupted.load(Ordering::SeqCst) {
-                    progress.abandon();
-                    return false;
-                }
-                let eta = estimate_remaining(
-                    &durations, &suite, &executors, rounds, round, bench, exec, &given_up,
-                );
-                progress.set_message(format!(
-                    "round {round}/{rounds}: {} on {}  ETA {}",
-                    bench.name,
-                    exec.name,
-                    format_duration(eta)
-                ));
-                let argv = exec.argv(&suite, bench);
-                sequence += 1;
-                let record = match run_process(&argv, options.timeout, interrupted) {
-                    Ok(run) => {
-                        InvocationRecord::from_run(bench, &exec.name, round, sequence, argv, &run)
-                    }
-                    Err(e) => {
-                        InvocationRecord::not_started(bench, &exec.name, round, sequence, argv, &e)
-                    }
-                };
-                durations
-                    .entry(key.clone())
-                    .or_default()
-                    .push(record.wall_s);
-                let outcome = record.outcome;
-                if outcome == Outcome::Failed {
-                    let streak = failed_from_start.entry(key.clone()).or_insert(0);
-                    if *streak + 1 == round {
-                        *streak = round;
-                    }
-                    let give_up = *streak == GIVE_UP_AFTER && round < rounds;
-                    let line = format!(
-                        "{} on {} (invocation {round}) failed: {}{}",
+            }
+            if interrupted.load(Ordering::SeqCst) {
+                progress.abandon();
+                return false;
+            }
+            let runs: Vec<(&Executor, Vec<String>, std::io::Result<_>)> =
+                if let Some(slice) = options.lockstep {
+                    let Some(first) = order.first() else {
+                        continue;
+                    };
+                    let eta = ledger.estimate_remaining(&suite, &executors, round, bench, first);
+                    progress.set_message(format!(
+                        "round {round}/{rounds}: {} on {} executors in lockstep  ETA {}",
                         bench.name,
-                        exec.name,
-                        record.failure.as_deref().unwrap_or("?"),
-                        if give_up {
-                            "; failed every time so far, not run again"
-                        } else {
-                            ""
+                        order.len(),
+                        format_duration(eta)
+                    ));
+                    let argvs: Vec<Vec<String>> = order
+                        .iter()
+                        .map(|e| {
+                            // `tally bench` accepts --lockstep with Tally executors only.
+                            e.argv_taking_turns(&suite, bench)
+                                .unwrap_or_else(|| e.argv(&suite, bench))
+                        })
+                        .collect();
+                    let measured = run_in_lockstep(&argvs, slice, options.timeout, interrupted);
+                    order
+                        .iter()
+                        .copied()
+                        .zip(argvs)
+                        .zip(measured)
+                        .map(|((e, a), m)| (e, a, m))
+                        .collect()
+                } else {
+                    for exec in order {
+                        if interrupted.load(Ordering::SeqCst) {
+                            break;
                         }
-                    );
-                    if !options.quiet {
-                        progress.suspend(|| eprintln!("{line}"));
+                        let eta = ledger.estimate_remaining(&suite, &executors, round, bench, exec);
+                        progress.set_message(format!(
+                            "round {round}/{rounds}: {} on {}  ETA {}",
+                            bench.name,
+                            exec.name,
+                            format_duration(eta)
+                        ));
+                        let argv = exec.argv(&suite, bench);
+                        let measured = run_process(&argv, options.timeout, interrupted);
+                        // Recorded at once, so a checkpoint holds every finished invocation.
+                        let stop = ledger.record(
+                            results, bench, exec, round, argv, measured, &progress, options,
+                        );
+                        checkpoint(results);
+                        if stop {
+                            progress.abandon();
+                            return false;
+                        }
+                        progress.inc(1);
                     }
-                    if give_up {
-                        given_up.insert(key);
-                    }
-                }
-                results.invocations.push(record);
-                if outcome == Outcome::Interrupted {
+                    Vec::new()
+                };
+            for (exec, argv, measured) in runs {
+                let stop = ledger.record(
+                    results, bench, exec, round, argv, measured, &progress, options,
+                );
+                checkpoint(results);
+                if stop {
                     progress.abandon();
                     return false;
                 }
-                results.finished = crate::now_rfc3339();
-                checkpoint(results);
                 progress.inc(1);
             }
         }
@@ -144,6 +160,129 @@ pub fn run(
     }
     progress.finish_and_clear();
     true
+}
+
+/// What the loop keeps about the invocations so far.
+struct Ledger {
+    /// Wall seconds of each benchmark × executor's invocations, for the ETA.
+    durations: BTreeMap<(String, String), Vec<f64>>,
+    /// A benchmark × executor whose first two invocations both failed is not
+    /// run again: such failures (missing class, unsupported primitive, wrong
+    /// result) are deterministic, and repeating them would only burn time.
+    /// One failure is not enough to tell, since some VMs crash sporadically;
+    /// those runs go on and the failures are reported.
+    given_up: BTreeSet<(String, String)>,
+    failed_from_start: BTreeMap<(String, String), u32>,
+    sequence: u32,
+    rounds: u32,
+}
+
+impl Ledger {
+    /// Appends the record of one invocation; answers whether the run must stop (Ctrl-C).
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        results: &mut Results,
+        bench: &crate::suite::Benchmark,
+        exec: &Executor,
+        round: u32,
+        argv: Vec<String>,
+        measured: std::io::Result<crate::measure::ProcessRun>,
+        progress: &ProgressBar,
+        options: &RunOptions,
+    ) -> bool {
+        self.sequence += 1;
+        let sequence = self.sequence;
+        let record = match measured {
+            Ok(run) => InvocationRecord::from_run(bench, &exec.name, round, sequence, argv, &run),
+            Err(e) => InvocationRecord::not_started(bench, &exec.name, round, sequence, argv, &e),
+        };
+        let key = (bench.name.clone(), exec.name.clone());
+        self.durations
+            .entry(key.clone())
+            .or_default()
+            .push(record.wall_s);
+        let outcome = record.outcome;
+        if outcome == Outcome::Failed {
+            let streak = self.failed_from_start.entry(key.clone()).or_insert(0);
+            if *streak + 1 == round {
+                *streak = round;
+            }
+            let give_up = *streak == GIVE_UP_AFTER && round < self.rounds;
+            let line = format!(
+                "{} on {} (invocation {round}) failed: {}{}",
+                bench.name,
+                exec.name,
+                record.failure.as_deref().unwrap_or("?"),
+                if give_up {
+                    "; failed every time so far, not run again"
+                } else {
+                    ""
+                }
+            );
+            if !options.quiet {
+                progress.suspend(|| eprintln!("{line}"));
+            }
+            if give_up {
+                self.given_up.insert(key);
+            }
+        }
+        results.invocations.push(record);
+        results.finished = crate::now_rfc3339();
+        outcome == Outcome::Interrupted
+    }
+
+    /// Seconds still to go: each remaining invocation is expected to take as
+    /// long as that benchmark × executor took on average so far, or, before
+    /// its first run, the average of everything measured so far. indicatif's
+    /// own ETA assumes equal steps, which benchmarks of very different length
+    /// are not.
+    fn estimate_remaining(
+        &self,
+        suite: &crate::suite::Suite,
+        executors: &[Executor],
+        round: u32,
+        current_bench: &crate::suite::Benchmark,
+        current_exec: &Executor,
+    ) -> f64 {
+        let all: Vec<f64> = self.durations.values().flatten().copied().collect();
+        if all.is_empty() {
+            return f64::NAN;
+        }
+        let overall = all.iter().sum::<f64>() / all.len() as f64;
+        let mut remaining = 0.0;
+        let bench_index = suite
+            .benchmarks
+            .iter()
+            .position(|b| b.name == current_bench.name)
+            .unwrap_or(0);
+        let exec_index = executors
+            .iter()
+            .position(|e| e.name == current_exec.name)
+            .unwrap_or(0);
+        for r in round..=self.rounds {
+            for (bi, b) in suite.benchmarks.iter().enumerate() {
+                for (ei, e) in executors.iter().enumerate() {
+                    // Where each executor runs in the current benchmark's rotated order.
+                    let n = executors.len();
+                    let place = |i: usize| (i + n - (round as usize - 1 + bench_index) % n) % n;
+                    if r == round && (bi, place(ei)) < (bench_index, place(exec_index)) {
+                        continue;
+                    }
+                    let key = (b.name.clone(), e.name.clone());
+                    if self.given_up.contains(&key) {
+                        continue;
+                    }
+                    remaining += self
+                        .durations
+                        .get(&key)
+                        .map(|d| d.iter().sum::<f64>() / d.len() as f64)
+                        .unwrap_or(overall);
+                }
+            }
+        }
+        remaining
+    }
 }
 
 /// Installs the Ctrl-C handler every measuring command shares: the first
@@ -192,60 +331,6 @@ pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
 fn rotated<T>(executors: &[T], offset: usize) -> impl Iterator<Item = &T> {
     let n = executors.len();
     (0..n).map(move |k| &executors[(k + offset) % n])
-}
-
-/// Seconds still to go: each remaining invocation is expected to take as
-/// long as that benchmark × executor took on average so far, or, before
-/// its first run, the average of everything measured so far. indicatif's
-/// own ETA assumes equal steps, which benchmarks of very different length
-/// are not.
-#[allow(clippy::too_many_arguments)]
-fn estimate_remaining(
-    durations: &BTreeMap<(String, String), Vec<f64>>,
-    suite: &crate::suite::Suite,
-    executors: &[Executor],
-    rounds: u32,
-    round: u32,
-    current_bench: &crate::suite::Benchmark,
-    current_exec: &Executor,
-    given_up: &BTreeSet<(String, String)>,
-) -> f64 {
-    let all: Vec<f64> = durations.values().flatten().copied().collect();
-    if all.is_empty() {
-        return f64::NAN;
-    }
-    let overall = all.iter().sum::<f64>() / all.len() as f64;
-    let mut remaining = 0.0;
-    let bench_index = suite
-        .benchmarks
-        .iter()
-        .position(|b| b.name == current_bench.name)
-        .unwrap_or(0);
-    let exec_index = executors
-        .iter()
-        .position(|e| e.name == current_exec.name)
-        .unwrap_or(0);
-    for r in round..=rounds {
-        for (bi, b) in suite.benchmarks.iter().enumerate() {
-            for (ei, e) in executors.iter().enumerate() {
-                // Where each executor runs in the current benchmark's rotated order.
-                let n = executors.len();
-                let place = |i: usize| (i + n - (round as usize - 1 + bench_index) % n) % n;
-                if r == round && (bi, place(ei)) < (bench_index, place(exec_index)) {
-                    continue;
-                }
-                let key = (b.name.clone(), e.name.clone());
-                if given_up.contains(&key) {
-                    continue;
-                }
-                remaining += durations
-                    .get(&key)
-                    .map(|d| d.iter().sum::<f64>() / d.len() as f64)
-                    .unwrap_or(overall);
-            }
-        }
-    }
-    remaining
 }
 
 /// "1h02m", "3m05s", "42s"; "?" before anything has been measured.

@@ -61,6 +61,13 @@ pub fn render(results: &Results, report: &Report) -> String {
             .unwrap_or_default(),
         results.started
     );
+    if let Some(l) = &results.settings.lockstep {
+        let _ = writeln!(
+            out,
+            "lockstep: each benchmark's executors ran together on CPU {}, in turns of {} ms; iteration times are process CPU time",
+            l.cpu, l.slice_ms
+        );
+    }
     for e in &results.executors {
         let _ = writeln!(out, "  {:<10} {}", e.name, e.describe());
     }

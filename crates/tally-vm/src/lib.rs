@@ -2,6 +2,7 @@
 //! primitives and the embedded standard library. See `ARCHITECTURE.md` at the repository root.
 
 pub mod bytecode;
+mod clock;
 pub mod compiler;
 mod error;
 mod frames;
@@ -19,6 +20,7 @@ mod stdlib;
 use std::io::Write;
 use std::path::PathBuf;
 
+pub use clock::ClockKind;
 pub use error::{TraceEntry, VmError};
 pub use profiling::ProfileOptions;
 use tally_heap::{Heap, HeapOptions, Value};
@@ -37,6 +39,8 @@ pub struct VmOptions {
     pub max_stack_depth: usize,
     /// Record a profile of the run.
     pub profile: Option<ProfileOptions>,
+    /// What `System>>ticks` and `System>>time` count.
+    pub clock: ClockKind,
 }
 
 impl Default for VmOptions {
@@ -47,6 +51,7 @@ impl Default for VmOptions {
             gc_stress_every: None,
             max_stack_depth: 100_000,
             profile: None,
+            clock: ClockKind::Wall,
         }
     }
 }
@@ -62,7 +67,7 @@ pub struct Vm {
     pub rt: Runtime,
     pub options: VmOptions,
     out: std::io::BufWriter<std::io::Stdout>,
-    start: std::time::Instant,
+    clock: clock::Clock,
     rng: u64,
 }
 
@@ -75,6 +80,7 @@ impl Vm {
             gc_stress_every: options.gc_stress_every,
         })
         .map_err(|e| VmError::Fatal(format!("cannot create the heap: {e}")))?;
+        let options_clock = options.clock;
         let mut vm = Vm {
             profiler: None,
             publishes_primitive_calls: false,
@@ -82,7 +88,7 @@ impl Vm {
             rt: Runtime::new(options.max_stack_depth),
             options,
             out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
-            start: std::time::Instant::now(),
+            clock: clock::Clock::start(options_clock),
             rng: 0x2545_f491_4f6c_dd1d,
         };
         if let Some(p) = &vm.options.profile {
@@ -158,6 +164,6 @@ impl Vm {
     }
 
     pub(crate) fn micros_since_start(&self) -> u64 {
-        self.start.elapsed().as_micros() as u64
+        self.clock.elapsed().as_micros() as u64
     }
 }

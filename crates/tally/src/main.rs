@@ -9,7 +9,7 @@ mod profile_cmd;
 use clap::{Parser, ValueEnum};
 use tally_vm::tally_profile::trigger::{TimerClock, Trigger};
 use tally_vm::tally_profile::{CbsConfig, Mechanism};
-use tally_vm::{ProfileOptions, Vm, VmError, VmOptions};
+use tally_vm::{ClockKind, ProfileOptions, Vm, VmError, VmOptions};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -102,6 +102,12 @@ struct Cli {
     /// Deepest SOM call stack before "stack overflow" is reported.
     #[arg(long, value_name = "FRAMES", default_value_t = 100_000)]
     max_stack_depth: usize,
+
+    /// `System>>ticks` and `time` count this process's CPU time (all its threads) instead of
+    /// wall-clock time, so a harness's iteration times leave out time spent waiting for the
+    /// CPU (`tally bench --lockstep` uses it).
+    #[arg(long)]
+    cpu_clock: bool,
 
     /// The class name or .som file to run, then its arguments.
     #[arg(
@@ -348,6 +354,11 @@ fn main() -> ExitCode {
         gc_stress_every: cli.gc_stress,
         max_stack_depth: cli.max_stack_depth,
         profile,
+        clock: if cli.cpu_clock {
+            ClockKind::ProcessCpu
+        } else {
+            ClockKind::Wall
+        },
     };
     let result = Vm::new(options).and_then(|mut vm| {
         let r = vm.run_main(&cli.program);

@@ -166,6 +166,77 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
 }
 
 #[test]
+fn lockstep_runs_tally_executors_turn_by_turn_and_refuses_other_vms() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("run");
+    let o = run(&[
+        "bench",
+        smoke_suite().as_str(),
+        "-n",
+        "2",
+        "-i",
+        "3",
+        "-b",
+        "Fibonacci,QuickSort",
+        "--lockstep",
+        "--tally",
+        "base",
+        "--tally",
+        "stats=--gc-stats",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let json = read_json(&out.join("results.json"));
+    assert!(
+        json["settings"]["lockstep"]["cpu"].as_u64().is_some(),
+        "{json}"
+    );
+    assert_eq!(json["settings"]["lockstep"]["slice_ms"], 50);
+    // The machine is described before pinning: all its CPUs, not the one used.
+    assert_eq!(
+        json["machine"]["cpus"].as_u64().unwrap() as usize,
+        std::thread::available_parallelism().unwrap().get()
+    );
+    let invocations = json["invocations"].as_array().unwrap();
+    assert_eq!(invocations.len(), 2 * 2 * 2);
+    for inv in invocations {
+        assert_eq!(inv["outcome"], "ok", "{inv}");
+        assert_eq!(inv["iterations_us"].as_array().unwrap().len(), 3);
+        assert_eq!(inv["argv"][1], "--cpu-clock", "{inv}");
+        assert!(inv["wall_s"].as_f64().unwrap() > 0.0);
+    }
+    let table = text(&o.stdout);
+    assert!(table.contains("paired by invocation round:"), "{table}");
+    assert!(
+        table.contains("ran together on CPU") && table.contains("in turns of 50 ms"),
+        "{table}"
+    );
+
+    let command = format!(
+        "ext@{}={{vm}} -cp {{classpath}} {{harness}} {{bench}} {{iterations}} {{inner}}",
+        tally()
+    );
+    let refused = run(&[
+        "bench",
+        smoke_suite().as_str(),
+        "--lockstep",
+        "--tally",
+        "base",
+        "--command",
+        &command,
+        "--out",
+        d.path().join("refused").to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("executor \"ext\" is not a Tally"),
+        "{}",
+        text(&refused.stderr)
+    );
+}
+
+#[test]
 fn three_executors_are_compared_with_anova_and_tukey() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("run");
