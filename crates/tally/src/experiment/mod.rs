@@ -88,8 +88,8 @@ pub struct CommonArgs {
     #[arg(long, short = 'i', value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     iterations: u32,
 
-    /// Ticks per second of the profiler's trigger in the profiled runs.
-    #[arg(long, value_name = "HZ", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Ticks per second of the profiler's trigger in the profiled runs (default: tally's).
+    #[arg(long, value_name = "HZ", default_value_t = 250, value_parser = clap::value_parser!(u32).range(1..))]
     rate: u32,
 
     /// Runs with profiling off per benchmark and round, spread among the profiled runs
