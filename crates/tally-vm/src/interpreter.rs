@@ -519,6 +519,10 @@ impl Vm {
     }
 
     /// Index of the live frame of the current block's home method, if it is still on the stack.
+    // Inlined in every build: the loop is its only caller. Left to LLVM, a build with the
+    // hooks compiled out (one loop) inlines it and a build with them (three loops) does not,
+    // and the loop that runs with profiling off would differ from the compiled-out one.
+    #[inline(always)]
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn home_frame(&self) -> Option<usize> {
         let mut ctx = self.rt.frames.last()?.ctx;
@@ -567,6 +571,10 @@ impl Vm {
     }
 
     /// Sends from a send site; the receiver and arguments are on the stack.
+    // Inlined in every build: the loop is its only caller. Left to LLVM, a build with the
+    // hooks compiled out (one loop) inlines it and a build with them (three loops) does not,
+    // and the loop that runs with profiling off would differ from the compiled-out one.
+    #[inline(always)]
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn send(&mut self, site_id: SiteId, is_super: bool) -> Result<(), VmError> {
         let site = &self.rt.sites[site_id as usize];
@@ -858,6 +866,10 @@ impl Vm {
 
     /// A global that is not defined yet: load the class of that name from the class path, or
     /// ask the receiver (`unknownGlobal:`).
+    // Inlined in every build: the loop is its only caller. Left to LLVM, a build with the
+    // hooks compiled out (one loop) inlines it and a build with them (three loops) does not,
+    // and the loop that runs with profiling off would differ from the compiled-out one.
+    #[inline(always)]
     fn unknown_global(&mut self, slot: u32) -> Result<(), VmError> {
         let name = self.rt.global_names[slot as usize];
         if let Some(class) = self.load_class(name)? {
