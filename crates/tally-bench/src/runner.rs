@@ -78,71 +78,75 @@ pub fn run(
                 progress.abandon();
                 return false;
             }
-            let runs: Vec<(&Executor, Vec<String>, std::io::Result<_>)> =
-                if let Some(slice) = options.lockstep {
-                    let Some(first) = order.first() else {
-                        continue;
-                    };
-                    let eta = ledger.estimate_remaining(&suite, &executors, round, bench, first);
+            let runs: Vec<Measured<'_>> = if let Some(slice) = options.lockstep {
+                let Some(first) = order.first() else {
+                    continue;
+                };
+                let eta = ledger.estimate_remaining(&suite, &executors, round, bench, first);
+                progress.set_message(format!(
+                    "round {round}/{rounds}: {} on {} executors in lockstep  ETA {}",
+                    bench.name,
+                    order.len(),
+                    format_duration(eta)
+                ));
+                let argvs: Vec<Vec<String>> = order
+                    .iter()
+                    .map(|e| {
+                        // `tally bench` accepts --lockstep with Tally executors only.
+                        e.argv_taking_turns(&suite, bench)
+                            .unwrap_or_else(|| e.argv(&suite, bench))
+                    })
+                    .collect();
+                let measured = run_in_lockstep(&argvs, slice, options.timeout, interrupted);
+                order
+                    .iter()
+                    .copied()
+                    .zip(argvs)
+                    .zip(measured)
+                    .map(|((e, a), m)| (e, a, m))
+                    .collect()
+            } else {
+                for exec in order {
+                    if interrupted.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let eta = ledger.estimate_remaining(&suite, &executors, round, bench, exec);
                     progress.set_message(format!(
-                        "round {round}/{rounds}: {} on {} executors in lockstep  ETA {}",
+                        "round {round}/{rounds}: {} on {}  ETA {}",
                         bench.name,
-                        order.len(),
+                        exec.name,
                         format_duration(eta)
                     ));
-                    let argvs: Vec<Vec<String>> = order
-                        .iter()
-                        .map(|e| {
-                            // `tally bench` accepts --lockstep with Tally executors only.
-                            e.argv_taking_turns(&suite, bench)
-                                .unwrap_or_else(|| e.argv(&suite, bench))
-                        })
-                        .collect();
-                    let measured = run_in_lockstep(&argvs, slice, options.timeout, interrupted);
-                    order
-                        .iter()
-                        .copied()
-                        .zip(argvs)
-                        .zip(measured)
-                        .map(|((e, a), m)| (e, a, m))
-                        .collect()
-                } else {
-                    for exec in order {
-                        if interrupted.load(Ordering::SeqCst) {
-                            break;
-                        }
-                        let eta = ledger.estimate_remaining(&suite, &executors, round, bench, exec);
-                        progress.set_message(format!(
-                            "round {round}/{rounds}: {} on {}  ETA {}",
-                            bench.name,
-                            exec.name,
-                            format_duration(eta)
-                        ));
-                        let argv = exec.argv(&suite, bench);
-                        let measured = run_process(&argv, options.timeout, interrupted);
-                        // Recorded at once, so a checkpoint holds every finished invocation.
-                        let stop = ledger.record(
-                            results, bench, exec, round, argv, measured, &progress, options,
-                        );
-                        checkpoint(results);
-                        if stop {
-                            progress.abandon();
-                            return false;
-                        }
-                        progress.inc(1);
+                    let argv = exec.argv(&suite, bench);
+                    let measured = run_process(&argv, options.timeout, interrupted);
+                    // Recorded at once, so a checkpoint holds every finished invocation.
+                    let done = (exec, argv, measured);
+                    if ledger.record(
+                        results,
+                        bench,
+                        round,
+                        done,
+                        &progress,
+                        options,
+                        &mut checkpoint,
+                    ) {
+                        return false;
                     }
-                    Vec::new()
-                };
-            for (exec, argv, measured) in runs {
-                let stop = ledger.record(
-                    results, bench, exec, round, argv, measured, &progress, options,
-                );
-                checkpoint(results);
-                if stop {
-                    progress.abandon();
+                }
+                Vec::new()
+            };
+            for done in runs {
+                if ledger.record(
+                    results,
+                    bench,
+                    round,
+                    done,
+                    &progress,
+                    options,
+                    &mut checkpoint,
+                ) {
                     return false;
                 }
-                progress.inc(1);
             }
         }
         // Without a terminal there is no bar; say something now and then
@@ -162,6 +166,13 @@ pub fn run(
     true
 }
 
+/// One finished invocation: its executor, its command line and what it did.
+type Measured<'a> = (
+    &'a Executor,
+    Vec<String>,
+    std::io::Result<crate::measure::ProcessRun>,
+);
+
 /// What the loop keeps about the invocations so far.
 struct Ledger {
     /// Wall seconds of each benchmark × executor's invocations, for the ETA.
@@ -178,18 +189,19 @@ struct Ledger {
 }
 
 impl Ledger {
-    /// Appends the record of one invocation; answers whether the run must stop (Ctrl-C).
+    /// Appends the record of one invocation (executor, command line, what it did), saves a
+    /// checkpoint and moves the bar on; answers whether the run must stop (Ctrl-C), in which
+    /// case the bar is abandoned.
     #[allow(clippy::too_many_arguments)]
     fn record(
         &mut self,
         results: &mut Results,
         bench: &crate::suite::Benchmark,
-        exec: &Executor,
         round: u32,
-        argv: Vec<String>,
-        measured: std::io::Result<crate::measure::ProcessRun>,
+        (exec, argv, measured): Measured<'_>,
         progress: &ProgressBar,
         options: &RunOptions,
+        checkpoint: &mut impl FnMut(&Results),
     ) -> bool {
         self.sequence += 1;
         let sequence = self.sequence;
@@ -229,7 +241,13 @@ impl Ledger {
         }
         results.invocations.push(record);
         results.finished = crate::now_rfc3339();
-        outcome == Outcome::Interrupted
+        checkpoint(results);
+        if outcome == Outcome::Interrupted {
+            progress.abandon();
+            return true;
+        }
+        progress.inc(1);
+        false
     }
 
     /// Seconds still to go: each remaining invocation is expected to take as
