@@ -135,8 +135,12 @@ impl TurnTaker {
                     return;
                 }
                 Ok(None) => thread::sleep(POLL),
-                // Nothing left to wait for.
-                Err(_) => return,
+                // Nothing left to wait for (someone else reaped it): record the kill we sent,
+                // so that the VM counts as ended and the turns go on without it.
+                Err(_) => {
+                    self.reaped = Some(killed_without_usage());
+                    return;
+                }
             }
         }
     }
@@ -150,8 +154,7 @@ impl TurnTaker {
         drop(self.child);
         let stdout = self.stdout.map(|h| h.join().unwrap_or_default());
         let stderr = self.stderr.map(|h| h.join().unwrap_or_default());
-        // SAFETY: `rusage` is plain old data for which all-zero bytes are valid.
-        let (status, usage) = self.reaped.unwrap_or((0, unsafe { std::mem::zeroed() }));
+        let (status, usage) = self.reaped.unwrap_or_else(killed_without_usage);
         reaped_run(
             status,
             &usage,
@@ -161,6 +164,12 @@ impl TurnTaker {
             self.active.as_secs_f64(),
         )
     }
+}
+
+/// The `wait4` result of a VM we killed but could not reap: terminated by SIGKILL, no usage.
+fn killed_without_usage() -> (libc::c_int, libc::rusage) {
+    // SAFETY: `rusage` is plain old data for which all-zero bytes are valid.
+    (libc::SIGKILL, unsafe { std::mem::zeroed() })
 }
 
 /// Sends `signal` to the process group `pid` leads.
@@ -202,10 +211,7 @@ pub fn pin_to_one_cpu() -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sh(script: &str) -> Vec<String> {
-        vec!["sh".into(), "-c".into(), script.into()]
-    }
+    use crate::measure::tests::sh;
 
     #[test]
     fn every_vm_runs_to_its_end_and_keeps_its_output() {

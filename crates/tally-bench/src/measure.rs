@@ -188,10 +188,11 @@ pub(crate) fn kill(pid: libc::pid_t) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn sh(script: &str) -> Vec<String> {
+    /// `sh -c SCRIPT`: a stand-in VM for the tests of this module and of `lockstep`.
+    pub(crate) fn sh(script: &str) -> Vec<String> {
         vec!["sh".into(), "-c".into(), script.into()]
     }
 

@@ -78,64 +78,50 @@ pub fn run(
                 progress.abandon();
                 return false;
             }
-            let runs: Vec<Measured<'_>> = if let Some(slice) = options.lockstep {
-                let Some(first) = order.first() else {
-                    continue;
-                };
-                let eta = ledger.estimate_remaining(&suite, &executors, round, bench, first);
-                progress.set_message(format!(
-                    "round {round}/{rounds}: {} on {} executors in lockstep  ETA {}",
-                    bench.name,
-                    order.len(),
-                    format_duration(eta)
-                ));
-                let argvs: Vec<Vec<String>> = order
-                    .iter()
-                    .map(|e| {
-                        // `tally bench` accepts --lockstep with Tally executors only.
-                        e.argv_taking_turns(&suite, bench)
-                            .unwrap_or_else(|| e.argv(&suite, bench))
-                    })
-                    .collect();
-                let measured = run_in_lockstep(&argvs, slice, options.timeout, interrupted);
-                order
-                    .iter()
-                    .copied()
-                    .zip(argvs)
-                    .zip(measured)
-                    .map(|((e, a), m)| (e, a, m))
-                    .collect()
-            } else {
-                for exec in order {
-                    if interrupted.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let eta = ledger.estimate_remaining(&suite, &executors, round, bench, exec);
+            // In lockstep the whole group runs first; otherwise each executor runs (and is
+            // recorded, so a checkpoint holds every finished invocation) in turn.
+            let mut together = match options.lockstep {
+                Some(slice) if !order.is_empty() => {
+                    let eta = ledger.estimate_remaining(&suite, &executors, round, bench, order[0]);
                     progress.set_message(format!(
-                        "round {round}/{rounds}: {} on {}  ETA {}",
+                        "round {round}/{rounds}: {} on {} executors in lockstep  ETA {}",
                         bench.name,
-                        exec.name,
+                        order.len(),
                         format_duration(eta)
                     ));
-                    let argv = exec.argv(&suite, bench);
-                    let measured = run_process(&argv, options.timeout, interrupted);
-                    // Recorded at once, so a checkpoint holds every finished invocation.
-                    let done = (exec, argv, measured);
-                    if ledger.record(
-                        results,
-                        bench,
-                        round,
-                        done,
-                        &progress,
-                        options,
-                        &mut checkpoint,
-                    ) {
-                        return false;
-                    }
+                    let argvs: Vec<Vec<String>> = order
+                        .iter()
+                        .map(|e| {
+                            // `tally bench` accepts --lockstep with Tally executors only.
+                            e.argv_taking_turns(&suite, bench)
+                                .unwrap_or_else(|| e.argv(&suite, bench))
+                        })
+                        .collect();
+                    let measured = run_in_lockstep(&argvs, slice, options.timeout, interrupted);
+                    Some(argvs.into_iter().zip(measured))
                 }
-                Vec::new()
+                _ => None,
             };
-            for done in runs {
+            for exec in order {
+                let (argv, measured) = match together.as_mut().and_then(Iterator::next) {
+                    Some(run) => run,
+                    None => {
+                        if interrupted.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let eta = ledger.estimate_remaining(&suite, &executors, round, bench, exec);
+                        progress.set_message(format!(
+                            "round {round}/{rounds}: {} on {}  ETA {}",
+                            bench.name,
+                            exec.name,
+                            format_duration(eta)
+                        ));
+                        let argv = exec.argv(&suite, bench);
+                        let measured = run_process(&argv, options.timeout, interrupted);
+                        (argv, measured)
+                    }
+                };
+                let done = (exec, argv, measured);
                 if ledger.record(
                     results,
                     bench,
