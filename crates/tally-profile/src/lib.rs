@@ -13,7 +13,9 @@
 //!   (a shadow stack the VM pushes and pops, or a [`StackView`] through which
 //!   handlers read the VM's own frames in place, costing calls nothing), a
 //!   pre-allocated [`SampleRing`], [`ExactCounts`] for the exhaustive mode,
-//!   and the timer / perf_events [`Sampler`].
+//!   and the timer / perf_events [`Sampler`]. Beside them, a [`Drainer`]
+//!   thread empties the ring and answers Ctrl-C for a VM whose interpreter
+//!   tests the flag only at calls.
 //! - **Offline** (everything else): the [`Recorder`] that turns ring
 //!   contents and events into a [`Profile`], the file [`format`](mod@format),
 //!   [`Symbols`] resolution through code versions, call graphs and
@@ -92,6 +94,7 @@ pub mod callgraph;
 pub mod cct;
 pub mod clock;
 pub mod code;
+pub mod drainer;
 pub mod event;
 pub mod export;
 #[doc(hidden)]
@@ -111,6 +114,7 @@ pub mod trigger;
 pub use callgraph::{CallEdge, CallGraph};
 pub use cct::{Cct, CctNode};
 pub use code::{CodeVersion, LogicalFrame, MethodInfo, PcMapEntry, Symbols};
+pub use drainer::{Drainer, DrainerConfig, UnservedStop};
 pub use event::{Event, EventKind};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;

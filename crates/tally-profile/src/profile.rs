@@ -174,8 +174,7 @@ impl Recorder {
     /// whenever the flag shows [`flag::DRAIN`].
     pub fn drain(&mut self, hot: &HotState) -> usize {
         hot.flag.clear(flag::DRAIN);
-        let samples = &mut self.profile.samples;
-        hot.ring.drain(|s| samples.push(s))
+        hot.drain_into(&mut self.profile.samples)
     }
 
     /// A call edge chosen by [`crate::Cbs::on_method_entry`].

@@ -3,9 +3,10 @@
 //! Writing a file is not async-signal-safe, so the SIGINT handler only
 //! raises [`crate::flag::STOP`] on the yieldpoint flag; the VM sees it at its
 //! next yieldpoint (the check it already makes), writes the profile with
-//! [`crate::Profile::write_atomically`] and exits. A second Ctrl-C before
-//! that exits at once with status 130, so a VM stuck outside yieldpoints can
-//! still be interrupted.
+//! [`crate::Profile::write_atomically`] and exits. A VM that checks the flag
+//! only where it already compares something (at calls, say) does not see it
+//! in a loop that makes none, so a second Ctrl-C before the profile is written
+//! exits at once with status 130, saying so.
 
 use std::io;
 use std::ptr;
@@ -20,8 +21,14 @@ static IN_FLIGHT: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn on_sigint(_sig: libc::c_int) {
     if COUNT.fetch_add(1, Ordering::SeqCst) > 0 {
-        // SAFETY: _exit is async-signal-safe and does not return.
-        unsafe { libc::_exit(130) };
+        const GIVING_UP: &[u8] =
+            b"\ninterrupted again before the program reached a call: exiting without writing the profile\n";
+        // SAFETY: write(2) and _exit are async-signal-safe; the message is a static buffer.
+        // Nothing can be done about a failed write here, so its result is ignored.
+        unsafe {
+            libc::write(2, GIVING_UP.as_ptr().cast(), GIVING_UP.len());
+            libc::_exit(130)
+        };
     }
     IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
     let hot = TARGET.load(Ordering::SeqCst);

@@ -11,7 +11,7 @@ use crate::bytecode::{CodeId, Op, SiteId};
 use crate::compiler::CodeKind;
 use crate::objects::{block, context, Kind};
 use crate::primitives::Primitive;
-use crate::profiling::VM_STATE;
+use crate::profiling::{Dispatch, VM_STATE};
 use crate::runtime::{ClassId, Code, Frame, Symbol, Trivial, NO_CLASS};
 use crate::{Vm, VmError};
 
@@ -40,23 +40,22 @@ impl Vm {
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
         let enclosing = self.rt.frames.set_exit_depth(base_depth);
-        let result = if !self.has_profiler() {
-            self.execute_loop::<false, false>(base_depth)
-        } else if self.yieldpoint_flag() & flag::EXACT != 0 {
-            self.execute_loop::<true, true>(base_depth)
-        } else {
-            self.execute_loop::<false, true>(base_depth)
+        let result = match self.dispatch() {
+            Dispatch::Plain => self.execute_loop::<false, false>(base_depth),
+            Dispatch::Hooks => self.execute_loop::<false, true>(base_depth),
+            Dispatch::Counting => self.execute_loop::<true, true>(base_depth),
         };
         self.rt.frames.set_exit_depth(enclosing);
         result
     }
 
     /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
-    /// the ordinary loop carries no counting code at all. `HOOKS` says whether a profiler is
-    /// attached: without one nothing raises the yieldpoint flag, so the loop that runs when
-    /// profiling is off leaves out the flag tests of frameless sends and back-edges and is the
-    /// same code as a build with the hooks compiled out (the depth checks that carry the
-    /// call and return hooks are there in both).
+    /// the ordinary loop carries no counting code at all. `HOOKS` says whether the loop tests
+    /// the yieldpoint flag at frameless sends, tripped returns and back-edges (see
+    /// [`Dispatch`]): the loop that runs without a profiler, or with one that only takes
+    /// samples in the signal handler, tests it nowhere and is the same code as a build with
+    /// the hooks compiled out (the depth checks that carry the call and return hooks are
+    /// there in every loop).
     ///
     /// The running frame's code, instruction pointer and base pointer live in locals; `ip` is
     /// written back to the frame (`save!`) before anything that may look at it: calls (a
@@ -630,7 +629,8 @@ impl Vm {
 
     /// `invoke` after the prologue hook, for anything but a trivial method done in place.
     ///
-    /// `HOOKS` is false only where no profiler is attached (see `execute_loop`).
+    /// `HOOKS` is the calling loop's (see `execute_loop`); the loop without them never runs
+    /// where primitive calls must publish their state.
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn invoke_unprofiled<const HOOKS: bool>(
         &mut self,

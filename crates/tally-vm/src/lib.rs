@@ -63,6 +63,8 @@ pub struct Vm {
     /// the signal handler, and only where the handler cannot tell native code from the
     /// interpreter by the interrupted program counter (`interpreter::interpreter_code`).
     pub(crate) publishes_primitive_calls: bool,
+    /// The dispatch loop the profile needs (`profiling::Dispatch`).
+    pub(crate) dispatch: profiling::Dispatch,
     pub heap: Heap,
     pub rt: Runtime,
     pub options: VmOptions,
@@ -84,6 +86,7 @@ impl Vm {
         let mut vm = Vm {
             profiler: None,
             publishes_primitive_calls: false,
+            dispatch: profiling::Dispatch::Plain,
             heap,
             rt: Runtime::new(options.max_stack_depth),
             options,
@@ -101,6 +104,7 @@ impl Vm {
             vm.publishes_primitive_calls = p.trigger.is_some()
                 && p.mechanism == tally_profile::Mechanism::Immediate
                 && !profiler.hot.published.classifies_by_pc();
+            vm.dispatch = profiling::Dispatch::for_profile(Some(p), vm.publishes_primitive_calls);
             vm.profiler = Some(Box::new(profiler));
             vm.profile_watch_gc();
         }

@@ -8,18 +8,18 @@
 //! happens out of line. Immediate samples read the frame stack in place
 //! (`FrameStack::stack_view`), so they add nothing to calls at all, and tell primitive time
 //! from interpretation by the program counter they interrupted (`interpreter_code`), so they
-//! add nothing to primitive calls either. Without a profiler the interpreter runs a loop that
-//! has no flag tests (`execute_loop::<_, false>`).
+//! add nothing to primitive calls either. Without a profiler, or with one that only takes
+//! immediate samples, the interpreter runs a loop that has no flag tests (`Dispatch::Plain`),
+//! and a drain thread does what that loop cannot: empty the ring and answer Ctrl-C.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use tally_profile::trigger::{Sampler, SamplerConfig, Trigger};
 use tally_profile::{
-    flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, EventKind, ExactCounts, Header,
-    HotConfig, HotState, Mechanism, MethodId, Profile, Recorder, SamplerSettings, VmState,
+    flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, Drainer, DrainerConfig,
+    EventKind, ExactCounts, Header, HotConfig, HotState, Mechanism, MethodId, Profile, Recorder,
+    SamplerSettings, UnservedStop, VmState,
 };
 
 use crate::bytecode::CodeId;
@@ -35,7 +35,44 @@ pub(crate) static YIELDPOINT: tally_profile::YieldpointFlag = tally_profile::Yie
 /// around every primitive call while immediate samples are taken.
 pub(crate) static VM_STATE: tally_profile::StateCell = tally_profile::StateCell::new();
 
-/// What to profile and where to write it (command-line flags map onto this).
+/// Which dispatch loop runs the program, fixed when the VM is made: the cheapest one that
+/// serves what the profile asked for, so that a profile costs no more than that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dispatch {
+    /// No flag tests: no profiler, or one that only takes samples in the signal handler. A
+    /// raised flag still trips the depth checks of frame pushes, so ring drains and Ctrl-C
+    /// are served at the next call that gets a frame; between those the drain thread empties
+    /// the ring and answers Ctrl-C (`tally_profile::Drainer`). The same machine code as a
+    /// build without the hooks.
+    Plain,
+    /// Flag tests at frameless sends, tripped returns and back-edges: counter-based sampling
+    /// must see every method entry in its windows, a polled sample must be served inside a
+    /// loop, and where the handler cannot read the program counter primitive calls publish
+    /// their state.
+    Hooks,
+    /// `Hooks` and exact bytecode counts: exhaustive profiling.
+    Counting,
+}
+
+impl Dispatch {
+    pub(crate) fn for_profile(
+        options: Option<&ProfileOptions>,
+        publishes_primitive_calls: bool,
+    ) -> Dispatch {
+        let Some(o) = options else {
+            return Dispatch::Plain;
+        };
+        let polls = o.trigger.is_some() && o.mechanism == Mechanism::Polling;
+        if o.exhaustive {
+            Dispatch::Counting
+        } else if polls || o.cbs.is_some() || publishes_primitive_calls {
+            Dispatch::Hooks
+        } else {
+            Dispatch::Plain
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ProfileOptions {
     pub output: PathBuf,
@@ -53,12 +90,22 @@ pub struct ProfileOptions {
     pub settings: Vec<(String, String)>,
 }
 
+/// Locks the recorder whatever became of an earlier holder: a recorder only ever gains
+/// whole entries, so one left by a panic is still consistent.
+fn lock(recorder: &Mutex<Recorder>) -> MutexGuard<'_, Recorder> {
+    recorder.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub(crate) struct Profiler {
     pub hot: Arc<HotState>,
-    pub recorder: Rc<RefCell<Recorder>>,
+    /// Shared with the GC listener, and with the drainer's last resort, which may write the
+    /// profile from its own thread (`Profiler::write_on_unserved_stop`).
+    pub recorder: Arc<Mutex<Recorder>>,
     pub cbs: Option<Cbs>,
     pub exact: Option<ExactCounts>,
     sampler: Option<Sampler>,
+    /// Empties the ring off the VM thread and answers a Ctrl-C the interpreter does not reach.
+    drainer: Option<Drainer>,
     _sigint: Option<tally_profile::sigint::SigintGuard>,
     output: PathBuf,
     /// Set when the program was interrupted (SIGINT) and must stop at the next yieldpoint.
@@ -123,7 +170,7 @@ impl Profiler {
             },
             ..Header::default()
         };
-        let recorder = Rc::new(RefCell::new(Recorder::new(header)));
+        let recorder = Arc::new(Mutex::new(Recorder::new(header)));
         hot.published.bind_current_thread();
         let sigint = install_sigint_flush(&hot).ok();
         Ok(Profiler {
@@ -132,6 +179,7 @@ impl Profiler {
             cbs: options.cbs.map(Cbs::new),
             exact: options.exhaustive.then(ExactCounts::new),
             sampler: None,
+            drainer: None,
             _sigint: sigint,
             output: options.output.clone(),
             interrupted: false,
@@ -139,9 +187,17 @@ impl Profiler {
         })
     }
 
-    /// Starts the trigger; called once the VM is ready to run the program.
+    /// Starts the drain thread and the trigger; called once the VM is ready to run the program.
     pub fn start_sampling(&mut self, options: &ProfileOptions) -> Result<(), VmError> {
         self.hot.published.set_state(VmState::Interpreting);
+        let last_resort = self.write_on_unserved_stop();
+        let drainer = Drainer::start(
+            self.hot.clone(),
+            DrainerConfig::default(),
+            Some(last_resort),
+        )
+        .map_err(|e| VmError::Fatal(format!("cannot start the profiler's drain thread: {e}")))?;
+        self.drainer = Some(drainer);
         let trigger = match options.trigger {
             Some(t) => t,
             // CBS alone still needs ticks to open its windows: perf_events' CPU clock reaches
@@ -181,7 +237,7 @@ impl Profiler {
         };
         {
             let info = sampler.info();
-            let mut r = self.recorder.borrow_mut();
+            let mut r = self.recorder();
             let h = &mut r.header_mut().sampler;
             h.trigger = info.trigger.to_string();
             h.trigger_source = info.source.clone();
@@ -190,18 +246,66 @@ impl Profiler {
                 .unwrap_or_default();
         }
         self.sampler = Some(sampler);
+        let last_resort = self.write_on_unserved_stop();
+        let drainer = Drainer::start(
+            self.hot.clone(),
+            DrainerConfig::default(),
+            Some(last_resort),
+        )
+        .map_err(|e| VmError::Fatal(format!("cannot start the profiler's drain thread: {e}")))?;
+        self.drainer = Some(drainer);
         Ok(())
+    }
+
+    /// The recorder, for the VM thread. A poisoned lock means the drainer's last resort
+    /// panicked mid-write; the recorder itself is still whole.
+    pub fn recorder(&self) -> MutexGuard<'_, Recorder> {
+        lock(&self.recorder)
+    }
+
+    /// What the drainer does when Ctrl-C has gone unserved: the interpreter is in a loop that
+    /// makes no call (the loop without flag tests only sees the flag at calls), or in a long
+    /// primitive. It writes the profile so far from the drainer's thread and exits as an
+    /// interrupted run does; the program's buffered output is not flushed.
+    fn write_on_unserved_stop(&self) -> UnservedStop {
+        let hot = self.hot.clone();
+        let recorder = self.recorder.clone();
+        let output = self.output.clone();
+        Box::new(move || {
+            if !hot.claim_final_write() {
+                return; // the VM thread got there first
+            }
+            let profile = lock(&recorder).snapshot(&hot, 130);
+            match profile.write_atomically(&output) {
+                Ok(()) => eprintln!(
+                    "\ntally: interrupted in a loop without calls; profile written to {} (see `tally report {}`)",
+                    output.display(),
+                    output.display()
+                ),
+                Err(e) => eprintln!("\ntally: interrupted; cannot write the profile to {}: {e}", output.display()),
+            }
+            std::process::exit(130);
+        })
     }
 
     /// Stops sampling and writes the profile (atomically).
     pub fn finish(mut self, exit_code: i32) -> Result<PathBuf, VmError> {
+        if !self.hot.claim_final_write() {
+            // The drainer's last resort is writing the profile and will end the process.
+            loop {
+                std::thread::park();
+            }
+        }
         if let Some(s) = self.sampler.take() {
             s.stop();
         }
+        if let Some(d) = self.drainer.take() {
+            d.stop();
+        }
         self.hot.settle();
         // The VM clears its GC listener first, so the recorder has one owner again.
-        let recorder = Rc::try_unwrap(self.recorder)
-            .map(RefCell::into_inner)
+        let recorder = Arc::try_unwrap(self.recorder)
+            .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
             .map_err(|_| VmError::Fatal("the profile recorder is still in use".into()))?;
         let profile: Profile = recorder.finish(&self.hot, self.exact.take(), exit_code);
         profile.write_atomically(&self.output).map_err(|e| {
@@ -226,8 +330,8 @@ impl Vm {
         }
     }
 
-    /// The yieldpoint flag in a dispatch loop specialised on whether a profiler is attached:
-    /// a constant 0 in the loop that runs without one.
+    /// The yieldpoint flag in a dispatch loop specialised on whether it has hooks (see
+    /// [`Dispatch`]): a constant 0 in the loop without them.
     #[inline(always)]
     pub(crate) fn hook_flag<const HOOKS: bool>(&self) -> u8 {
         if HOOKS {
@@ -237,12 +341,15 @@ impl Vm {
         }
     }
 
-    /// Whether a profiler is attached, so the interpreter must run its hooks. Only
-    /// `Profiler::new` attaches the trip words and installs the triggers that raise the
-    /// yieldpoint flag, so without a profiler the flag stays 0 for the whole run.
+    /// The dispatch loop to run: always the plain one in builds without the `profiling`
+    /// feature, so that they have that loop alone.
     #[inline(always)]
-    pub(crate) fn has_profiler(&self) -> bool {
-        cfg!(feature = "profiling") && self.profiler.is_some()
+    pub(crate) fn dispatch(&self) -> Dispatch {
+        if cfg!(feature = "profiling") {
+            self.dispatch
+        } else {
+            Dispatch::Plain
+        }
     }
 
     /// The prologue, out of line: a call of `callee` from the top frame (whose `ip` is saved),
@@ -267,7 +374,7 @@ impl Vm {
             if let Some(cbs) = p.cbs.as_mut() {
                 if cbs.on_method_entry(f, p.hot.flag) {
                     if let Some((caller, callsite)) = caller {
-                        p.recorder.borrow_mut().record_edge(CallEdge {
+                        p.recorder().record_edge(CallEdge {
                             caller,
                             callsite,
                             callee: MethodId(callee),
@@ -294,7 +401,7 @@ impl Vm {
             p.hot.take_polled_sample();
         }
         if f & flag::DRAIN != 0 {
-            p.recorder.borrow_mut().drain(&p.hot);
+            p.recorder().drain(&p.hot);
         }
         if f & flag::STOP != 0 {
             p.hot.flag.clear(flag::STOP);
@@ -328,7 +435,7 @@ impl Vm {
 
     pub(crate) fn profile_event(&self, kind: EventKind) {
         if let Some(p) = self.profiler.as_deref() {
-            p.recorder.borrow_mut().event(kind);
+            p.recorder().event(kind);
         }
     }
 
@@ -338,7 +445,7 @@ impl Vm {
         let Some(p) = self.profiler.as_deref() else {
             return;
         };
-        let mut r = p.recorder.borrow_mut();
+        let mut r = p.recorder();
         for code in &self.rt.codes[from..] {
             let file = self
                 .rt
@@ -368,7 +475,7 @@ impl Vm {
         self.heap.set_gc_listener(move |event| match event {
             tally_heap::GcEvent::Start { kind, .. } => {
                 previous.set(hot.published.set_state(VmState::Gc));
-                recorder.borrow_mut().event(EventKind::GcStart {
+                lock(&recorder).event(EventKind::GcStart {
                     kind: format!("{kind:?}"),
                 });
             }
@@ -379,7 +486,7 @@ impl Vm {
                 duration,
             } => {
                 hot.published.set_state(previous.get());
-                recorder.borrow_mut().event(EventKind::GcEnd {
+                lock(&recorder).event(EventKind::GcEnd {
                     kind: format!("{kind:?}"),
                     bytes_before: heap_used_before as u64,
                     bytes_after: heap_used_after as u64,
@@ -387,5 +494,76 @@ impl Vm {
                 });
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tally_profile::trigger::TimerClock;
+
+    fn options(trigger: Option<Trigger>, mechanism: Mechanism) -> ProfileOptions {
+        ProfileOptions {
+            output: PathBuf::from("unused.profile"),
+            trigger,
+            mechanism,
+            rate_hz: 250,
+            cbs: None,
+            exhaustive: false,
+            command_line: Vec::new(),
+            settings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_profile_runs_the_lowest_loop_that_serves_it() {
+        let perf = Some(Trigger::Perf {
+            prefer_hardware: false,
+        });
+        let timer = Some(Trigger::Timer(TimerClock::ThreadCpu));
+        let immediate = options(perf, Mechanism::Immediate);
+        assert_eq!(Dispatch::for_profile(None, false), Dispatch::Plain);
+        assert_eq!(
+            Dispatch::for_profile(Some(&immediate), false),
+            Dispatch::Plain
+        );
+        assert_eq!(
+            Dispatch::for_profile(Some(&options(timer, Mechanism::Immediate)), false),
+            Dispatch::Plain
+        );
+        // Where the handler cannot read the program counter, primitives publish their state,
+        // which only the loops with hooks do.
+        assert_eq!(
+            Dispatch::for_profile(Some(&immediate), true),
+            Dispatch::Hooks
+        );
+        let cbs = ProfileOptions {
+            cbs: Some(CbsConfig::default()),
+            ..options(None, Mechanism::Immediate)
+        };
+        assert_eq!(Dispatch::for_profile(Some(&cbs), false), Dispatch::Hooks);
+        let both = ProfileOptions {
+            trigger: perf,
+            ..cbs.clone()
+        };
+        assert_eq!(Dispatch::for_profile(Some(&both), false), Dispatch::Hooks);
+        let polling = options(perf, Mechanism::Polling);
+        assert_eq!(
+            Dispatch::for_profile(Some(&polling), false),
+            Dispatch::Hooks
+        );
+        let exhaustive = ProfileOptions {
+            exhaustive: true,
+            ..both
+        };
+        assert_eq!(
+            Dispatch::for_profile(Some(&exhaustive), false),
+            Dispatch::Counting
+        );
+        // A polling mechanism without a trigger takes no samples, so needs no hooks.
+        assert_eq!(
+            Dispatch::for_profile(Some(&options(None, Mechanism::Polling)), false),
+            Dispatch::Plain
+        );
     }
 }

@@ -181,8 +181,9 @@ fn a_corrupt_profile_is_rejected_with_the_reason() {
     );
 }
 
-#[test]
-fn an_interrupted_run_still_writes_its_profile() {
+/// Runs `Spin.som` (a loop that makes no call) with `flags`, interrupts it once after a while
+/// and answers its output and `tally report`'s.
+fn interrupt_a_spin(flags: &[&str]) -> (std::process::Output, String) {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(
         d.path().join("Spin.som"),
@@ -190,7 +191,9 @@ fn an_interrupted_run_still_writes_its_profile() {
     )
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(["--profile=spin.profile", "Spin.som"])
+        .arg("--profile=spin.profile")
+        .args(flags)
+        .arg("Spin.som")
         .current_dir(d.path())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -202,10 +205,76 @@ fn an_interrupted_run_still_writes_its_profile() {
         .unwrap();
     assert!(killed.success());
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
     let r = tally(d.path(), &["report", "spin.profile"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
-    assert!(text(&r.stdout).contains("Spin>>run"), "{}", text(&r.stdout));
+    (o, text(&r.stdout))
+}
+
+#[test]
+fn an_interrupted_run_still_writes_its_profile() {
+    // The default profile runs the loop with hooks, whose back-edge sees Ctrl-C.
+    let (o, report) = interrupt_a_spin(&[]);
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    assert!(report.contains("Spin>>run"), "{report}");
+}
+
+#[test]
+fn ctrl_c_in_a_loop_without_calls_still_writes_the_profile_without_hooks() {
+    // Immediate samples alone run the loop without flag tests (in optimised builds; others
+    // publish primitive calls and so keep the hooks), which never sees Ctrl-C in a loop that
+    // makes no call; the drain thread writes the profile instead.
+    let (o, report) = interrupt_a_spin(&["--cbs", "off"]);
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    let stderr = text(&o.stderr);
+    let expected = if cfg!(debug_assertions) {
+        "tally: profile written"
+    } else {
+        "interrupted in a loop without calls; profile written"
+    };
+    assert!(stderr.contains(expected), "{stderr}");
+    assert!(report.contains("Spin>>run"), "{report}");
+    let samples = report
+        .lines()
+        .find(|l| l.starts_with("samples:"))
+        .expect("a samples line");
+    assert!(!samples.contains(" 0 recorded"), "{samples}");
+}
+
+#[test]
+fn a_long_loop_without_calls_loses_no_samples() {
+    // At 10 kHz the ring (4096 slots) would overflow in 0.4 s if only calls drained it.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Count.som"),
+        // 0.7 s by the clock, so in any build; `ticks` is a primitive, which gets no frame.
+        b"Count = ( run = ( | start | start := system ticks. [ (system ticks - start) < 700000 ] whileTrue: [ ]. 'done' println ) )",
+    )
+    .unwrap();
+    let o = tally(
+        d.path(),
+        &[
+            "--profile=count.profile",
+            "--cbs",
+            "off",
+            "--rate",
+            "10000",
+            "Count.som",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = tally(d.path(), &["report", "count.profile"]);
+    let report = text(&r.stdout);
+    let samples = report
+        .lines()
+        .find(|l| l.starts_with("samples:"))
+        .expect("a samples line");
+    assert!(samples.contains(" 0 dropped"), "{samples}");
+    let taken: u64 = samples
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("a count");
+    assert!(taken > 4096, "the run should outlast the ring: {samples}");
 }
 
 /// The share of `state` among the samples of `tally report`'s VM-state table, and the count.

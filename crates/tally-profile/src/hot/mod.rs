@@ -12,12 +12,12 @@ pub mod flag;
 pub mod published;
 pub mod ring;
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::clock;
 use crate::ids::{RawFrame, VmState};
-use crate::sample::{Origin, SampleFlags};
+use crate::sample::{Origin, Sample, SampleFlags};
 use flag::YieldpointFlag;
 use published::{current_tid, PublishedState, StateCell};
 use ring::{PushError, SampleRing, SlotHeader};
@@ -114,6 +114,11 @@ pub struct HotState {
     pub ring: SampleRing,
     counters: Counters,
     mode: AtomicU8,
+    /// Samples taken off the ring by a thread other than the VM's ([`crate::Drainer`]), in
+    /// order. Its lock is also the ring's consumer lock: the ring has one consumer at a time.
+    drained: Mutex<Vec<Sample>>,
+    /// Whether someone has started writing the final profile (see [`HotState::claim_final_write`]).
+    final_write: AtomicBool,
 }
 
 impl HotState {
@@ -143,7 +148,31 @@ impl HotState {
             ring: SampleRing::new(config.ring_slots, config.max_frames),
             counters: Counters::default(),
             mode: AtomicU8::new(0),
+            drained: Mutex::new(Vec::new()),
+            final_write: AtomicBool::new(false),
         })
+    }
+
+    /// Moves every sample on the ring, after those a drainer took off it before, to `out`, in
+    /// order; answers how many. Any thread may call it (it takes the consumer lock).
+    pub fn drain_into(&self, out: &mut Vec<Sample>) -> usize {
+        let mut drained = self.drained.lock().unwrap_or_else(|e| e.into_inner());
+        let earlier = drained.len();
+        out.append(&mut drained);
+        earlier + self.ring.drain(|s| out.push(s))
+    }
+
+    /// Empties the ring into the drainer's buffer, for [`HotState::drain_into`] to collect.
+    pub(crate) fn drain_aside(&self) -> usize {
+        let mut drained = self.drained.lock().unwrap_or_else(|e| e.into_inner());
+        self.ring.drain(|s| drained.push(s))
+    }
+
+    /// Claims the writing of the run's final profile: true for the first caller only. The VM
+    /// thread claims it when it finishes; a [`crate::Drainer`] whose Ctrl-C went unserved
+    /// claims it to write the profile itself, and the loser must leave the file alone.
+    pub fn claim_final_write(&self) -> bool {
+        !self.final_write.swap(true, Ordering::SeqCst)
     }
 
     /// What a tick does: take method samples by `mechanism` (or none), and

@@ -314,16 +314,46 @@ impl PublishedState {
     }
 }
 
-/// The kernel thread id; `gettid` is async-signal-safe.
+thread_local! {
+    /// This thread's id once asked for: a sample handler asks at every tick, and on a virtual
+    /// machine a system call there costs as much as the rest of the sample. Constant-initialised
+    /// and without a destructor, so reading it is a plain thread-local load (no lazy
+    /// registration, no allocation) and safe in a signal handler.
+    static CACHED_TID: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// The kernel thread id. Async-signal-safe: the first call on a thread makes the `gettid`
+/// system call (itself async-signal-safe); later ones read the cached value. (A child made by
+/// `fork` would inherit its parent's value; no profiler runs in one.)
 pub fn current_tid() -> i32 {
+    let cached = CACHED_TID.with(|c| c.get());
+    if cached != 0 {
+        return cached;
+    }
     // SAFETY: SYS_gettid takes no arguments, cannot fail and is
     // async-signal-safe.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) as i32 };
+    CACHED_TID.with(|c| c.set(tid));
+    tid
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cached_thread_id_is_the_kernels_and_differs_between_threads() {
+        // SAFETY: gettid takes no arguments and cannot fail.
+        let kernel = || unsafe { libc::syscall(libc::SYS_gettid) as i32 };
+        assert_eq!(current_tid(), kernel());
+        assert_eq!(current_tid(), kernel(), "the cached value");
+        let main = current_tid();
+        let other = std::thread::spawn(move || (current_tid(), kernel()))
+            .join()
+            .unwrap();
+        assert_eq!(other.0, other.1);
+        assert_ne!(other.0, main);
+    }
     use crate::ids::MethodId;
 
     fn frames(p: &PublishedState, max: usize) -> (Vec<RawFrame>, u32) {
