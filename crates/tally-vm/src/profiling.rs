@@ -193,7 +193,7 @@ impl Profiler {
         let last_resort = self.write_on_unserved_stop();
         let drainer = Drainer::start(
             self.hot.clone(),
-            DrainerConfig::default(),
+            DrainerConfig::for_rate(options.rate_hz, HotConfig::default().ring_slots),
             Some(last_resort),
         )
         .map_err(|e| VmError::Fatal(format!("cannot start the profiler's drain thread: {e}")))?;
@@ -246,14 +246,6 @@ impl Profiler {
                 .unwrap_or_default();
         }
         self.sampler = Some(sampler);
-        let last_resort = self.write_on_unserved_stop();
-        let drainer = Drainer::start(
-            self.hot.clone(),
-            DrainerConfig::default(),
-            Some(last_resort),
-        )
-        .map_err(|e| VmError::Fatal(format!("cannot start the profiler's drain thread: {e}")))?;
-        self.drainer = Some(drainer);
         Ok(())
     }
 

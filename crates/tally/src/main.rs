@@ -83,7 +83,9 @@ struct Cli {
 
     /// Counter-based sampling of call edges (Arnold & Grove): each tick opens a window that
     /// samples every STRIDE-th call, SAMPLES times; `off` disables it. The default was chosen
-    /// with `tally experiment cbs` (see ACCURACY.md).
+    /// with `tally experiment cbs` (see ACCURACY.md). CBS needs flag tests in the interpreter;
+    /// with it off, immediate samples cost only their ticks (the interpreter runs the code it
+    /// runs unprofiled).
     #[arg(
         long,
         value_name = "STRIDE:SAMPLES|off",
