@@ -270,7 +270,7 @@ impl Profiler {
             let profile = lock(&recorder).snapshot(&hot, 130);
             match profile.write_atomically(&output) {
                 Ok(()) => eprintln!(
-                    "\ntally: interrupted in a loop without calls; profile written to {} (see `tally report {}`)",
+                    "\ntally: interrupted, and the program reached no call within a second; profile written to {} (see `tally report {}`)",
                     output.display(),
                     output.display()
                 ),
