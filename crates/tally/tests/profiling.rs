@@ -233,10 +233,7 @@ fn ctrl_c_in_a_loop_without_calls_still_writes_the_profile_without_hooks() {
     };
     assert!(stderr.contains(expected), "{stderr}");
     assert!(report.contains("Spin>>run"), "{report}");
-    let samples = report
-        .lines()
-        .find(|l| l.starts_with("samples:"))
-        .expect("a samples line");
+    let samples = samples_line(&report);
     assert!(!samples.contains(" 0 recorded"), "{samples}");
 }
 
@@ -264,10 +261,7 @@ fn a_long_loop_without_calls_loses_no_samples() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let r = tally(d.path(), &["report", "count.profile"]);
     let report = text(&r.stdout);
-    let samples = report
-        .lines()
-        .find(|l| l.starts_with("samples:"))
-        .expect("a samples line");
+    let samples = samples_line(&report);
     assert!(samples.contains(" 0 dropped"), "{samples}");
     let taken: u64 = samples
         .split_whitespace()
@@ -275,6 +269,14 @@ fn a_long_loop_without_calls_loses_no_samples() {
         .and_then(|n| n.parse().ok())
         .expect("a count");
     assert!(taken > 4096, "the run should outlast the ring: {samples}");
+}
+
+/// `tally report`'s line of sample counts ("samples: N taken, N recorded, N dropped; …").
+fn samples_line(report: &str) -> &str {
+    report
+        .lines()
+        .find(|l| l.starts_with("samples:"))
+        .expect("a samples line")
 }
 
 /// The share of `state` among the samples of `tally report`'s VM-state table, and the count.
