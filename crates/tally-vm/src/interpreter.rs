@@ -41,21 +41,22 @@ impl Vm {
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
         let enclosing = self.rt.frames.set_exit_depth(base_depth);
         let result = match self.dispatch() {
-            Dispatch::Plain => self.execute_loop::<false, false>(base_depth),
-            Dispatch::Hooks => self.execute_loop::<false, true>(base_depth),
-            Dispatch::Counting => self.execute_loop::<true, true>(base_depth),
+            Dispatch::Plain => self.execute_loop::<false, false, false>(base_depth),
+            Dispatch::Entries => self.execute_loop::<false, true, false>(base_depth),
+            Dispatch::Hooks => self.execute_loop::<false, true, true>(base_depth),
+            Dispatch::Counting => self.execute_loop::<true, true, true>(base_depth),
         };
         self.rt.frames.set_exit_depth(enclosing);
         result
     }
 
     /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
-    /// the ordinary loop carries no counting code at all. `HOOKS` says whether the loop tests
-    /// the yieldpoint flag at frameless sends, tripped returns and back-edges (see
-    /// [`Dispatch`]): the loop that runs without a profiler, or with one that only takes
-    /// samples in the signal handler, tests it nowhere and is the same code as a build with
-    /// the hooks compiled out (the depth checks that carry the call and return hooks are
-    /// there in every loop).
+    /// the ordinary loop carries no counting code at all. `ENTRY_HOOKS` says whether the loop
+    /// tests the yieldpoint flag at frameless sends and tripped returns, `LOOP_HOOKS` whether
+    /// also at back-edges and around primitive calls (see [`Dispatch`]): the loop that runs
+    /// without a profiler, or with one that only takes samples in the signal handler, tests
+    /// it nowhere and is the same code as a build with the hooks compiled out (the depth
+    /// checks that carry the call and return hooks are there in every loop).
     ///
     /// The running frame's code, instruction pointer and base pointer live in locals; `ip` is
     /// written back to the frame (`save!`) before anything that may look at it: calls (a
@@ -65,7 +66,11 @@ impl Vm {
     // native code below it (primitives, the heap, the C library) was running
     // (`interpreter_code`).
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
-    fn execute_loop<const COUNT_BYTECODES: bool, const HOOKS: bool>(
+    fn execute_loop<
+        const COUNT_BYTECODES: bool,
+        const ENTRY_HOOKS: bool,
+        const LOOP_HOOKS: bool,
+    >(
         &mut self,
         base_depth: usize,
     ) -> Result<Value, VmError> {
@@ -111,7 +116,7 @@ impl Vm {
         // returns get here only when the flag has tripped the exit depth (`do_return!`).
         macro_rules! epilogue {
             () => {
-                let f = self.hook_flag::<HOOKS>();
+                let f = self.hook_flag::<ENTRY_HOOKS>();
                 if f & flag::ALL_YIELDPOINTS != 0 {
                     self.profile_yieldpoint(f)?;
                 }
@@ -156,17 +161,17 @@ impl Vm {
                     ip = 0;
                     bp = new_bp;
                 } else {
-                    let f = self.hook_flag::<HOOKS>();
-                    if f != 0 {
-                        self.profile_prologue(callee.id, f)?;
-                    }
-                    if callee.trivial != Trivial::No
+                    // A raised flag sends even a trivial method through the call below, so
+                    // that the loop has one call site here and its hot path one more test.
+                    let f = self.hook_flag::<ENTRY_HOOKS>();
+                    if f == 0
+                        && callee.trivial != Trivial::No
                         && argc == callee.num_args as usize
                         && self.run_trivial(callee.trivial, argc)
                     {
                         // Done in place: the frame is unchanged.
                     } else {
-                        self.invoke_unprofiled::<HOOKS>(callee, argc)?;
+                        self.invoke_frameless::<ENTRY_HOOKS, LOOP_HOOKS>(callee, argc, f)?;
                         reload!();
                     }
                 }
@@ -459,7 +464,7 @@ impl Vm {
                 Op::Jump(t) => ip = t as usize,
                 Op::JumpBack(t) => {
                     ip = t as usize;
-                    let f = self.hook_flag::<HOOKS>();
+                    let f = self.hook_flag::<LOOP_HOOKS>();
                     if f & flag::ALL_YIELDPOINTS != 0 {
                         save!();
                         self.profile_yieldpoint(f)?;
@@ -618,6 +623,13 @@ impl Vm {
         if f != 0 {
             self.profile_prologue(code_id, f)?;
         }
+        self.run_in_place_or_invoke(code, argc)
+    }
+
+    /// A trivial method done in place, or else the method invoked (after the prologue hook).
+    #[inline(always)]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
+    fn run_in_place_or_invoke(&mut self, code: &'static Code, argc: usize) -> Result<(), VmError> {
         if code.trivial != Trivial::No
             && argc == code.num_args as usize
             && self.run_trivial(code.trivial, argc)
@@ -627,10 +639,40 @@ impl Vm {
         self.invoke_unprofiled::<true>(code, argc)
     }
 
+    /// A send the loop does without a frame of its own (a primitive or trivial method), with
+    /// the flag the loop read: the prologue hook if it is raised, then the method.
+    #[inline(always)]
+    fn invoke_frameless<const ENTRY_HOOKS: bool, const LOOP_HOOKS: bool>(
+        &mut self,
+        code: &'static Code,
+        argc: usize,
+        f: u8,
+    ) -> Result<(), VmError> {
+        if ENTRY_HOOKS && f != 0 {
+            return self.invoke_after_hook(code, argc, f);
+        }
+        self.invoke_unprofiled::<LOOP_HOOKS>(code, argc)
+    }
+
+    /// The prologue hook of a frameless send, then the send: out of line, so the loop pays
+    /// for it only when the flag is raised.
+    #[cold]
+    #[inline(never)]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
+    fn invoke_after_hook(
+        &mut self,
+        code: &'static Code,
+        argc: usize,
+        f: u8,
+    ) -> Result<(), VmError> {
+        self.profile_prologue(code.id, f)?;
+        self.run_in_place_or_invoke(code, argc)
+    }
+
     /// `invoke` after the prologue hook, for anything but a trivial method done in place.
     ///
-    /// `HOOKS` is the calling loop's (see `execute_loop`); the loop without them never runs
-    /// where primitive calls must publish their state.
+    /// `HOOKS` is the calling loop's `LOOP_HOOKS` (see `execute_loop`); the loops without
+    /// them never run where primitive calls must publish their state.
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn invoke_unprofiled<const HOOKS: bool>(
         &mut self,
@@ -957,10 +999,11 @@ mod tests {
         }
         let code = interpreter_code().expect("the linker bounds the interpreter's section");
         type Loop = fn(&mut Vm, usize) -> Result<Value, VmError>;
-        let loops: [Loop; 3] = [
-            Vm::execute_loop::<false, false>,
-            Vm::execute_loop::<false, true>,
-            Vm::execute_loop::<true, true>,
+        let loops: [Loop; 4] = [
+            Vm::execute_loop::<false, false, false>,
+            Vm::execute_loop::<false, true, false>,
+            Vm::execute_loop::<false, true, true>,
+            Vm::execute_loop::<true, true, true>,
         ];
         for l in loops {
             assert!(

@@ -2,15 +2,17 @@
 //!
 //! Every observer feeds from the same hooks: the prologue (every call, also of primitives and
 //! frameless trivial methods), the epilogue (every return), loop back-edges, GC, and primitive
-//! calls where a sample cannot tell them by its program counter. The interpreter's only cost is one load of the yieldpoint flag at each of these
-//! places (Arnold & Grove's overloaded flag): exhaustive counting keeps a bit raised for the
-//! whole run, timer ticks raise bits for CBS windows and polled samples, and everything else
-//! happens out of line. Immediate samples read the frame stack in place
-//! (`FrameStack::stack_view`), so they add nothing to calls at all, and tell primitive time
-//! from interpretation by the program counter they interrupted (`interpreter_code`), so they
-//! add nothing to primitive calls either. Without a profiler, or with one that only takes
-//! immediate samples, the interpreter runs a loop that has no flag tests (`Dispatch::Plain`),
-//! and a drain thread does what that loop cannot: empty the ring and answer Ctrl-C.
+//! calls where a sample cannot tell them by its program counter. The interpreter's only cost
+//! is one load of the yieldpoint flag at each of these places (Arnold & Grove's overloaded
+//! flag): exhaustive counting keeps a bit raised for the whole run, timer ticks raise bits for
+//! CBS windows and polled samples, and everything else happens out of line. Immediate samples
+//! read the frame stack in place (`FrameStack::stack_view`), so they add nothing to calls at
+//! all, and tell primitive time from interpretation by the program counter they interrupted
+//! (`interpreter_code`), so they add nothing to primitive calls either. Each profile runs the
+//! dispatch loop with the fewest flag tests that serves it ([`Dispatch`]): none without a
+//! profiler or with one that only takes immediate samples, frameless sends alone for CBS. A
+//! drain thread does what those loops cannot: empty the ring and answer Ctrl-C inside a loop
+//! that makes no call.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -45,10 +47,14 @@ pub(crate) enum Dispatch {
     /// the ring and answers Ctrl-C (`tally_profile::Drainer`). The same machine code as a
     /// build without the hooks.
     Plain,
-    /// Flag tests at frameless sends, tripped returns and back-edges: counter-based sampling
-    /// must see every method entry in its windows, a polled sample must be served inside a
-    /// loop, and where the handler cannot read the program counter primitive calls publish
-    /// their state.
+    /// Flag tests at frameless sends (primitives, trivial methods) and tripped returns too:
+    /// counter-based sampling must see every method entry in its windows, and these are the
+    /// entries that push no frame. Nothing in a loop body that makes no call is tested; the
+    /// drain thread serves ring and Ctrl-C there, as for `Plain`.
+    Entries,
+    /// `Entries`, and flag tests at back-edges and around primitive calls: a polled sample
+    /// must be served inside a loop, and where the handler cannot read the program counter
+    /// primitive calls publish their state.
     Hooks,
     /// `Hooks` and exact bytecode counts: exhaustive profiling.
     Counting,
@@ -65,8 +71,10 @@ impl Dispatch {
         let polls = o.trigger.is_some() && o.mechanism == Mechanism::Polling;
         if o.exhaustive {
             Dispatch::Counting
-        } else if polls || o.cbs.is_some() || publishes_primitive_calls {
+        } else if polls || publishes_primitive_calls {
             Dispatch::Hooks
+        } else if o.cbs.is_some() {
+            Dispatch::Entries
         } else {
             Dispatch::Plain
         }
@@ -78,6 +86,9 @@ pub struct ProfileOptions {
     pub output: PathBuf,
     /// The sample trigger; `None` takes no method samples (CBS or exhaustive only).
     pub trigger: Option<Trigger>,
+    /// Why `trigger` was chosen when the user left the choice to Tally (`--sampler auto`),
+    /// for the profile header.
+    pub trigger_choice: Option<String>,
     pub mechanism: Mechanism,
     pub rate_hz: u32,
     /// Counter-based sampling of call edges (Arnold & Grove): stride and samples per window.
@@ -198,14 +209,14 @@ impl Profiler {
         )
         .map_err(|e| VmError::Fatal(format!("cannot start the profiler's drain thread: {e}")))?;
         self.drainer = Some(drainer);
-        let trigger = match options.trigger {
-            Some(t) => t,
-            // CBS alone still needs ticks to open its windows: perf_events' CPU clock reaches
-            // the requested rate (the CPU-time timers stop near the kernel tick); it falls back
-            // to the timer below where perf_events is refused.
-            None if options.cbs.is_some() => Trigger::Perf {
-                prefer_hardware: false,
-            },
+        // CBS alone still needs ticks to open its windows; they come from the trigger the
+        // user's `auto` would pick for method samples at the same rate.
+        let (trigger, choice) = match options.trigger {
+            Some(t) => (t, options.trigger_choice.clone()),
+            None if options.cbs.is_some() => {
+                let (t, why) = tally_profile::trigger::auto_trigger(options.rate_hz);
+                (t, Some(format!("CBS ticks: {why}")))
+            }
             None => return Ok(()),
         };
         let config = SamplerConfig {
@@ -241,9 +252,11 @@ impl Profiler {
             let h = &mut r.header_mut().sampler;
             h.trigger = info.trigger.to_string();
             h.trigger_source = info.source.clone();
-            h.trigger_note = fallback_note
-                .or_else(|| info.note.clone())
-                .unwrap_or_default();
+            h.trigger_note = [choice, fallback_note.or_else(|| info.note.clone())]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join("; ");
         }
         self.sampler = Some(sampler);
         Ok(())
@@ -496,6 +509,7 @@ mod tests {
 
     fn options(trigger: Option<Trigger>, mechanism: Mechanism) -> ProfileOptions {
         ProfileOptions {
+            trigger_choice: None,
             output: PathBuf::from("unused.profile"),
             trigger,
             mechanism,
@@ -533,12 +547,21 @@ mod tests {
             cbs: Some(CbsConfig::default()),
             ..options(None, Mechanism::Immediate)
         };
-        assert_eq!(Dispatch::for_profile(Some(&cbs), false), Dispatch::Hooks);
+        assert_eq!(Dispatch::for_profile(Some(&cbs), false), Dispatch::Entries);
         let both = ProfileOptions {
             trigger: perf,
             ..cbs.clone()
         };
-        assert_eq!(Dispatch::for_profile(Some(&both), false), Dispatch::Hooks);
+        assert_eq!(Dispatch::for_profile(Some(&both), false), Dispatch::Entries);
+        let cbs_polling = ProfileOptions {
+            mechanism: Mechanism::Polling,
+            ..both.clone()
+        };
+        assert_eq!(
+            Dispatch::for_profile(Some(&cbs_polling), false),
+            Dispatch::Hooks
+        );
+        assert_eq!(Dispatch::for_profile(Some(&cbs), true), Dispatch::Hooks);
         let polling = options(perf, Mechanism::Polling);
         assert_eq!(
             Dispatch::for_profile(Some(&polling), false),

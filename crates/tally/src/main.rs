@@ -7,7 +7,7 @@ mod experiment;
 mod profile_cmd;
 
 use clap::{Parser, ValueEnum};
-use tally_vm::tally_profile::trigger::{TimerClock, Trigger};
+use tally_vm::tally_profile::trigger::{auto_trigger, TimerClock, Trigger};
 use tally_vm::tally_profile::{CbsConfig, Mechanism};
 use tally_vm::{ClockKind, ProfileOptions, Vm, VmError, VmOptions};
 
@@ -57,12 +57,16 @@ struct Cli {
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "tally.profile", help_heading = "Profiling")]
     profile: Option<PathBuf>,
 
-    /// What triggers samples: perf_events (hardware cycles where a PMU exists, else the
-    /// software task-clock; reaches 10 kHz of CPU time; falls back to `timer` where perf_events
-    /// is not allowed), a CPU-time timer on the VM thread (capped near the kernel tick, ~250 Hz),
-    /// a wall-clock timer (reaches 10 kHz, counts waiting too), setitimer(ITIMER_PROF), or none
-    /// (only CBS / exhaustive counts).
-    #[arg(long, value_enum, default_value_t = SamplerKind::Perf, help_heading = "Profiling")]
+    /// What triggers samples. `auto` (the default) takes the cheapest trigger that reaches
+    /// the rate: the VM thread's CPU-time timer up to the kernel tick (CONFIG_HZ, 250 Hz on
+    /// most kernels; it cannot go faster), perf_events above it or where the tick is unknown.
+    /// `perf`: perf_events (hardware cycles where a PMU exists, else the software task-clock;
+    /// reaches 10 kHz of CPU time; falls back to `timer` where perf_events is not allowed).
+    /// `timer`: the CPU-time timer of the VM thread. `timer-wall`: a wall-clock timer (reaches
+    /// 10 kHz, counts waiting too). `itimer`: setitimer(ITIMER_PROF), process-wide. `none`:
+    /// no method samples (only CBS / exhaustive counts). The profile's header names the
+    /// trigger used and why.
+    #[arg(long, value_enum, default_value_t = SamplerKind::Auto, help_heading = "Profiling")]
     sampler: SamplerKind,
 
     /// How samples are taken: in the signal handler from published VM state (immediate), or
@@ -70,9 +74,10 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = MechanismKind::Immediate, help_heading = "Profiling")]
     mechanism: MechanismKind,
 
-    /// Samples (and CBS ticks) per second. The default keeps the cost under 1 % where each
-    /// tick is dear (about 10 µs of kernel time per perf_events tick on a virtual machine);
-    /// raise it for short runs on bare metal.
+    /// Samples (and CBS ticks) per second of CPU time. The default keeps the cost under 1 %
+    /// where each tick is dear (on a virtual machine, up to 16 µs of kernel time per CPU-time
+    /// timer tick and 20–35 µs per perf_events tick); raise it for short runs (`auto` then
+    /// switches to perf_events above the kernel tick).
     #[arg(
         long,
         value_name = "HZ",
@@ -125,6 +130,7 @@ struct Cli {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SamplerKind {
+    Auto,
     Timer,
     TimerWall,
     Itimer,
@@ -186,7 +192,13 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
             output.display()
         ));
     }
+    let mut trigger_choice = None;
     let trigger = match cli.sampler {
+        SamplerKind::Auto => {
+            let (t, why) = auto_trigger(cli.rate);
+            trigger_choice = Some(why);
+            Some(t)
+        }
         SamplerKind::Timer => Some(Trigger::Timer(TimerClock::ThreadCpu)),
         SamplerKind::TimerWall => Some(Trigger::Timer(TimerClock::Monotonic)),
         SamplerKind::Itimer => Some(Trigger::Itimer),
@@ -224,6 +236,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
     Ok(Some(ProfileOptions {
         output,
         trigger,
+        trigger_choice,
         mechanism,
         rate_hz: cli.rate,
         cbs: cli.cbs.0,

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use tally_vm::tally_profile::report::{self, EdgeSource};
-use tally_vm::tally_profile::{export, Cct, Profile, TopN};
+use tally_vm::tally_profile::{export, Cct, Profile, SamplerSettings, TopN};
 
 fn read(path: &Path) -> Result<Profile, String> {
     Profile::read(path).map_err(|e| format!("cannot read the profile {}: {e}", path.display()))
@@ -59,6 +59,33 @@ fn print_out(text: &str) {
         .and_then(|_| stdout.flush());
 }
 
+/// The rate samples were really taken at, beside the rate asked for: CPU-time triggers
+/// cannot beat the kernel tick, and a waiting program takes fewer CPU-time samples.
+fn achieved_rate(taken: u64, duration_ns: u64) -> String {
+    if taken == 0 || duration_ns == 0 {
+        return String::new();
+    }
+    format!(
+        " ({:.0} samples per second)",
+        taken as f64 / (duration_ns as f64 / 1e9)
+    )
+}
+
+/// A CPU-time timer fires only on a kernel tick that finds the VM thread running, so on a
+/// CPU shared with other work it loses ticks: fewer samples, a less stable profile.
+fn lost_ticks(s: &SamplerSettings, taken: u64, duration_ns: u64) -> Option<String> {
+    let cpu_timer = s.trigger_source.contains("CPUTIME");
+    let seconds = duration_ns as f64 / 1e9;
+    let expected = s.rate_hz as f64 * seconds;
+    (cpu_timer && s.mechanism != "none" && seconds >= 1.0 && (taken as f64) < 0.8 * expected)
+        .then(|| {
+            format!(
+                "{taken} samples where {expected:.0} were asked for: the CPU-time timer loses ticks \
+                 while the VM waits or shares its CPU with other work; `--sampler perf` does not"
+            )
+        })
+}
+
 fn report(args: ReportArgs) -> Result<(), String> {
     let p = read(&args.file)?;
     let mut out = String::new();
@@ -96,13 +123,17 @@ fn report(args: ReportArgs) -> Result<(), String> {
         outln!(out, "note: {}", s.trigger_note);
     }
     let c = &p.counters;
+    if let Some(warning) = lost_ticks(s, c.taken, p.duration_ns()) {
+        outln!(out, "note: {warning}");
+    }
     outln!(
         out,
-        "samples: {} taken, {} recorded, {} dropped; {:.3} s of program time\n",
+        "samples: {} taken, {} recorded, {} dropped; {:.3} s of program time{}\n",
         c.taken,
         c.recorded,
         c.dropped(),
-        p.duration_ns() as f64 / 1e9
+        p.duration_ns() as f64 / 1e9,
+        achieved_rate(c.taken, p.duration_ns())
     );
     if !p.samples.is_empty() {
         outln!(out, "== Flat profile (self and total share of samples)");
@@ -247,4 +278,43 @@ pub fn dispatch(command: &str, args: Vec<std::ffi::OsString>) -> Option<ExitCode
             ExitCode::from(1)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timer_at(rate_hz: u32) -> SamplerSettings {
+        SamplerSettings {
+            trigger: "timer".into(),
+            trigger_source: "timer_create(CLOCK_THREAD_CPUTIME_ID)".into(),
+            mechanism: "immediate".into(),
+            rate_hz,
+            ..SamplerSettings::default()
+        }
+    }
+
+    #[test]
+    fn lost_timer_ticks_are_pointed_out() {
+        let s = timer_at(250);
+        assert_eq!(lost_ticks(&s, 490, 2_000_000_000), None);
+        let warning = lost_ticks(&s, 200, 2_000_000_000).expect("40 % of the ticks");
+        assert!(warning.starts_with("200 samples where 500"), "{warning}");
+        // Short runs and other triggers say nothing.
+        assert_eq!(lost_ticks(&s, 10, 500_000_000), None);
+        let perf = SamplerSettings {
+            trigger_source: "perf_event_open: task-clock (software)".into(),
+            ..timer_at(250)
+        };
+        assert_eq!(lost_ticks(&perf, 200, 2_000_000_000), None);
+    }
+
+    #[test]
+    fn the_achieved_rate_is_samples_per_second_of_program_time() {
+        assert_eq!(
+            achieved_rate(500, 2_000_000_000),
+            " (250 samples per second)"
+        );
+        assert_eq!(achieved_rate(0, 2_000_000_000), "");
+    }
 }

@@ -344,3 +344,35 @@ fn immediate_samples_tell_primitives_from_interpretation() {
     let (interpreting, report) = share_of("Fib.som", "interpreting");
     assert!(interpreting > 0.8, "{report}");
 }
+
+#[test]
+fn the_default_trigger_is_chosen_for_the_rate_and_the_report_says_which_and_why() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    let hz = tally_vm::tally_profile::trigger::kernel_tick_hz();
+    for (rate, file) in [("100", "low.profile"), ("5000", "high.profile")] {
+        let o = tally(
+            d.path(),
+            &[&format!("--profile={file}"), "--rate", rate, "Fib.som"],
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let r = tally(d.path(), &["report", file]);
+        let report = text(&r.stdout);
+        let rate: u32 = rate.parse().unwrap();
+        let timer = hz.is_some_and(|hz| rate <= hz);
+        let expected = if timer {
+            "sampler: timer / immediate"
+        } else {
+            "sampler: perf / immediate"
+        };
+        assert!(
+            report.contains(expected),
+            "rate {rate}, CONFIG_HZ {hz:?}:\n{report}"
+        );
+        assert!(report.contains("note: auto: "), "{report}");
+        assert!(
+            samples_line(&report).contains("samples per second"),
+            "{report}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! a tick does there (poll or immediate, CBS window) is the "mechanism"
 //! axis, configured on the same call.
 
+mod auto;
 mod perf;
 mod signal;
 mod timer;
@@ -11,6 +12,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
+pub use auto::{auto_trigger, kernel_tick_hz};
 pub use perf::PerfEvent;
 pub use signal::INTERRUPTED_PC_AVAILABLE;
 pub use timer::TimerClock;

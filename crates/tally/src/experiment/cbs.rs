@@ -25,9 +25,10 @@ What it does:
   For each benchmark, one exhaustive run (`tally --profile=F --sampler none --cbs off --exhaustive`)
   records the exact call graph: how often each call edge (caller, call site, callee) was taken.
   Then, for each cell and each of -n invocations, a run with `--sampler none --cbs STRIDE:SAMPLES`
-  (perf_events' CPU clock ticking at --rate opens the CBS windows; where perf_events is refused,
-  a thread CPU-time timer, capped near the kernel tick) and runs with profiling off (the
-  baseline), interleaved round by round so that machine noise spreads over all of them.
+  (ticks at --rate open the CBS windows, from the trigger Tally picks for that rate: the thread
+  CPU-time timer up to the kernel tick, perf_events' CPU clock above it) and runs with
+  profiling off (the baseline), interleaved round by round so that machine noise spreads over
+  all of them. cbs.md names the trigger the runs used.
 
 What the numbers mean:
   overlap %   Arnold & Grove's overlap of the CBS call graph with the exact one: both graphs
@@ -45,8 +46,8 @@ What the numbers mean:
   †           STRIDE 1, SAMPLES 1: each tick samples just the next call, i.e. timer-based
               call-edge sampling without CBS, the baseline CBS improves on.
   windows/run timer ticks that opened a CBS window: the tick rate achieved (ticks during a
-              window extend it; the CPU-time fallback timer fires at most about once per
-              kernel tick, ~250 Hz, whatever --rate asks).
+              window extend it; a CPU-time timer fires at most once per kernel tick, and
+              loses ticks while the VM shares its CPU).
   The grid cells read \"overlap % / overhead %\".
 
 Output (in -o DIR): cbs.md (the tables, also printed on stdout), cbs.json (settings, every
@@ -190,6 +191,10 @@ pub struct RunRecord {
     /// CBS runs: timer ticks that opened (or extended) a window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cbs_ticks: Option<u64>,
+    /// CBS runs: what made the ticks, from the profile's header (e.g.
+    /// "timer_create(CLOCK_THREAD_CPUTIME_ID)").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_source: Option<String>,
 }
 
 /// The exact call graph of one benchmark.
@@ -387,6 +392,7 @@ fn measure(
             cbs_samples: None,
             distinct_edges: None,
             cbs_ticks: None,
+            tick_source: None,
         });
         exact.push(graph);
         checkpoint(r, json)?;
@@ -406,6 +412,7 @@ fn measure(
                     cbs_samples: None,
                     distinct_edges: None,
                     cbs_ticks: None,
+                    tick_source: None,
                 }
             }
             Task::Profiled(cell) => {
@@ -438,6 +445,8 @@ fn measure(
                     cbs_samples: Some(profiles::total(&graph)),
                     distinct_edges: Some(graph.len()),
                     cbs_ticks: Some(p.counters.cbs_ticks),
+                    tick_source: Some(p.header.sampler.trigger_source.clone())
+                        .filter(|s| !s.is_empty()),
                 }
             }
         };
@@ -658,6 +667,20 @@ fn detail(summary: &[CellSummary], level: f64, average: bool) -> String {
     output::table(&header, &rows)
 }
 
+/// What made the CBS runs' ticks, as their profiles recorded it.
+fn tick_sources(r: &CbsResults) -> String {
+    let sources: std::collections::BTreeSet<&str> = r
+        .runs
+        .iter()
+        .filter_map(|run| run.tick_source.as_deref())
+        .collect();
+    if sources.is_empty() {
+        "the trigger Tally chose for the rate (`--sampler auto`)".to_string()
+    } else {
+        sources.into_iter().collect::<Vec<_>>().join(" and ")
+    }
+}
+
 /// cbs.md: setup, the average grid, then each benchmark's grid and detail table.
 pub fn render_markdown(r: &CbsResults) -> String {
     use std::fmt::Write as _;
@@ -674,12 +697,13 @@ pub fn render_markdown(r: &CbsResults) -> String {
         out,
         "- suite `{}`; each process runs `{} BENCH {} INNER`; {} invocation(s) per cell, \
          {} baseline run(s) (profiling off) per benchmark and round; CBS windows opened by \
-         perf_events' CPU clock (or, where refused, a CPU-time timer) at {} Hz",
+         {} at {} Hz",
         r.suite.source,
         r.suite.harness,
         s.iterations,
         s.invocations,
         s.baselines_per_round,
+        tick_sources(r),
         s.rate_hz
     );
     let _ = writeln!(
@@ -822,6 +846,7 @@ mod tests {
             cbs_samples: overlap.map(|_| 32),
             distinct_edges: overlap.map(|_| 2),
             cbs_ticks: overlap.map(|_| 2),
+            tick_source: overlap.map(|_| "timer_create(CLOCK_THREAD_CPUTIME_ID)".into()),
         }
     }
 
@@ -954,6 +979,10 @@ mod tests {
         r.summary = summarize(&r);
         let md = render_markdown(&r);
         assert!(md.contains("## Average over 2 benchmarks"), "{md}");
+        assert!(
+            md.contains("CBS windows opened by timer_create(CLOCK_THREAD_CPUTIME_ID) at"),
+            "{md}"
+        );
         assert!(md.contains("| STRIDE \\ SAMPLES |"), "{md}");
         // A's timer-only cell: 50 % overlap, +10 % overhead.
         assert!(md.contains("50.0 / +10.0 †"), "{md}");

@@ -74,6 +74,8 @@ Examples:
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum TriggerKind {
+    /// Tally's default: the thread CPU-time timer up to the kernel tick, perf_events above it.
+    Auto,
     /// Thread CPU-time timer (timer_create on the VM thread).
     Timer,
     /// Wall-clock timer.
@@ -87,6 +89,7 @@ pub enum TriggerKind {
 impl TriggerKind {
     fn flag(self) -> &'static str {
         match self {
+            TriggerKind::Auto => "auto",
             TriggerKind::Timer => "timer",
             TriggerKind::TimerWall => "timer-wall",
             TriggerKind::Itimer => "itimer",
