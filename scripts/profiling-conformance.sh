@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs SOM's TestSuite (with SOM's library and with Tally's embedded one) under every sampling
-# trigger × mechanism and under CBS and exhaustive counting, and checks that every test passes
-# and that every profile accounts for each sample (taken = recorded + dropped).
+# trigger × mechanism, under CBS and exhaustive counting, and with the defaults, and checks that
+# every test passes and that every profile accounts for each sample (taken = recorded + dropped).
 #
 #   scripts/profiling-conformance.sh SOM_CHECKOUT [TALLY_BINARY] [RATE]
 #
@@ -21,6 +21,8 @@ for sampler in timer timer-wall itimer perf; do
   done
 done
 configs+=("--sampler none --cbs 3:16 --exhaustive" "--sampler perf --mechanism immediate --rate $rate --cbs 3:16")
+# The default profile, spelled out: auto's trigger at the default rate, immediate, CBS 3:32.
+configs+=("--sampler auto")
 
 failures=0
 printf '%-62s %-9s %8s %8s %8s %8s\n' configuration library passed taken recorded dropped

@@ -206,6 +206,7 @@ pub fn example_profile() -> Profile {
             dropped_busy: 0,
             dropped_coalesced: 1,
             cbs_ticks: 9,
+            ticks_merged: 2,
         },
         ..Profile::default()
     };

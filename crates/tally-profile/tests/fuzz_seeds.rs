@@ -33,6 +33,16 @@ fn fuzz_seeds_are_valid_profiles() {
     }
 }
 
+/// A file written by format 1.0, kept as written: newer readers still read it.
+#[test]
+fn a_format_1_0_seed_still_reads() {
+    let bytes = std::fs::read(seeds_dir().join("example-1.0.tprof")).unwrap();
+    assert_eq!(&bytes[10..12], &0u16.to_le_bytes(), "minor version 0");
+    let mut expected = example_profile();
+    expected.counters.ticks_merged = 0; // not in 1.0
+    assert_eq!(decode(&bytes).unwrap(), expected);
+}
+
 #[test]
 #[ignore = "writes the seed files"]
 fn write_fuzz_seeds() {

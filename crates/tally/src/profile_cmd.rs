@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use tally_vm::tally_profile::report::{self, EdgeSource};
-use tally_vm::tally_profile::{export, Cct, Profile, SamplerSettings, TopN};
+use tally_vm::tally_profile::{export, Cct, Profile, SampleCounters, TopN};
 
 fn read(path: &Path) -> Result<Profile, String> {
     Profile::read(path).map_err(|e| format!("cannot read the profile {}: {e}", path.display()))
@@ -71,19 +71,19 @@ fn achieved_rate(taken: u64, duration_ns: u64) -> String {
     )
 }
 
-/// A CPU-time timer fires only on a kernel tick that finds the VM thread running, so on a
-/// CPU shared with other work it loses ticks: fewer samples, a less stable profile.
-fn lost_ticks(s: &SamplerSettings, taken: u64, duration_ns: u64) -> Option<String> {
-    let cpu_timer = s.trigger_source.contains("CPUTIME");
-    let seconds = duration_ns as f64 / 1e9;
-    let expected = s.rate_hz as f64 * seconds;
-    (cpu_timer && s.mechanism != "none" && seconds >= 1.0 && (taken as f64) < 0.8 * expected)
-        .then(|| {
-            format!(
-                "{taken} samples where {expected:.0} were asked for: the CPU-time timer loses ticks \
-                 while the VM waits or shares its CPU with other work; `--sampler perf` does not"
-            )
-        })
+/// A CPU-time timer fires only on kernel ticks that find the VM thread running, so on a CPU
+/// shared with other work the kernel merges expiries (overruns): samples never taken.
+fn merged_ticks(c: &SampleCounters) -> Option<String> {
+    (c.ticks_merged > 0).then(|| {
+        let share = 100.0 * c.ticks_merged as f64 / (c.ticks_merged + c.taken).max(1) as f64;
+        format!(
+            "the kernel merged {} timer expiries into later ones ({share:.1} % of the ticks), so \
+             their samples were never taken: the CPU-time timer fires only on kernel ticks that \
+             find the VM thread running, and misses them while it shares its CPU \
+             (`--sampler perf` does not)",
+            c.ticks_merged
+        )
+    })
 }
 
 fn report(args: ReportArgs) -> Result<(), String> {
@@ -123,7 +123,7 @@ fn report(args: ReportArgs) -> Result<(), String> {
         outln!(out, "note: {}", s.trigger_note);
     }
     let c = &p.counters;
-    if let Some(warning) = lost_ticks(s, c.taken, p.duration_ns()) {
+    if let Some(warning) = merged_ticks(c) {
         outln!(out, "note: {warning}");
     }
     outln!(
@@ -284,29 +284,20 @@ pub fn dispatch(command: &str, args: Vec<std::ffi::OsString>) -> Option<ExitCode
 mod tests {
     use super::*;
 
-    fn timer_at(rate_hz: u32) -> SamplerSettings {
-        SamplerSettings {
-            trigger: "timer".into(),
-            trigger_source: "timer_create(CLOCK_THREAD_CPUTIME_ID)".into(),
-            mechanism: "immediate".into(),
-            rate_hz,
-            ..SamplerSettings::default()
-        }
-    }
-
     #[test]
-    fn lost_timer_ticks_are_pointed_out() {
-        let s = timer_at(250);
-        assert_eq!(lost_ticks(&s, 490, 2_000_000_000), None);
-        let warning = lost_ticks(&s, 200, 2_000_000_000).expect("40 % of the ticks");
-        assert!(warning.starts_with("200 samples where 500"), "{warning}");
-        // Short runs and other triggers say nothing.
-        assert_eq!(lost_ticks(&s, 10, 500_000_000), None);
-        let perf = SamplerSettings {
-            trigger_source: "perf_event_open: task-clock (software)".into(),
-            ..timer_at(250)
+    fn merged_timer_ticks_are_pointed_out() {
+        let mut c = SampleCounters {
+            taken: 300,
+            recorded: 300,
+            ..SampleCounters::default()
         };
-        assert_eq!(lost_ticks(&perf, 200, 2_000_000_000), None);
+        assert_eq!(merged_ticks(&c), None);
+        c.ticks_merged = 100;
+        let note = merged_ticks(&c).expect("100 of 400 ticks merged");
+        assert!(
+            note.starts_with("the kernel merged 100 timer expiries into later ones (25.0 %"),
+            "{note}"
+        );
     }
 
     #[test]

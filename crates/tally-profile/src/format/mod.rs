@@ -19,6 +19,8 @@
 //! with a lowercase letter is ancillary and may be skipped by readers that
 //! do not know it; an unknown uppercase tag is critical and rejected.
 //!
+//! History: 1.1 adds `ticks_merged` at the end of `CNTR` (read as 0 from 1.0 files).
+//!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
 //! rejection says which chunk, at which byte offset, and why.
@@ -32,7 +34,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 0;
+pub const MINOR: u16 = 1;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.

@@ -380,5 +380,7 @@ fn counters(d: &mut Dec) -> R<SampleCounters> {
         dropped_busy: d.uv()?,
         dropped_coalesced: d.uv()?,
         cbs_ticks: d.uv()?,
+        // Since format 1.1.
+        ticks_merged: if d.remaining() > 0 { d.uv()? } else { 0 },
     })
 }

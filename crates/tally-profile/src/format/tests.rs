@@ -102,11 +102,14 @@ fn wrong_versions_and_magic_are_named() {
     let e = decode(&b).unwrap_err();
     assert!(matches!(
         e,
-        ReadError::UnsupportedVersion { major: 2, minor: 0 }
+        ReadError::UnsupportedVersion {
+            major: 2,
+            minor: MINOR
+        }
     ));
     assert_eq!(
         e.to_string(),
-        "unsupported profile format version 2.0 (this reader reads 1.x)"
+        format!("unsupported profile format version 2.{MINOR} (this reader reads 1.x)")
     );
     let mut b = encode(&example_profile());
     b[0] = b'X';
@@ -179,4 +182,33 @@ fn trailing_bytes_and_a_wrong_chunk_count_are_rejected() {
     patch_crc(&mut b, end_at);
     let e = decode(&b).unwrap_err();
     assert!(e.to_string().contains("end marker counts"), "{e}");
+}
+
+/// Where chunk `tag` starts in an encoded profile.
+fn chunk_at(bytes: &[u8], tag: &[u8; 4]) -> usize {
+    let mut at = 12; // magic, major, minor
+    while &bytes[at..at + 4] != tag {
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        at += 8 + len + 4;
+    }
+    at
+}
+
+#[test]
+fn a_format_1_0_file_reads_with_no_merged_ticks() {
+    let p = example_profile();
+    assert_eq!(p.counters.ticks_merged, 2);
+    let mut b = encode(&p);
+    // Make it what a 1.0 writer wrote: minor 0, CNTR without its last field (one byte here).
+    b[10..12].copy_from_slice(&0u16.to_le_bytes());
+    let at = chunk_at(&b, b"CNTR");
+    let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+    assert_eq!(b[at + 8 + len - 1], 2, "ticks_merged is CNTR's last byte");
+    b.remove(at + 8 + len - 1);
+    b[at + 4..at + 8].copy_from_slice(&((len - 1) as u32).to_le_bytes());
+    patch_crc(&mut b, at);
+    let old = decode(&b).unwrap();
+    assert_eq!(old.counters.ticks_merged, 0);
+    assert_eq!(old.counters.cbs_ticks, p.counters.cbs_ticks);
+    assert_eq!(old.samples, p.samples);
 }

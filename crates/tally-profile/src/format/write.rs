@@ -90,6 +90,7 @@ pub fn encode(p: &Profile) -> Vec<u8> {
         k.dropped_busy,
         k.dropped_coalesced,
         k.cbs_ticks,
+        k.ticks_merged,
     ] {
         e.uv(v);
     }

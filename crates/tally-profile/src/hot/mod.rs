@@ -79,6 +79,10 @@ pub struct SampleCounters {
     pub dropped_coalesced: u64,
     /// Timer ticks that opened (or extended) a CBS window.
     pub cbs_ticks: u64,
+    /// Expiries of a CPU-time timer that the kernel merged into a later signal (overruns):
+    /// ticks that never came, so samples never taken. The timer is checked only on kernel
+    /// ticks that find the VM thread running, so this grows when it shares its CPU.
+    pub ticks_merged: u64,
 }
 
 impl SampleCounters {
@@ -100,6 +104,7 @@ struct Counters {
     dropped_busy: AtomicU64,
     dropped_coalesced: AtomicU64,
     cbs_ticks: AtomicU64,
+    ticks_merged: AtomicU64,
 }
 
 const MODE_POLLING: u8 = 1;
@@ -186,6 +191,13 @@ impl HotState {
             Some(Mechanism::Immediate) => MODE_IMMEDIATE,
         } | if cbs { MODE_CBS } else { 0 };
         self.mode.store(m, Ordering::Release);
+    }
+
+    /// Counts timer expiries the kernel merged into the signal being handled
+    /// ([`SampleCounters::ticks_merged`]). Async-signal-safe: one atomic add.
+    #[inline]
+    pub fn note_merged_ticks(&self, n: u64) {
+        self.counters.ticks_merged.fetch_add(n, Ordering::Relaxed);
     }
 
     /// One trigger tick. This is the body of the signal handler:
@@ -334,6 +346,7 @@ impl HotState {
             dropped_busy: c.dropped_busy.load(Ordering::Acquire),
             dropped_coalesced: c.dropped_coalesced.load(Ordering::Acquire),
             cbs_ticks: c.cbs_ticks.load(Ordering::Acquire),
+            ticks_merged: c.ticks_merged.load(Ordering::Acquire),
         }
     }
 }

@@ -65,7 +65,49 @@ unsafe fn interrupted_pc(ctx: *mut libc::c_void) -> Option<usize> {
     }
 }
 
-extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+/// The head of a POSIX timer's `siginfo_t` as Linux lays it out on 64-bit targets
+/// (`include/uapi/asm-generic/siginfo.h`: three ints, padding to the union, then `_timer`'s
+/// `si_tid` and `si_overrun`). The libc crate keeps `si_overrun` private.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+#[repr(C)]
+struct TimerSiginfo {
+    si_signo: libc::c_int,
+    si_errno: libc::c_int,
+    si_code: libc::c_int,
+    _pad: libc::c_int,
+    si_tid: libc::c_int,
+    si_overrun: libc::c_int,
+}
+
+/// How many expiries of a POSIX timer the kernel merged into this signal: a CPU-time timer is
+/// checked on kernel ticks that find its thread running, so on a shared CPU it fires late and
+/// counts the expiries it missed as overruns. Zero for other signals (perf_events, setitimer).
+///
+/// # Safety
+/// `info` must be the second argument of an `SA_SIGINFO` handler, or null.
+#[inline(always)]
+unsafe fn timer_overrun(info: *const libc::siginfo_t) -> u64 {
+    if info.is_null() {
+        return 0;
+    }
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    {
+        // SAFETY: per this function's contract `info` points at the kernel's siginfo, which
+        // is at least as large as `TimerSiginfo` (128 bytes); for `SI_TIMER` its union holds
+        // `_timer`, laid out as `TimerSiginfo` says.
+        let t = unsafe { &*(info as *const TimerSiginfo) };
+        if t.si_code == libc::SI_TIMER && t.si_overrun > 0 {
+            return t.si_overrun as u64;
+        }
+        0
+    }
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+    {
+        0
+    }
+}
+
+extern "C" fn on_sigprof(_sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: __errno_location returns this thread's errno slot; saving
     // and restoring it keeps the interrupted code's errno intact, since
     // gettid/clock_gettime below may overwrite it.
@@ -78,7 +120,14 @@ extern "C" fn on_sigprof(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *m
         // before loading) drops back to zero; `on_tick` is
         // async-signal-safe (atomics only, no allocation or locks). `ctx` is the handler's
         // own third argument, as `interrupted_pc` requires.
-        unsafe { (*hot).on_tick_at(interrupted_pc(ctx)) };
+        // `info` is the handler's own second argument, as `timer_overrun` requires.
+        unsafe {
+            let merged = timer_overrun(info);
+            if merged > 0 {
+                (*hot).note_merged_ticks(merged);
+            }
+            (*hot).on_tick_at(interrupted_pc(ctx));
+        }
     }
     IN_HANDLER.fetch_sub(1, Ordering::SeqCst);
     // SAFETY: as above.
