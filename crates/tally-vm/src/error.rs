@@ -39,6 +39,11 @@ pub enum VmError {
     Fatal(String),
     /// Stopped by SIGINT while profiling (the profile is still written).
     Interrupted,
+    /// Not an error: the running dispatch loop hands over to another at a counter-based
+    /// sampling window's edge (see `Dispatch::Entries`). Raised only on the loop's own call
+    /// path, with every frame complete, and caught by `Vm::execute`; it never leaves the VM.
+    #[doc(hidden)]
+    SwitchLoop,
 }
 
 /// How many (folded) frames of each end of a deep stack a trace shows.
@@ -111,6 +116,7 @@ impl fmt::Display for VmError {
             }
             VmError::Load(m) | VmError::Fatal(m) => write!(f, "{m}"),
             VmError::Interrupted => write!(f, "interrupted"),
+            VmError::SwitchLoop => write!(f, "internal: dispatch loop switch escaped the VM"),
         }
     }
 }

@@ -40,12 +40,23 @@ impl Vm {
     /// outermost frame returned.
     pub(crate) fn execute(&mut self, base_depth: usize) -> Result<Value, VmError> {
         let enclosing = self.rt.frames.set_exit_depth(base_depth);
-        let result = match self.dispatch() {
-            Dispatch::Plain => self.execute_loop::<false, false, false>(base_depth),
-            Dispatch::Entries => self.execute_loop::<false, true, false>(base_depth),
-            Dispatch::Hooks => self.execute_loop::<false, true, true>(base_depth),
-            Dispatch::Counting => self.execute_loop::<true, true, true>(base_depth),
+        // A loop hands over to another (`SwitchLoop`) only where the frames hold all its
+        // state, so the next one picks up from the top frame.
+        let outer_loop = self.running_loop;
+        let result = loop {
+            let dispatch = self.running_dispatch();
+            self.running_loop = Some(dispatch);
+            let result = match dispatch {
+                Dispatch::Plain => self.execute_loop::<false, false, false>(base_depth),
+                Dispatch::Entries => self.execute_loop::<false, true, false>(base_depth),
+                Dispatch::Hooks => self.execute_loop::<false, true, true>(base_depth),
+                Dispatch::Counting => self.execute_loop::<true, true, true>(base_depth),
+            };
+            if !matches!(result, Err(VmError::SwitchLoop)) {
+                break result;
+            }
         };
+        self.running_loop = outer_loop;
         self.rt.frames.set_exit_depth(enclosing);
         result
     }
@@ -649,24 +660,30 @@ impl Vm {
         f: u8,
     ) -> Result<(), VmError> {
         if ENTRY_HOOKS && f != 0 {
-            return self.invoke_after_hook(code, argc, f);
+            return self.invoke_after_hook::<LOOP_HOOKS>(code, argc, f);
         }
         self.invoke_unprofiled::<LOOP_HOOKS>(code, argc)
     }
 
     /// The prologue hook of a frameless send, then the send: out of line, so the loop pays
-    /// for it only when the flag is raised.
+    /// for it only when the flag is raised. The loop with entry hooks alone
+    /// (`LOOP_HOOKS` false) hands back to the plain one here once the hook has closed the
+    /// sampling window (see `Dispatch::Entries`).
     #[cold]
     #[inline(never)]
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
-    fn invoke_after_hook(
+    fn invoke_after_hook<const LOOP_HOOKS: bool>(
         &mut self,
         code: &'static Code,
         argc: usize,
         f: u8,
     ) -> Result<(), VmError> {
         self.profile_prologue(code.id, f)?;
-        self.run_in_place_or_invoke(code, argc)
+        self.run_in_place_or_invoke(code, argc)?;
+        if !LOOP_HOOKS && self.loop_switch_due() {
+            return Err(VmError::SwitchLoop);
+        }
+        Ok(())
     }
 
     /// `invoke` after the prologue hook, for anything but a trivial method done in place.
@@ -755,6 +772,8 @@ impl Vm {
     ///
     /// This is also the call's prologue yieldpoint: the frame push checks the stack limit,
     /// which a raised yieldpoint flag trips, so the hook costs nothing until it is wanted.
+    /// Its callers (the loop's sends, and `value` primitives the loop called) return right
+    /// after it, so the loop may hand over to another here (see `Dispatch::Entries`).
     #[inline(always)]
     pub(crate) fn enter(
         &mut self,
@@ -765,9 +784,29 @@ impl Vm {
         // The frame is built again on the slow path, so the fast one writes it in place.
         let frame = Frame::new(code.id, bp, Self::outer_context(closure), closure);
         if !self.rt.frames.push_within_limit(frame) {
-            self.push_at_limit(code.id, bp, closure)?;
+            return self.enter_at_limit(code, bp, closure);
         }
         self.set_up_frame(code)
+    }
+
+    /// `enter` whose push hit the limit: a stack overflow, or the prologue hook, then the
+    /// whole activation. Only then, with the new frame complete, may the calling loop be
+    /// told to hand over, so the switch costs the fast path nothing.
+    #[cold]
+    #[inline(never)]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
+    fn enter_at_limit(
+        &mut self,
+        code: &'static Code,
+        bp: usize,
+        closure: Value,
+    ) -> Result<(), VmError> {
+        self.push_at_limit(code.id, bp, closure)?;
+        self.set_up_frame(code)?;
+        if self.loop_switch_due() {
+            return Err(VmError::SwitchLoop);
+        }
+        Ok(())
     }
 
     /// `enter` for a call whose prologue hook has run already.
@@ -942,7 +981,11 @@ impl Vm {
         for &a in args {
             self.push(a);
         }
-        self.send_selector(sel, args.len())?;
+        // No loop runs this send, so nothing in it may ask one to hand over.
+        let outer_loop = self.running_loop.take();
+        let sent = self.send_selector(sel, args.len());
+        self.running_loop = outer_loop;
+        sent?;
         if self.rt.frames.len() == depth {
             // A primitive answered directly.
             return Ok(self.pop());

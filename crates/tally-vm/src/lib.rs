@@ -65,6 +65,9 @@ pub struct Vm {
     pub(crate) publishes_primitive_calls: bool,
     /// The dispatch loop the profile needs (`profiling::Dispatch`).
     pub(crate) dispatch: profiling::Dispatch,
+    /// The dispatch loop running now, if any: a loop may hand over to another only where
+    /// everything between it and the switch point just returns (`VmError::SwitchLoop`).
+    pub(crate) running_loop: Option<profiling::Dispatch>,
     pub heap: Heap,
     pub rt: Runtime,
     pub options: VmOptions,
@@ -87,6 +90,7 @@ impl Vm {
             profiler: None,
             publishes_primitive_calls: false,
             dispatch: profiling::Dispatch::Plain,
+            running_loop: None,
             heap,
             rt: Runtime::new(options.max_stack_depth),
             options,

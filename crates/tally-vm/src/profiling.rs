@@ -47,10 +47,16 @@ pub(crate) enum Dispatch {
     /// the ring and answers Ctrl-C (`tally_profile::Drainer`). The same machine code as a
     /// build without the hooks.
     Plain,
-    /// Flag tests at frameless sends (primitives, trivial methods) and tripped returns too:
-    /// counter-based sampling must see every method entry in its windows, and these are the
+    /// Counter-based sampling: flag tests at frameless sends (primitives, trivial methods)
+    /// and tripped returns too, since a window must see every method entry and these are the
     /// entries that push no frame. Nothing in a loop body that makes no call is tested; the
     /// drain thread serves ring and Ctrl-C there, as for `Plain`.
+    ///
+    /// Those tests are needed only inside windows, so this loop runs only there (the code
+    /// duplication of Arnold & Ryder, PLDI 2001): between windows the `Plain` loop runs. A
+    /// tick trips the next frame push, whose slow path hands over to this loop; the hook that
+    /// closes the window hands back. A window thus opens at the first call with a frame
+    /// after its tick, as Arnold & Grove's open at the first prologue yieldpoint.
     Entries,
     /// `Entries`, and flag tests at back-edges and around primitive calls: a polled sample
     /// must be served inside a loop, and where the handler cannot read the program counter
@@ -344,6 +350,32 @@ impl Vm {
         } else {
             0
         }
+    }
+
+    /// The dispatch loop to run from here: for counter-based sampling without other hooks,
+    /// the one with entry hooks only while a window is open or its tick pending, the plain
+    /// one otherwise (see [`Dispatch::Entries`]).
+    #[inline(always)]
+    pub(crate) fn running_dispatch(&self) -> Dispatch {
+        match self.dispatch() {
+            Dispatch::Entries if !self.cbs_window_wanted() => Dispatch::Plain,
+            d => d,
+        }
+    }
+
+    /// Whether the running loop is not the one [`Vm::running_dispatch`] would pick now.
+    /// Asked only on slow paths, and false outside a loop (nothing would catch the switch).
+    #[inline(always)]
+    pub(crate) fn loop_switch_due(&self) -> bool {
+        self.dispatch() == Dispatch::Entries
+            && self
+                .running_loop
+                .is_some_and(|running| running != self.running_dispatch())
+    }
+
+    #[inline(always)]
+    fn cbs_window_wanted(&self) -> bool {
+        self.yieldpoint_flag() & flag::CBS_WINDOW != 0
     }
 
     /// The dispatch loop to run: always the plain one in builds without the `profiling`

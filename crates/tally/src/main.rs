@@ -17,7 +17,7 @@ Examples:
   tally -cp lib:app Main arg1 arg2      load Main from the class path and send it run: with the arguments
   tally -cp SOM/Smalltalk:SOM/TestSuite TestHarness
                                         run SOM's test suite with SOM's own core library
-  tally --profile=run.profile Hello.som profile a run (250 Hz CPU-time samples via perf_events; see the profiling options)
+  tally --profile=run.profile Hello.som profile a run (250 samples per CPU second and CBS call edges; see the profiling options)
   tally record -o run.profile -- -cp lib Main
                                         the same, spelled like perf record
   tally report run.profile              flat profile, call tree, hottest call edges, VM states

@@ -72,15 +72,22 @@ fn achieved_rate(taken: u64, duration_ns: u64) -> String {
 }
 
 /// A CPU-time timer fires only on kernel ticks that find the VM thread running, so on a CPU
-/// shared with other work the kernel merges expiries (overruns): samples never taken.
+/// shared with other work the kernel merges expiries (overruns): samples never taken, or
+/// CBS windows never opened where the ticks only open windows.
 fn merged_ticks(c: &SampleCounters) -> Option<String> {
     (c.ticks_merged > 0).then(|| {
-        let share = 100.0 * c.ticks_merged as f64 / (c.ticks_merged + c.taken).max(1) as f64;
+        // A tick that takes a sample also opens a window when both run, so these overlap.
+        let delivered = c.taken.max(c.cbs_ticks);
+        let share = 100.0 * c.ticks_merged as f64 / (c.ticks_merged + delivered).max(1) as f64;
+        let lost = if c.taken > 0 || c.cbs_ticks == 0 {
+            "their samples were never taken"
+        } else {
+            "the CBS windows they would have opened never opened"
+        };
         format!(
             "the kernel merged {} timer expiries into later ones ({share:.1} % of the ticks), so \
-             their samples were never taken: the CPU-time timer fires only on kernel ticks that \
-             find the VM thread running, and misses them while it shares its CPU \
-             (`--sampler perf` does not)",
+             {lost}: the CPU-time timer fires only on kernel ticks that find the VM thread \
+             running, and misses them while it shares its CPU (`--sampler perf` does not)",
             c.ticks_merged
         )
     })
@@ -296,6 +303,19 @@ mod tests {
         let note = merged_ticks(&c).expect("100 of 400 ticks merged");
         assert!(
             note.starts_with("the kernel merged 100 timer expiries into later ones (25.0 %"),
+            "{note}"
+        );
+        assert!(note.contains("samples were never taken"), "{note}");
+        // Ticks that only open CBS windows.
+        let cbs_only = SampleCounters {
+            cbs_ticks: 300,
+            ticks_merged: 100,
+            ..SampleCounters::default()
+        };
+        let note = merged_ticks(&cbs_only).expect("100 of 400 CBS ticks merged");
+        assert!(note.contains("(25.0 % of the ticks)"), "{note}");
+        assert!(
+            note.contains("CBS windows they would have opened"),
             "{note}"
         );
     }

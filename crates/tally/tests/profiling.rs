@@ -381,3 +381,48 @@ fn the_default_trigger_is_chosen_for_the_rate_and_the_report_says_which_and_why(
         );
     }
 }
+
+/// A method whose loop sends only a trivial method (one that gets no frame): CBS runs the
+/// loop without flag tests between windows, so this shows that a window still sees the
+/// entries without frames, and that it is not stuck at the calls with frames that open it.
+const GETTER_LOOP: &[u8] = b"Getter = (
+    | x |
+    run = ( x := 1. 1 to: 40000 do: [:i | self work ] )
+    work = ( | s | s := 0. 1 to: 100 do: [:j | s := s + self x ]. ^s )
+    x = ( ^x )
+)";
+
+#[test]
+fn cbs_windows_see_calls_that_push_no_frame() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Getter.som"), GETTER_LOOP).unwrap();
+    let o = tally(
+        d.path(),
+        &[
+            "--profile=g.profile",
+            "--sampler",
+            "none",
+            "--cbs",
+            "3:32",
+            "Getter.som",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = tally(d.path(), &["report", "g.profile"]);
+    let report = text(&r.stdout);
+    let edges = report
+        .split("== Hottest call edges (sampled by CBS)")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no CBS edges in\n{report}"));
+    // Exactly, `work` sends `x` 100 times per call of `work`: 99 % of the calls.
+    let share = |callee: &str| -> f64 {
+        edges
+            .lines()
+            .find(|l| l.trim_end().ends_with(callee))
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|w| w.trim_end_matches('%').parse().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(share("-> Getter>>x") >= 90.0, "{report}");
+    assert!(share("-> Getter>>work") <= 10.0, "{report}");
+}
