@@ -88,9 +88,9 @@ struct Cli {
 
     /// Counter-based sampling of call edges (Arnold & Grove): each tick opens a window that
     /// samples every STRIDE-th call, SAMPLES times; `off` disables it. The default was chosen
-    /// with `tally experiment cbs` (see ACCURACY.md). CBS needs flag tests in the interpreter;
-    /// with it off, immediate samples cost only their ticks (the interpreter runs the code it
-    /// runs unprofiled).
+    /// with `tally experiment cbs` (see ACCURACY.md). Inside its windows CBS needs flag tests
+    /// at calls that push no frame; between them, and with it off, the interpreter runs the
+    /// code it runs unprofiled, so immediate samples cost only their ticks.
     #[arg(
         long,
         value_name = "STRIDE:SAMPLES|off",
