@@ -702,21 +702,29 @@ impl Vm {
             }
             return p(self, argc);
         }
-        if code.ops.is_empty() {
-            return Err(self.error(format!(
-                "primitive {} is not implemented by Tally",
-                self.rt.code_name(code)
-            )));
-        }
-        if argc != code.num_args as usize {
-            return Err(self.error(format!(
-                "{} takes {} arguments but was sent {argc}",
-                self.rt.code_name(code),
-                code.num_args
-            )));
+        if code.ops.is_empty() || argc != code.num_args as usize {
+            return Err(self.uninvokable(code, argc));
         }
         let bp = self.rt.stack.len() - 1 - argc;
         self.enter_after_prologue(code, bp, Value::NONE)
+    }
+
+    /// Why `code` cannot run with `argc` arguments. Out of line so that `invoke_unprofiled`,
+    /// on the path of every primitive call, saves no registers and keeps its tail calls.
+    #[cold]
+    #[inline(never)]
+    fn uninvokable(&self, code: &'static Code, argc: usize) -> VmError {
+        if code.ops.is_empty() {
+            return self.error(format!(
+                "primitive {} is not implemented by Tally",
+                self.rt.code_name(code)
+            ));
+        }
+        self.error(format!(
+            "{} takes {} arguments but was sent {argc}",
+            self.rt.code_name(code),
+            code.num_args
+        ))
     }
 
     /// A primitive run while samples are taken: the VM state says so for its duration. Out of
