@@ -46,6 +46,7 @@ impl Vm {
         let result = loop {
             let dispatch = self.running_dispatch();
             self.running_loop = Some(dispatch);
+            self.sync_loop_handoff();
             let result = match dispatch {
                 Dispatch::Plain => self.execute_loop::<false, false, false>(base_depth),
                 Dispatch::Entries => self.execute_loop::<false, true, false>(base_depth),
@@ -58,6 +59,8 @@ impl Vm {
         };
         self.running_loop = outer_loop;
         self.rt.frames.set_exit_depth(enclosing);
+        // The loop this one returns into may be the wrong one by now.
+        self.sync_loop_handoff();
         result
     }
 

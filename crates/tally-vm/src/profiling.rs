@@ -55,7 +55,7 @@ pub(crate) enum Dispatch {
     /// Those tests are needed only inside windows, so this loop runs only there (the code
     /// duplication of Arnold & Ryder, PLDI 2001): between windows the `Plain` loop runs. A
     /// tick trips the next frame push, whose slow path hands over to this loop; the hook that
-    /// closes the window hands back. A window thus opens at the first call with a frame
+    /// closes the window hands back, at once or at the next call (`Vm::sync_loop_handoff`). A window thus opens at the first call with a frame
     /// after its tick, as Arnold & Grove's open at the first prologue yieldpoint.
     Entries,
     /// `Entries`, and flag tests at back-edges and around primitive calls: a polled sample
@@ -420,10 +420,28 @@ impl Vm {
                 }
             }
         }
+        self.sync_loop_handoff();
         if f & flag::ALL_YIELDPOINTS != 0 {
             return self.profile_yieldpoint(f);
         }
         Ok(())
+    }
+
+    /// Raises [`flag::HANDOFF`] while the running loop is not the one wanted, lowers it
+    /// once they agree. A window opens and closes on prologues, and not every prologue is
+    /// followed by a point where the loop may switch (a super send, `perform:`, a nested
+    /// loop returning into an outer one): the raised flag sends the next call to one that
+    /// is, instead of leaving the loop with entry hooks running until the next tick.
+    #[inline]
+    pub(crate) fn sync_loop_handoff(&self) {
+        if self.dispatch() != Dispatch::Entries {
+            return;
+        }
+        if self.loop_switch_due() {
+            YIELDPOINT.raise(flag::HANDOFF);
+        } else if self.yieldpoint_flag() & flag::HANDOFF != 0 {
+            YIELDPOINT.clear(flag::HANDOFF);
+        }
     }
 
     /// The work behind a raised flag at any yieldpoint (prologue, epilogue, back-edge), out
@@ -612,5 +630,40 @@ mod tests {
             Dispatch::for_profile(Some(&options(None, Mechanism::Polling)), false),
             Dispatch::Plain
         );
+    }
+
+    /// The one test in this crate that touches the process-wide flag; no other unit test
+    /// raises it, so it cannot race with them.
+    #[test]
+    fn the_handoff_bit_is_up_exactly_while_the_running_loop_is_the_wrong_one() {
+        let mut vm = crate::Vm::new(crate::VmOptions::default()).unwrap();
+        vm.dispatch = Dispatch::Entries;
+        let handoff = || YIELDPOINT.load() & flag::HANDOFF != 0;
+        // A window closed while the entries loop ran, on a path that could not switch.
+        vm.running_loop = Some(Dispatch::Entries);
+        vm.sync_loop_handoff();
+        assert!(
+            handoff(),
+            "the next call must be sent to a slow path that switches"
+        );
+        // The plain loop took over: nothing is left to do.
+        vm.running_loop = Some(Dispatch::Plain);
+        vm.sync_loop_handoff();
+        assert!(!handoff());
+        // A window is wanted and the plain loop runs: the tick's own bit already trips the
+        // next frame push, and the hand-off bit comes and goes with it.
+        YIELDPOINT.raise(flag::CBS_WINDOW);
+        vm.sync_loop_handoff();
+        assert!(handoff());
+        vm.running_loop = Some(Dispatch::Entries);
+        vm.sync_loop_handoff();
+        assert!(!handoff());
+        YIELDPOINT.clear(flag::CBS_WINDOW);
+        // Other loops never hand over: no bit for them.
+        vm.dispatch = Dispatch::Hooks;
+        vm.running_loop = Some(Dispatch::Hooks);
+        vm.sync_loop_handoff();
+        assert!(!handoff());
+        assert_eq!(YIELDPOINT.load(), 0);
     }
 }

@@ -35,6 +35,13 @@ pub const STOP: u8 = 1 << 3;
 /// exact call counts. Raised once for the whole run.
 pub const EXACT: u8 = 1 << 4;
 
+/// The VM's own request, raised and lowered by its thread alone: its running
+/// dispatch loop is not the one it wants (say a CBS window closed where the
+/// loop could not switch), so the next call should take the slow path where
+/// the loop can hand over. Without it the VM would stay in the slower loop
+/// until the next tick.
+pub const HANDOFF: u8 = 1 << 5;
+
 /// The bits that loop back-edges must act on. `CBS_WINDOW` is absent on
 /// purpose: that is the "prologue/epilogue-only" level of the flag.
 pub const ALL_YIELDPOINTS: u8 = SAMPLE | DRAIN | STOP;
