@@ -55,8 +55,9 @@ pub(crate) enum Dispatch {
     /// Those tests are needed only inside windows, so this loop runs only there (the code
     /// duplication of Arnold & Ryder, PLDI 2001): between windows the `Plain` loop runs. A
     /// tick trips the next frame push, whose slow path hands over to this loop; the hook that
-    /// closes the window hands back, at once or at the next call (`Vm::sync_loop_handoff`). A window thus opens at the first call with a frame
-    /// after its tick, as Arnold & Grove's open at the first prologue yieldpoint.
+    /// closes the window hands back, at once or at the next call (`Vm::sync_loop_handoff`).
+    /// A window thus opens at the first call with a frame after its tick, as Arnold &
+    /// Grove's open at the first prologue yieldpoint.
     Entries,
     /// `Entries`, and flag tests at back-edges and around primitive calls: a polled sample
     /// must be served inside a loop, and where the handler cannot read the program counter
