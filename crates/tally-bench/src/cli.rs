@@ -50,7 +50,9 @@ and run one at a time, MS milliseconds each (default 50), round-robin: the other
 several times a second, which pairs them far more closely than invocations one after the other
 can, however long an iteration is. Tally executors run with --cpu-clock, so their harness times
 process CPU time and not the time they were stopped; that is why only Tally executors can run
-in lockstep. An invocation's wall time is then the sum of its turns.
+in lockstep. An invocation's wall time is then the sum of its turns. A lockstep run takes the
+last CPU it may use that no other lockstep run holds (a lock file per CPU in the temporary
+directory), and waits, saying so, when every one is held.
 Ctrl-C stops after writing everything measured so far (press twice to quit at once).
 
 Examples:
@@ -417,10 +419,16 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
         invocations: Vec::new(),
     };
     // After the machine is described: pinned, this process sees one CPU.
+    // Held until the run ends, so that a second lockstep run takes another CPU or waits.
+    let mut _cpu_claim = None;
     if let Some(slice_ms) = cli.lockstep {
-        let cpu = crate::lockstep::pin_to_one_cpu()
+        let claim = crate::cpu::claim_and_pin(cli.quiet)
             .map_err(|e| BenchError::Usage(format!("--lockstep: cannot pin to one CPU: {e}")))?;
-        results.settings.lockstep = Some(LockstepSettings { cpu, slice_ms });
+        results.settings.lockstep = Some(LockstepSettings {
+            cpu: claim.cpu,
+            slice_ms,
+        });
+        _cpu_claim = Some(claim);
     }
 
     if !cli.quiet {

@@ -20,6 +20,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod cpu;
 pub mod csv_out;
 pub mod error;
 pub mod executor;

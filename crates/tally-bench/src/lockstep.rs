@@ -181,33 +181,6 @@ fn signal_group(pid: libc::pid_t, signal: libc::c_int) {
     }
 }
 
-/// Pins this process, and so every VM it starts from now on, to one CPU: the last one it may
-/// run on (the first CPUs usually take more interrupts). Answers the CPU's number.
-pub fn pin_to_one_cpu() -> std::io::Result<usize> {
-    // SAFETY: `cpu_set_t` is a plain bit array for which all-zero bytes are the empty set.
-    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: `allowed` is a live, writable `cpu_set_t` of `size` bytes; pid 0 is this thread.
-    if unsafe { libc::sched_getaffinity(0, size, &mut allowed) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let cpu = (0..libc::CPU_SETSIZE as usize)
-        .rev()
-        // SAFETY: `cpu` is below CPU_SETSIZE, the number of bits in `allowed`.
-        .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, &allowed) })
-        .ok_or_else(|| std::io::Error::other("this process may run on no CPU"))?;
-    // SAFETY: as above, all-zero bytes are the empty set.
-    let mut only: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below CPU_SETSIZE; `only` is a live `cpu_set_t`.
-    unsafe { libc::CPU_SET(cpu, &mut only) };
-    // SAFETY: `only` is a live `cpu_set_t` of `size` bytes; pid 0 is this thread, the one
-    // that starts the VMs, which inherit its affinity.
-    if unsafe { libc::sched_setaffinity(0, size, &only) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(cpu)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
