@@ -420,15 +420,16 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
     };
     // After the machine is described: pinned, this process sees one CPU.
     // Held until the run ends, so that a second lockstep run takes another CPU or waits.
-    let mut _cpu_claim = None;
-    if let Some(slice_ms) = cli.lockstep {
-        let claim = crate::cpu::claim_and_pin(cli.quiet)
-            .map_err(|e| BenchError::Usage(format!("--lockstep: cannot pin to one CPU: {e}")))?;
+    let cpu_claim = cli
+        .lockstep
+        .map(|_| crate::cpu::claim_and_pin(cli.quiet))
+        .transpose()
+        .map_err(|e| BenchError::Usage(format!("--lockstep: cannot pin to one CPU: {e}")))?;
+    if let (Some(slice_ms), Some(claim)) = (cli.lockstep, &cpu_claim) {
         results.settings.lockstep = Some(LockstepSettings {
             cpu: claim.cpu,
             slice_ms,
         });
-        _cpu_claim = Some(claim);
     }
 
     if !cli.quiet {
