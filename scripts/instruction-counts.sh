@@ -6,8 +6,8 @@
 #   scripts/instruction-counts.sh SOM_CHECKOUT NAME=TALLY_BINARY [NAME=TALLY_BINARY ...]
 #
 # Why: a cost of 1 % or less (profiling hooks, a trigger) cannot be bounded by timing on a
-# noisy machine, where identical runs spread by 15-25 %. Instruction counts repeat to about
-# one part in 100,000 (Bounce: 214,438,729 and 214,440,034), so they show what a change costs
+# noisy machine, where identical runs spread far more than that. Instruction counts repeat to
+# about one part in 100,000 (BENCHMARKS.md, "Method"), so they show what a change costs
 # in work done. They are not
 # time (a cache miss costs more than an add), so they support a timing with `tally bench`
 # and do not replace it.

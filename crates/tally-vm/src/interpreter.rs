@@ -736,8 +736,8 @@ impl Vm {
     fn run_primitive_in_state(&mut self, p: Primitive, argc: usize) -> Result<(), VmError> {
         let previous = VM_STATE.set(tally_profile::VmState::Primitive);
         // Matched rather than held and returned: copying the whole `Result` back reads words
-        // the primitive has just written in smaller pieces, a store-forwarding stall that cost
-        // sampled runs 5 % on Richards.
+        // the primitive has just written in smaller pieces, a store-forwarding stall on every
+        // primitive call of a sampled run.
         match p(self, argc) {
             Ok(()) => {
                 VM_STATE.set(previous);

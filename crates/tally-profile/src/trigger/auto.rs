@@ -1,10 +1,9 @@
 //! Choosing a trigger for a rate when the user did not name one.
 //!
-//! Each tick costs what the kernel spends delivering it. On the virtual machines this was
-//! measured on, a perf_events tick costs 20–35 µs at low rates and a thread CPU-time timer
-//! tick 0–16 µs (ACCURACY.md), so at 250 Hz perf_events costs about 1 % and the timer about
-//! half that. But CPU-time timers expire only on the scheduler tick (`CONFIG_HZ`), so they
-//! cannot go faster than it; above it only perf_events reaches the rate asked for.
+//! Each tick costs what the kernel spends delivering it, and a perf_events tick costs the
+//! kernel more than a thread CPU-time timer tick, so the timer is the cheaper trigger at any
+//! rate it can reach. But CPU-time timers expire only on the scheduler tick (`CONFIG_HZ`), so
+//! they cannot go faster than it; above it only perf_events reaches the rate asked for.
 
 use std::io::Read;
 
