@@ -131,17 +131,49 @@ pub enum Literal {
 }
 
 impl Expr {
+    /// From the first token of the expression to its last. Walks message chains in a loop, not
+    /// by recursion: a chain of thousands of messages is one level of the tree per message.
     pub fn span(&self) -> Span {
-        match self {
-            Expr::Var(id) => id.span,
-            Expr::Assign { target, value } => target.span.to(value.span()),
-            Expr::Send(send) => send.receiver.span().to(send.selector_span).to(send
-                .args
-                .last()
-                .map(|a| a.span())
-                .unwrap_or(send.selector_span)),
-            Expr::Block(block) => block.span,
-            Expr::Literal(_, span) => *span,
+        self.first_span().to(self.last_span())
+    }
+
+    fn first_span(&self) -> Span {
+        let mut e = self;
+        loop {
+            match e {
+                Expr::Send(send) => e = &send.receiver,
+                Expr::Var(id) | Expr::Assign { target: id, .. } => return id.span,
+                Expr::Block(block) => return block.span,
+                Expr::Literal(_, span) => return *span,
+            }
+        }
+    }
+
+    fn last_span(&self) -> Span {
+        let mut e = self;
+        loop {
+            match e {
+                Expr::Send(send) => match send.args.last() {
+                    Some(arg) => e = arg,
+                    None => return send.selector_span,
+                },
+                Expr::Assign { value, .. } => e = value,
+                Expr::Var(id) => return id.span,
+                Expr::Block(block) => return block.span,
+                Expr::Literal(_, span) => return *span,
+            }
+        }
+    }
+}
+
+/// Drops message chains in a loop: the derived drop would recurse once per message of a
+/// chain (`1 + 1 + … + 1` is a left-deep tree), and a long flat chain is legal SOM.
+impl Drop for Send {
+    fn drop(&mut self) {
+        let placeholder = || Expr::Literal(Literal::Integer(0), Span::default());
+        let mut next = std::mem::replace(&mut self.receiver, placeholder());
+        while let Expr::Send(mut inner) = next {
+            next = std::mem::replace(&mut inner.receiver, placeholder());
         }
     }
 }

@@ -7,6 +7,10 @@ use crate::source::Source;
 ///
 /// The error carries only a span, not a line number, so that it stays cheap to create; the
 /// [`Source`] turns it into `file:line:column` when it is shown.
+/// Longest source line a diagnostic shows whole; longer ones are shown as a window of this
+/// many characters around the error.
+pub const LINE_WINDOW: usize = 120;
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct SyntaxError {
@@ -27,39 +31,53 @@ impl SyntaxError {
     /// The caret line copies the tabs of the source line so that the carets line up in a
     /// terminal whatever its tab width. There is no trailing newline: callers decide how to
     /// terminate it (`eprintln!`).
+    /// `file:line:column: error: message`, the line, and carets under the span. A line longer
+    /// than [`LINE_WINDOW`] characters is shown as a window around the column, with `…` where
+    /// it is cut, so that a huge generated line does not flood the terminal.
     pub fn render(&self, source: &Source) -> String {
         let (line, column) = source.line_col(self.span.start);
         let text = source.line_text(line);
-        let before: String = text
-            .chars()
-            .take(column as usize - 1)
-            .map(|c| if c == '\t' { '\t' } else { ' ' })
-            .collect();
+        let chars: Vec<char> = text.chars().collect();
+        let col = column as usize - 1; // 0-based character index of the error
         let width = if self.span.end > self.span.start {
             let (end_line, end_column) = source.line_col(self.span.end);
             if end_line == line {
-                end_column.saturating_sub(column)
+                (end_column as usize).saturating_sub(column as usize)
             } else {
-                // A span running onto later lines is underlined to the end of its first line.
-                (text.chars().count() as u32 + 1).saturating_sub(column)
+                (chars.len() + 1).saturating_sub(column as usize)
             }
         } else {
             0
+        }
+        .max(1);
+        let (from, to) = if chars.len() <= LINE_WINDOW {
+            (0, chars.len())
+        } else {
+            let from = col
+                .saturating_sub(LINE_WINDOW / 2)
+                .min(chars.len() - LINE_WINDOW);
+            (from, from + LINE_WINDOW)
         };
-        let carets = "^".repeat(width.max(1) as usize);
+        let cut_left = if from > 0 { "…" } else { "" };
+        let cut_right = if to < chars.len() { "…" } else { "" };
+        let shown: String = chars[from..to].iter().collect();
+        let before: String = std::iter::repeat_n(' ', cut_left.chars().count())
+            .chain(
+                chars[from..col.clamp(from, to)]
+                    .iter()
+                    .map(|&c| if c == '\t' { '\t' } else { ' ' }),
+            )
+            .collect();
+        let carets = "^".repeat(width.min(to.saturating_sub(col).max(1)));
         format!(
-            "{}:{}:{}: error: {}\n{}\n{}{}",
+            "{}:{}:{}: error: {}\n{cut_left}{shown}{cut_right}\n{before}{carets}",
             source.path(),
             line,
             column,
             self.message,
-            text,
-            before,
-            carets
         )
     }
 
-    /// Where the error starts, as 1-based line and column.
     pub fn line_col(&self, source: &Source) -> (u32, u32) {
         source.line_col(self.span.start)
     }
@@ -77,6 +95,21 @@ mod tests {
             err.render(&src),
             "a.som:2:7: error: oops\n  bar baz\n      ^^^"
         );
+    }
+
+    #[test]
+    fn shows_a_window_of_a_huge_line() {
+        let line = format!("x := {}; y", "1".repeat(1_000_000));
+        let src = Source::new("a.som", line);
+        let at = 5 + 1_000_000;
+        let err = SyntaxError::new("bad", Span::new(at, at + 1));
+        let out = err.render(&src);
+        assert!(out.len() < 1000, "{} bytes", out.len());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], format!("a.som:1:{}: error: bad", at + 1));
+        assert!(lines[1].starts_with('…') && lines[1].contains("1; y"));
+        let caret_col = lines[2].chars().count() - 1;
+        assert_eq!(lines[1].chars().nth(caret_col), Some(';'));
     }
 
     #[test]

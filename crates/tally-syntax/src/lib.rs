@@ -30,7 +30,7 @@ mod source;
 
 pub use error::SyntaxError;
 pub use parser::{MAX_INTEGER_DIGITS, MAX_NESTING_DEPTH};
-pub use source::{Source, SourceError};
+pub use source::{not_a_regular_file, Source, SourceError};
 
 /// Parses a whole class file: `Name = Super ( fields methods ---- class-fields class-methods )`.
 pub fn parse_class(source: &Source) -> Result<ast::ClassDef, SyntaxError> {

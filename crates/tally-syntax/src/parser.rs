@@ -15,11 +15,13 @@ use crate::source::Source;
 
 /// How deeply constructs may nest before the parser gives up.
 ///
-/// Every pass over the tree (the compiler, `Drop`, `Debug`, `PartialEq`) recurses over it, so
+/// Passes over the tree (the compiler, `Debug`, `PartialEq`) recurse into nested constructs, so
 /// an unbounded depth would let a hostile or generated file overflow the stack of whoever
-/// walks the tree. Real code nests a few dozen levels at most. Each parenthesis, block, literal array, assignment and
-/// each message in a chain (`a b c d`, `1 + 2 + 3`: the tree grows one level per message)
-/// counts as a level.
+/// walks the tree. Real code nests a few dozen levels at most. Each parenthesis, block, literal
+/// array, assignment and keyword message counts as a level. Unary and binary message chains
+/// (`a b c d`, `1 + 2 + 3`) do not: the tree grows one level per message there, but every pass
+/// walks a chain's receivers in a loop ([`crate::ast::Expr::span`], `Drop` of
+/// [`crate::ast::Send`], the compiler), so a flat chain of any length is fine.
 pub const MAX_NESTING_DEPTH: usize = 1000;
 
 /// Longest accepted integer literal. Decimal-to-binary conversion of big integers takes time
@@ -219,7 +221,7 @@ impl<'a> Parser<'a> {
         if self.depth > MAX_NESTING_DEPTH {
             return Err(SyntaxError::new(
                 format!(
-                    "nesting too deep: more than {MAX_NESTING_DEPTH} levels of parentheses, blocks, literal arrays, assignments or chained messages"
+                    "nesting too deep: more than {MAX_NESTING_DEPTH} levels (the limit) of parentheses, blocks, literal arrays, assignments or keyword messages"
                 ),
                 self.tok.span,
             ));
@@ -645,7 +647,6 @@ impl<'a> Parser<'a> {
 
     fn parse_unary_messages(&mut self, mut expr: Expr) -> PResult<Expr> {
         while self.is(&TokenKind::Ident) {
-            self.deeper()?;
             let tok = self.advance()?;
             expr = Expr::Send(Box::new(Send {
                 receiver: expr,
@@ -659,7 +660,6 @@ impl<'a> Parser<'a> {
 
     fn parse_binary_messages(&mut self, mut expr: Expr) -> PResult<Expr> {
         while self.is(&TokenKind::Operator) {
-            self.deeper()?;
             let op = self.advance()?;
             let selector = self.slice(op.span);
             let saved = self.depth;

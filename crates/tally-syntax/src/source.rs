@@ -45,9 +45,37 @@ pub enum SourceError {
         line: u32,
         column: u32,
     },
+    /// A directory, FIFO, socket or device: reading a FIFO would wait for a writer forever.
+    #[error("{path}: error: {kind}, not a source file")]
+    NotAFile { path: String, kind: &'static str },
     /// Spans are `u32` offsets, so bigger files cannot be described.
     #[error("{path}: error: the file is too large ({size} bytes; at most 4 GiB - 1 is supported)")]
     TooLarge { path: String, size: usize },
+}
+
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// What `path` is when it exists but is not a regular file (following symbolic links), in
+/// words for an error message: "is a directory", "is a FIFO", …; `None` for a regular file
+/// and for a path that does not exist (whose error the caller reports its own way).
+pub fn not_a_regular_file(path: &Path) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = std::fs::metadata(path).ok()?.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("is a directory")
+    } else if t.is_fifo() {
+        Some("is a FIFO (named pipe)")
+    } else if t.is_socket() {
+        Some("is a socket")
+    } else if t.is_char_device() {
+        Some("is a character device")
+    } else if t.is_block_device() {
+        Some("is a block device")
+    } else {
+        Some("is not a regular file")
+    }
 }
 
 impl Source {
@@ -78,6 +106,9 @@ impl Source {
     /// Reads a file; rejects non-UTF-8 / binary content with a clear error (which byte offset, line).
     pub fn read(path: &Path) -> Result<Source, SourceError> {
         let name = path.display().to_string();
+        if let Some(kind) = not_a_regular_file(path) {
+            return Err(SourceError::NotAFile { path: name, kind });
+        }
         let bytes = std::fs::read(path).map_err(|error| SourceError::Io {
             path: name.clone(),
             error,
@@ -87,8 +118,13 @@ impl Source {
 
     /// The checks of [`Source::read`] without the file system, so that they can be tested and
     /// used on input that did not come from a file (e.g. standard input).
-    pub fn from_bytes(path: impl Into<String>, bytes: Vec<u8>) -> Result<Source, SourceError> {
+    /// A leading UTF-8 byte-order mark is dropped: editors on some systems write one, and it
+    /// carries no meaning in a UTF-8 file.
+    pub fn from_bytes(path: impl Into<String>, mut bytes: Vec<u8>) -> Result<Source, SourceError> {
         let path = path.into();
+        if bytes.starts_with(UTF8_BOM) {
+            bytes.drain(..UTF8_BOM.len());
+        }
         if bytes.len() > u32::MAX as usize {
             return Err(SourceError::TooLarge {
                 path,

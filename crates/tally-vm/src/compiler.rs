@@ -14,6 +14,7 @@ use tally_syntax::ast::{self, BlockDef, Body, Expr, Ident, Literal, MethodDef, S
 
 use crate::bytecode::{CodeId, Op, SiteId};
 use crate::objects::context;
+use crate::scoped_names::ScopedNames;
 
 /// A compile-time error with the span to blame.
 #[derive(Debug, Clone)]
@@ -159,6 +160,46 @@ fn inline_kind(send: &ast::Send) -> Option<Inline> {
 const PSEUDO_VARIABLES: [&str; 5] = ["self", "super", "nil", "true", "false"];
 
 /// Which parts of an inlined send are literal blocks compiled in place: (receiver, arguments).
+/// Blocks (not inlined) inside one another: a block reaches an outer variable through one
+/// context per level, and the bytecode names that level in one byte.
+const MAX_BLOCK_NESTING: usize = 200;
+
+/// Arguments plus locals of one method or block, and fields of one class: the bytecode names
+/// a stack slot, context slot or field in 16 bits (slot 0 of the stack is the receiver).
+const MAX_VARIABLES: usize = u16::MAX as usize - 1;
+
+/// A send site records its argument count in one byte.
+const MAX_SEND_ARGUMENTS: usize = u8::MAX as usize;
+
+/// A field's index as the bytecode holds it.
+fn field_index(i: usize, id: &Ident) -> Result<u16, CompileError> {
+    u16::try_from(i).map_err(|_| CompileError {
+        message: format!(
+            "the field '{}' is number {} of its class: at most {} fields are supported (the limit)",
+            id.name,
+            i + 1,
+            u16::MAX
+        ),
+        span: id.span,
+    })
+}
+
+/// A chain of sends that are not inlined (`a foo bar`, `1 + 2 + 3`), outermost first, and the
+/// receiver it starts from. Both passes walk a chain in a loop rather than by recursion: the
+/// tree of a chain is one level deeper per message, and flat chains of any length are legal.
+fn plain_chain(send: &ast::Send) -> (&Expr, Vec<&ast::Send>) {
+    let mut chain = vec![send];
+    let mut receiver = &send.receiver;
+    while let Expr::Send(inner) = receiver {
+        if inline_kind(inner).is_some() {
+            break;
+        }
+        chain.push(inner);
+        receiver = &inner.receiver;
+    }
+    (receiver, chain)
+}
+
 fn inlined_parts(kind: Inline) -> (bool, [bool; 2]) {
     match kind {
         Inline::IfTrue | Inline::IfFalse | Inline::And | Inline::Or => (false, [true, false]),
@@ -184,10 +225,10 @@ struct Analysis {
     scopes_with_context: HashSet<u32>,
 }
 
-struct Analyzer<'a> {
+struct Analyzer {
     out: Analysis,
     /// Visible names: (name, declaring real scope depth, declaration key).
-    env: Vec<(&'a str, usize, u32)>,
+    env: ScopedNames<(usize, u32)>,
     depth: usize,
     /// Key of each open real scope, innermost last.
     scope_keys: Vec<u32>,
@@ -195,11 +236,11 @@ struct Analyzer<'a> {
     declared_in: HashMap<u32, u32>,
 }
 
-impl<'a> Analyzer<'a> {
-    fn new() -> Analyzer<'a> {
+impl Analyzer {
+    fn new() -> Analyzer {
         Analyzer {
             out: Analysis::default(),
-            env: Vec::new(),
+            env: ScopedNames::new(),
             depth: 0,
             scope_keys: vec![METHOD_SCOPE],
             declared_in: HashMap::new(),
@@ -215,21 +256,21 @@ impl<'a> Analyzer<'a> {
         self.out
     }
 
-    fn declare(&mut self, id: &'a Ident) {
-        self.env.push((&id.name, self.depth, id.span.start));
+    fn declare(&mut self, id: &Ident) {
+        self.env.push(&id.name, (self.depth, id.span.start));
         self.declared_in
             .insert(id.span.start, *self.scope_keys.last().expect("scope"));
     }
 
     fn use_name(&mut self, name: &str) {
-        if let Some(&(_, depth, key)) = self.env.iter().rev().find(|(n, _, _)| *n == name) {
+        if let Some((_, &(depth, key))) = self.env.lookup(name) {
             if depth != self.depth {
                 self.out.captured.insert(key);
             }
         }
     }
 
-    fn body(&mut self, body: &'a Body) {
+    fn body(&mut self, body: &Body) {
         let mark = self.env.len();
         for l in &body.locals {
             self.declare(l);
@@ -248,7 +289,7 @@ impl<'a> Analyzer<'a> {
         self.env.truncate(mark);
     }
 
-    fn inlined_block(&mut self, b: &'a BlockDef) {
+    fn inlined_block(&mut self, b: &BlockDef) {
         let mark = self.env.len();
         for p in &b.params {
             self.declare(p);
@@ -257,7 +298,7 @@ impl<'a> Analyzer<'a> {
         self.env.truncate(mark);
     }
 
-    fn expr(&mut self, e: &'a Expr) {
+    fn expr(&mut self, e: &Expr) {
         match e {
             Expr::Var(id) => self.use_name(&id.name),
             Expr::Assign { target, value } => {
@@ -290,9 +331,12 @@ impl<'a> Analyzer<'a> {
                     }
                 }
                 None => {
-                    self.expr(&send.receiver);
-                    for a in &send.args {
-                        self.expr(a);
+                    let (innermost, chain) = plain_chain(send);
+                    self.expr(innermost);
+                    for s in chain.iter().rev() {
+                        for a in &s.args {
+                            self.expr(a);
+                        }
                     }
                 }
             },
@@ -309,7 +353,7 @@ pub struct MethodCompiler<'a, 'e> {
     analysis: Analysis,
     scopes: Vec<Scope>,
     /// Visible variables, innermost last.
-    names: Vec<(String, VarRef)>,
+    names: ScopedNames<VarRef>,
     selector: u32,
     source: u32,
     source_text: &'a tally_syntax::Source,
@@ -339,7 +383,7 @@ pub fn compile_method(
         class,
         analysis,
         scopes: Vec::new(),
-        names: Vec::new(),
+        names: ScopedNames::new(),
         selector,
         source,
         source_text,
@@ -390,18 +434,14 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         };
     }
 
-    fn check_shadowing(
-        &self,
-        id: &Ident,
-        declared_here: &[(String, VarRef)],
-    ) -> Result<(), CompileError> {
+    fn check_shadowing(&self, id: &Ident, scope_start: usize) -> Result<(), CompileError> {
         if PSEUDO_VARIABLES.contains(&id.name.as_str()) {
             return err(
                 format!("'{}' is a reserved name and cannot be declared", id.name),
                 id.span,
             );
         }
-        if declared_here.iter().any(|(n, _)| *n == id.name) {
+        if self.names.declared_since(&id.name, scope_start) {
             return err(
                 format!("Variable '{}' shadows another of the same name", id.name),
                 id.span,
@@ -412,10 +452,18 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
 
     /// Declares a variable in the innermost real scope: in the context when captured.
     fn declare(&mut self, id: &Ident, mark: usize) -> Result<VarRef, CompileError> {
-        self.check_shadowing(id, &self.names[mark..])?;
+        self.check_shadowing(id, mark)?;
         let scope = self.scopes.len() - 1;
         let captured = self.analysis.captured.contains(&id.span.start);
         let s = self.scope();
+        if s.next_stack as usize > MAX_VARIABLES || s.next_context as usize > MAX_VARIABLES {
+            return err(
+                format!(
+                    "more than {MAX_VARIABLES} arguments and local variables in one method or block (the limit)"
+                ),
+                id.span,
+            );
+        }
         let slot = if captured {
             s.next_context += 1;
             Slot::Context(s.next_context)
@@ -424,7 +472,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             Slot::Stack(s.next_stack - 1)
         };
         let r = VarRef { scope, slot };
-        self.names.push((id.name.clone(), r));
+        self.names.push(&id.name, r);
         Ok(r)
     }
 
@@ -434,6 +482,12 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         params: &[Ident],
         force_context: bool,
     ) -> Result<usize, CompileError> {
+        if let Some(p) = params.get(MAX_VARIABLES) {
+            return err(
+                format!("more than {MAX_VARIABLES} arguments (the limit)"),
+                p.span,
+            );
+        }
         self.scopes.push(Scope {
             kind,
             ops: Vec::new(),
@@ -447,7 +501,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         });
         let mark = self.names.len();
         for (i, p) in params.iter().enumerate() {
-            self.check_shadowing(p, &self.names[mark..])?;
+            self.check_shadowing(p, mark)?;
             let scope = self.scopes.len() - 1;
             let stack_slot = (i + 1) as u16;
             let slot = if self.analysis.captured.contains(&p.span.start) {
@@ -459,7 +513,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
             } else {
                 Slot::Stack(stack_slot)
             };
-            self.names.push((p.name.clone(), VarRef { scope, slot }));
+            self.names.push(&p.name, VarRef { scope, slot });
         }
         self.scope().next_stack = params.len() as u16 + 1;
         Ok(mark)
@@ -499,11 +553,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
     }
 
     fn lookup(&self, name: &str) -> Option<VarRef> {
-        self.names
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, r)| *r)
+        self.names.lookup(name).map(|(_, r)| *r)
     }
 
     fn body_statements(&mut self, body: &Body, keep_value: bool) -> Result<(), CompileError> {
@@ -610,7 +660,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         if let Some(r) = self.lookup(&id.name) {
             self.load(r);
         } else if let Some(i) = self.class.fields.iter().rposition(|f| *f == id.name) {
-            self.emit(Op::PushField(i as u16));
+            self.emit(Op::PushField(field_index(i, id)?));
         } else {
             let sym = self.env.intern(&id.name);
             let slot = self.env.global_slot(sym);
@@ -625,7 +675,7 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         if let Some(r) = self.lookup(&target.name) {
             self.store(r, false);
         } else if let Some(i) = self.class.fields.iter().rposition(|f| *f == target.name) {
-            self.emit(Op::StoreField(i as u16));
+            self.emit(Op::StoreField(field_index(i, target)?));
         } else if PSEUDO_VARIABLES.contains(&target.name.as_str()) {
             return err(format!("cannot assign to '{}'", target.name), target.span);
         } else {
@@ -677,8 +727,13 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
     }
 
     fn block(&mut self, b: &BlockDef) -> Result<(), CompileError> {
-        if self.scopes.len() > 200 {
-            return err("blocks nested too deeply", b.span);
+        if self.scopes.len() > MAX_BLOCK_NESTING {
+            return err(
+                format!(
+                    "blocks nested too deeply: more than {MAX_BLOCK_NESTING} blocks (not inlined) inside one another (the limit)"
+                ),
+                b.span,
+            );
         }
         let saved_inline = std::mem::replace(&mut self.inline_depth, 0);
         let has_context = self.analysis.scopes_with_context.contains(&b.span.start);
@@ -708,8 +763,26 @@ impl<'a, 'e> MethodCompiler<'a, 'e> {
         if let Some(kind) = inline_kind(send) {
             return self.inline_send(kind, send);
         }
+        let (innermost, chain) = plain_chain(send);
+        self.expr(innermost)?;
+        for s in chain.iter().rev() {
+            self.plain_send(s)?;
+        }
+        Ok(())
+    }
+
+    /// Emits one send whose receiver is already on the stack: its arguments, then the send.
+    fn plain_send(&mut self, send: &ast::Send) -> Result<(), CompileError> {
         let is_super = matches!(&send.receiver, Expr::Var(v) if v.name == "super");
-        self.expr(&send.receiver)?;
+        if send.args.len() > MAX_SEND_ARGUMENTS {
+            return err(
+                format!(
+                    "a message with {} arguments: at most {MAX_SEND_ARGUMENTS} (the limit)",
+                    send.args.len()
+                ),
+                send.selector_span,
+            );
+        }
         for a in &send.args {
             self.expr(a)?;
         }

@@ -15,6 +15,7 @@ mod primitives;
 mod profiling;
 mod program;
 pub mod runtime;
+mod scoped_names;
 mod stdlib;
 
 use std::io::Write;

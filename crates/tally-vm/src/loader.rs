@@ -106,6 +106,13 @@ impl Vm {
         let mut source = None;
         for dir in &self.options.class_path {
             let path = dir.join(&file);
+            if let Some(kind) = tally_syntax::not_a_regular_file(&path) {
+                return Err(VmError::Load(format!(
+                    "{} {kind}, not a source file (found on the class path looking for class {})",
+                    path.display(),
+                    self.rt.symbols.name(name)
+                )));
+            }
             if path.is_file() {
                 source = Some(Source::read(&path).map_err(|e| VmError::Load(e.to_string()))?);
                 break;

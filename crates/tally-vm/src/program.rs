@@ -13,6 +13,12 @@ impl Vm {
             return Err(VmError::Load("no class or file given to run".into()));
         };
         let path = Path::new(first);
+        let not_a_file = tally_syntax::not_a_regular_file(path);
+        if let Some(kind) = not_a_file.filter(|_| first.ends_with(".som") || first.contains('/')) {
+            return Err(VmError::Load(format!(
+                "{first} {kind}: give a SOM source file (Name.som) or a class name"
+            )));
+        }
         let class = if first.ends_with(".som") || path.is_file() {
             if !path.is_file() {
                 return Err(VmError::Load(format!("cannot find the file {first}")));
@@ -40,8 +46,12 @@ impl Vm {
                     } else {
                         format!("looked for {}", searched.join(", "))
                     };
+                    let here = match not_a_file {
+                        Some(kind) => format!(" ({first} in the current directory {kind})"),
+                        None => String::new(),
+                    };
                     return Err(VmError::Load(format!(
-                        "cannot find class {first}: {searched}; the embedded library has no such class either"
+                        "cannot find class {first}: {searched}; the embedded library has no such class either{here}"
                     )));
                 }
             }
