@@ -49,7 +49,7 @@ impl Cct {
     pub fn from_samples(samples: &[Sample], symbols: &Symbols) -> Cct {
         let mut cct = Cct::default();
         for s in samples {
-            let frames = symbols.resolve_stack(&s.frames);
+            let frames = symbols.resolve_sample(s);
             cct.add_stack(&frames, 1);
         }
         cct

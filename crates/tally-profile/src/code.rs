@@ -9,8 +9,9 @@
 
 use std::collections::HashMap;
 
-use crate::event::{Event, EventKind};
-use crate::ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier};
+use crate::event::{Event, EventKind, LineEntry};
+use crate::ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, ENTRY_BCI};
+use crate::sample::{Sample, SampleFlags};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeVersion {
@@ -62,10 +63,21 @@ pub struct LogicalFrame {
     pub inlined: bool,
 }
 
+/// Where a frame is in its source: the file and 1-based line and column (column 0: only the
+/// line is known, as for a method's header).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourcePos<'a> {
+    pub file: &'a str,
+    pub line: u32,
+    pub column: u32,
+}
+
 /// Everything the events taught us about names and code.
 #[derive(Clone, Debug, Default)]
 pub struct Symbols {
     pub methods: HashMap<MethodId, MethodInfo>,
+    /// Bytecode index → source position, per method ([`EventKind::MethodLines`]).
+    pub lines: HashMap<MethodId, Vec<LineEntry>>,
     pub classes: HashMap<ClassId, String>,
     pub code: HashMap<CodeVersionId, CodeVersion>,
 }
@@ -97,6 +109,9 @@ impl Symbols {
                         },
                     );
                 }
+                EventKind::MethodLines { method, lines } => {
+                    s.lines.insert(*method, lines.clone());
+                }
                 // Freed versions stay: samples taken before the free still
                 // name them.
                 EventKind::CodeInstalled(v) => {
@@ -111,8 +126,49 @@ impl Symbols {
     pub fn method_name(&self, m: MethodId) -> String {
         match self.methods.get(&m) {
             Some(info) => info.name.clone(),
-            None => format!("method#{}", m.0),
+            None => match m.truncated_frames() {
+                Some(n) => format!("[truncated: {n} frames]"),
+                None => format!("method#{}", m.0),
+            },
         }
+    }
+
+    /// Where `bci` of `method` is in its source: the position of that bytecode (for a
+    /// caller, the call it is waiting in; for the innermost frame, the last call it made),
+    /// or the method's header line for [`ENTRY_BCI`] (entered, no call made yet) and for
+    /// methods the profile has no line table for. `None` for unknown methods.
+    pub fn position(&self, method: MethodId, bci: u32) -> Option<SourcePos<'_>> {
+        let info = self.methods.get(&method)?;
+        let mut pos = SourcePos {
+            file: &info.file,
+            line: info.line,
+            column: 0,
+        };
+        if bci != ENTRY_BCI {
+            if let Some(table) = self.lines.get(&method) {
+                if let Some(i) = table.partition_point(|e| e.bci <= bci).checked_sub(1) {
+                    pos.line = table[i].line;
+                    pos.column = table[i].column;
+                }
+            }
+        }
+        Some(pos)
+    }
+
+    /// A sample's stack, innermost first; a truncated sample ends in a
+    /// `[truncated: N frames]` root ([`MethodId::truncated`]) standing for the outer frames
+    /// it lost, so its kept frames never pose as the program's root.
+    pub fn resolve_sample(&self, s: &Sample) -> Vec<LogicalFrame> {
+        let mut out = self.resolve_stack(&s.frames);
+        if let Some(lost) = lost_frames(s) {
+            out.push(LogicalFrame {
+                method: MethodId::truncated(lost),
+                bci: 0,
+                tier: Tier::Interpreter,
+                inlined: false,
+            });
+        }
+        out
     }
 
     /// Appends the logical frames of `raw`, innermost first.
@@ -169,9 +225,75 @@ impl Symbols {
     }
 }
 
+/// The outer frames a truncated sample lost (at least 1: a sample flagged truncated whose
+/// depth was not recorded still lost something).
+pub fn lost_frames(s: &Sample) -> Option<u32> {
+    s.flags
+        .contains(SampleFlags::TRUNCATED)
+        .then(|| s.depth.saturating_sub(s.frames.len() as u32).max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_come_from_the_line_table_and_entry_means_the_header() {
+        let events = [
+            Event {
+                time_ns: 0,
+                kind: EventKind::MethodCompiled {
+                    method: MethodId(4),
+                    class: ClassId(1),
+                    name: "A>>b".into(),
+                    file: "A.som".into(),
+                    line: 10,
+                    bytecode_len: 9,
+                },
+            },
+            Event {
+                time_ns: 0,
+                kind: EventKind::MethodLines {
+                    method: MethodId(4),
+                    lines: LineEntry::table([(11, 5), (11, 5), (12, 9), (14, 3), (14, 3)]),
+                },
+            },
+        ];
+        let s = Symbols::from_events(&events);
+        let at = |bci| {
+            s.position(MethodId(4), bci)
+                .map(|p| (p.file, p.line, p.column))
+        };
+        assert_eq!(at(0), Some(("A.som", 11, 5)));
+        assert_eq!(at(1), Some(("A.som", 11, 5)));
+        assert_eq!(at(2), Some(("A.som", 12, 9)));
+        assert_eq!(at(4), Some(("A.som", 14, 3)));
+        assert_eq!(at(400), Some(("A.som", 14, 3)));
+        assert_eq!(at(ENTRY_BCI), Some(("A.som", 10, 0)));
+        assert_eq!(s.position(MethodId(5), 0), None);
+    }
+
+    #[test]
+    fn a_truncated_sample_hangs_under_a_truncated_root() {
+        let s = Symbols::default();
+        let mut sample = Sample {
+            time_ns: 0,
+            state: crate::ids::VmState::Interpreting,
+            origin: crate::sample::Origin::Immediate,
+            flags: SampleFlags::TRUNCATED,
+            depth: 2000,
+            frames: vec![RawFrame::interpreted(MethodId(1), 3); 128],
+        };
+        let frames = s.resolve_sample(&sample);
+        assert_eq!(frames.len(), 129);
+        assert_eq!(
+            s.method_name(frames[128].method),
+            "[truncated: 1872 frames]"
+        );
+        sample.flags = SampleFlags::NONE;
+        sample.depth = 128;
+        assert_eq!(s.resolve_sample(&sample).len(), 128);
+    }
 
     #[test]
     fn compiled_frames_expand_through_the_inlining_chain() {

@@ -12,6 +12,35 @@ pub struct Event {
     pub kind: EventKind,
 }
 
+/// The source position of the bytecodes from `bci` on (1-based line and column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineEntry {
+    pub bci: u32,
+    pub line: u32,
+    pub column: u32,
+}
+
+impl LineEntry {
+    /// The run-length table of a method whose bytecode `i` sits at `positions[i]` (line,
+    /// column): one entry where the position changes.
+    pub fn table(positions: impl IntoIterator<Item = (u32, u32)>) -> Vec<LineEntry> {
+        let mut out: Vec<LineEntry> = Vec::new();
+        for (bci, (line, column)) in positions.into_iter().enumerate() {
+            if out
+                .last()
+                .is_none_or(|e| (e.line, e.column) != (line, column))
+            {
+                out.push(LineEntry {
+                    bci: bci as u32,
+                    line,
+                    column,
+                });
+            }
+        }
+        out
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
     ProgramStart,
@@ -34,6 +63,13 @@ pub enum EventKind {
         file: String,
         line: u32,
         bytecode_len: u32,
+    },
+    /// Where each bytecode of a method comes from in its file, announced with
+    /// `MethodCompiled`: a bytecode index maps to the last entry at or before it.
+    MethodLines {
+        method: MethodId,
+        /// Sorted by `bci`, one entry where the position changes.
+        lines: Vec<LineEntry>,
     },
     /// A compiled code version became executable.
     CodeInstalled(CodeVersion),
@@ -60,6 +96,7 @@ impl EventKind {
             EventKind::ProgramEnd { .. } => "program end",
             EventKind::ClassLoaded { .. } => "class loaded",
             EventKind::MethodCompiled { .. } => "method compiled",
+            EventKind::MethodLines { .. } => "method lines",
             EventKind::CodeInstalled(_) => "code installed",
             EventKind::CodeFreed { .. } => "code freed",
             EventKind::GcStart { .. } => "gc start",

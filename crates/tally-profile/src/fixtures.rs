@@ -4,7 +4,7 @@
 
 use crate::callgraph::CallEdge;
 use crate::code::{CodeVersion, PcMapEntry};
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, LineEntry};
 use crate::hot::cbs::CbsConfig;
 use crate::hot::exact::ExactCounts;
 use crate::hot::SampleCounters;
@@ -35,6 +35,19 @@ fn method(id: u32, name: &str, line: u32) -> Event {
     )
 }
 
+fn lines(id: u32, table: &[(u32, u32, u32)]) -> Event {
+    ev(
+        10 + u64::from(id),
+        EventKind::MethodLines {
+            method: MethodId(id),
+            lines: table
+                .iter()
+                .map(|&(bci, line, column)| LineEntry { bci, line, column })
+                .collect(),
+        },
+    )
+}
+
 fn i(m: u32, bci: u32) -> RawFrame {
     RawFrame::interpreted(MethodId(m), bci)
 }
@@ -56,6 +69,8 @@ pub fn example_profile() -> Profile {
         method(1, "Bench>>fib:", 7),
         method(2, "Bench>>loop", 12),
         method(3, "Bench>>add:", 18),
+        lines(0, &[(0, 4, 5), (5, 5, 5)]),
+        lines(1, &[(0, 8, 5), (4, 9, 9), (9, 10, 9), (11, 11, 5)]),
     ];
     events.push(ev(
         4_000_000,

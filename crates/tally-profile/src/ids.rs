@@ -12,6 +12,28 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MethodId(pub u32);
 
+/// Method ids from here up never name a VM's method (packed frames carry 31-bit ids): they
+/// stand for the synthetic root of a truncated stack, `[truncated: N frames]`.
+const TRUNCATED_BASE: u32 = 1 << 31;
+
+impl MethodId {
+    /// The root a truncated sample's kept frames hang under, standing for the `lost` outer
+    /// frames that did not fit (one id per count, so a report shows how much was cut).
+    pub fn truncated(lost: u32) -> MethodId {
+        MethodId(TRUNCATED_BASE | lost.min(u32::MAX - TRUNCATED_BASE - 1))
+    }
+
+    /// The frames a truncated root stands for, if this is one.
+    pub fn truncated_frames(self) -> Option<u32> {
+        (self.0 >= TRUNCATED_BASE && self.0 != u32::MAX).then(|| self.0 - TRUNCATED_BASE)
+    }
+}
+
+/// The bytecode index of an interpreted frame that has made no call yet: the VM saves a
+/// frame's position only at calls (and yieldpoints), so all a sample knows of such a frame is
+/// that it was entered. Source positions resolve it to the method's header line.
+pub const ENTRY_BCI: u32 = u32::MAX;
+
 /// A class, as numbered by the VM (only used to group methods in reports).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ClassId(pub u32);
@@ -193,5 +215,16 @@ mod tests {
             assert_eq!(VmState::from_u8(s as u8), Some(s));
         }
         assert_eq!(VmState::from_u8(6), None);
+    }
+
+    #[test]
+    fn truncated_roots_are_never_real_methods() {
+        assert_eq!(MethodId::truncated(372).truncated_frames(), Some(372));
+        assert_eq!(MethodId(MAX_PACKED_ID).truncated_frames(), None);
+        assert_eq!(MethodId(u32::MAX).truncated_frames(), None);
+        assert_eq!(
+            MethodId::truncated(u32::MAX).truncated_frames(),
+            Some(u32::MAX - (1 << 31) - 1)
+        );
     }
 }

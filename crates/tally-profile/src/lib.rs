@@ -113,16 +113,18 @@ pub mod trigger;
 
 pub use callgraph::{CallEdge, CallGraph};
 pub use cct::{Cct, CctNode};
-pub use code::{CodeVersion, LogicalFrame, MethodInfo, PcMapEntry, Symbols};
+pub use code::{
+    lost_frames, CodeVersion, LogicalFrame, MethodInfo, PcMapEntry, SourcePos, Symbols,
+};
 pub use drainer::{Drainer, DrainerConfig, UnservedStop};
-pub use event::{Event, EventKind};
+pub use event::{Event, EventKind, LineEntry};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;
 pub use hot::flag::{self, TripWord, YieldpointFlag};
 pub use hot::published::{PublishedState, StackView, StateCell};
 pub use hot::ring::SampleRing;
-pub use hot::{HotConfig, HotState, Mechanism, SampleCounters};
-pub use ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, VmState};
+pub use hot::{HotConfig, HotState, Mechanism, SampleCounters, DEFAULT_SAMPLE_DEPTH};
+pub use ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, VmState, ENTRY_BCI};
 pub use metrics::TopN;
 pub use profile::{Header, Profile, Recorder, SamplerSettings};
 pub use sample::{Origin, Sample, SampleFlags};

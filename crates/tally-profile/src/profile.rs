@@ -104,6 +104,27 @@ impl Profile {
         Some(out)
     }
 
+    /// Samples whose stack was deeper than the sampler kept (`--sample-depth`): their
+    /// innermost frames sit under a `[truncated: N frames]` root.
+    pub fn truncated_samples(&self) -> u64 {
+        self.samples
+            .iter()
+            .filter(|s| crate::code::lost_frames(s).is_some())
+            .count() as u64
+    }
+
+    /// A sentence on truncated samples for reports and exports, if there are any.
+    pub fn truncation_note(&self) -> Option<String> {
+        let n = self.truncated_samples();
+        (n > 0).then(|| {
+            format!(
+                "{n} of {} samples were deeper than {} frames (--sample-depth); their innermost frames sit under a [truncated: N frames] root",
+                self.samples.len(),
+                self.header.sampler.max_frames
+            )
+        })
+    }
+
     /// Duration from the first to the last event or sample.
     pub fn duration_ns(&self) -> u64 {
         let start = self.header.start_time_ns;

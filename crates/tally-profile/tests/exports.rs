@@ -47,9 +47,45 @@ fn pprof_decodes_with_prost_and_keeps_stacks() {
         .map(|id| funcs[&locs[id].line[0].function_id])
         .collect();
     assert_eq!(names, vec!["Bench>>fib:", "Bench>>fib:", "Bench>>run"]);
+    // Each location is a (method, line): the frames' bytecode indices resolve through the
+    // methods' line tables (Bench>>fib: bytecode 4 is line 9, 9 is line 10; Bench>>run's 2
+    // is line 4), and functions carry their header lines.
+    let lines: Vec<i64> = msg.sample[0]
+        .location_id
+        .iter()
+        .map(|id| locs[id].line[0].line)
+        .collect();
+    assert_eq!(lines, vec![9, 10, 4]);
+    let fib = msg
+        .function
+        .iter()
+        .find(|f| s(f.name) == "Bench>>fib:")
+        .unwrap();
+    assert_eq!((s(fib.filename), fib.start_line), ("Bench.som", 7));
+    let fib_lines: std::collections::BTreeSet<i64> = msg
+        .location
+        .iter()
+        .filter(|l| funcs[&l.line[0].function_id] == "Bench>>fib:")
+        .map(|l| l.line[0].line)
+        .collect();
     assert_eq!(
-        locs[&msg.sample[0].location_id[0]].address, 4,
-        "bytecode index as address"
+        fib_lines,
+        [9, 10, 11].into_iter().collect(),
+        "one location per line"
+    );
+    // The truncated sample (sample 3, one frame lost) ends in a truncated root, and the
+    // comments say how many samples were truncated.
+    let outer = *msg.sample[3].location_id.last().unwrap();
+    assert_eq!(
+        funcs[&locs[&outer].line[0].function_id],
+        "[truncated: 1 frames]"
+    );
+    assert!(
+        msg.comment
+            .iter()
+            .any(|&c| s(c).starts_with("1 of 9 samples were deeper than 128 frames")),
+        "{:?}",
+        msg.comment.iter().map(|&c| s(c)).collect::<Vec<_>>()
     );
     // The inlined compiled frame is one location with two lines.
     let inlined = msg
@@ -111,6 +147,10 @@ fn folded_stacks_render_as_an_inferno_flame_graph() {
         "{text}"
     );
     assert!(text.contains("[runtime] 1\n"), "{text}");
+    assert!(
+        text.contains("[truncated: 1 frames];Bench>>run;Bench>>fib: 1\n"),
+        "a truncated sample hangs under its truncated root: {text}"
+    );
     let svg = String::from_utf8(folded::to_svg(&text, "example").unwrap()).unwrap();
     assert!(svg.starts_with("<?xml"), "{}", &svg[..100]);
     assert!(svg.contains("<svg"));
@@ -144,6 +184,24 @@ fn speedscope_json_matches_speedscopes_schema() {
         })
         .collect();
     assert_eq!(first, vec!["Bench>>run", "Bench>>fib:", "Bench>>fib:"]);
+    let fib = &frames[samples[0][1].as_u64().unwrap() as usize];
+    assert_eq!(
+        (fib["file"].as_str(), fib["line"].as_u64()),
+        (Some("Bench.som"), Some(7))
+    );
+    let cut = samples[3].as_array().unwrap();
+    assert_eq!(
+        frames[cut[0].as_u64().unwrap() as usize]["name"],
+        "[truncated: 1 frames]"
+    );
+    assert!(
+        prof["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("(1 samples truncated at 128 frames)"),
+        "{}",
+        prof["name"]
+    );
     // And a broken document is caught, so the check has teeth.
     let mut bad = doc.clone();
     bad["profiles"][0]["type"] = Value::from("sampledd");
@@ -263,6 +321,46 @@ fn firefox_profile_has_the_structure_the_front_end_requires() {
     let frame = stacks["frame"][stack].as_u64().unwrap() as usize;
     let cat = ft["category"][frame].as_u64().unwrap() as usize;
     assert_eq!(categories[cat]["name"], "gc");
+
+    // Source positions: the function has its file and header line; the first sample's
+    // innermost frame (Bench>>fib: at bytecode 4) is on line 9, column 9, its caller (the
+    // same function at bytecode 9) on line 10, and both frames share the one function.
+    let fib = names.iter().position(|&n| n == "Bench>>fib:").unwrap();
+    let ftab = &t["funcTable"];
+    assert_eq!(
+        strings[ftab["fileName"][fib].as_u64().unwrap() as usize],
+        "Bench.som"
+    );
+    assert_eq!(ftab["lineNumber"][fib], 7);
+    let leaf = t["samples"]["stack"][0].as_u64().unwrap() as usize;
+    let leaf_frame = stacks["frame"][leaf].as_u64().unwrap() as usize;
+    let caller = stacks["prefix"][leaf].as_u64().unwrap() as usize;
+    let caller_frame = stacks["frame"][caller].as_u64().unwrap() as usize;
+    assert_eq!(
+        (
+            ft["func"][leaf_frame].as_u64(),
+            ft["line"][leaf_frame].as_u64(),
+            ft["column"][leaf_frame].as_u64()
+        ),
+        (Some(fib as u64), Some(9), Some(9))
+    );
+    assert_eq!(
+        (
+            ft["func"][caller_frame].as_u64(),
+            ft["line"][caller_frame].as_u64()
+        ),
+        (Some(fib as u64), Some(10))
+    );
+    // The truncated sample ends in a truncated root, and the product line counts it.
+    assert!(names.contains(&"[truncated: 1 frames]"), "{names:?}");
+    assert!(
+        back["meta"]["product"]
+            .as_str()
+            .unwrap()
+            .contains("(1 samples truncated at 128 frames)"),
+        "{}",
+        back["meta"]["product"]
+    );
 }
 
 #[test]
@@ -286,8 +384,9 @@ fn chrome_trace_shows_the_event_timeline() {
         .expect("a compile slice");
     assert_eq!(jit["name"], "compile Bench>>loop [optimizing]");
     let instants = events.iter().filter(|e| e["ph"] == "i").count();
-    // start, class, 4 methods, code freed, end
+    // start, class, 4 methods, code freed, end (line tables are not events on a timeline)
     assert_eq!(instants, 8);
+    assert_eq!(back["otherData"]["truncated_samples"], 1);
 }
 
 #[test]

@@ -40,6 +40,10 @@ fn a_format_1_0_seed_still_reads() {
     assert_eq!(&bytes[10..12], &0u16.to_le_bytes(), "minor version 0");
     let mut expected = example_profile();
     expected.counters.ticks_merged = 0; // not in 1.0
+                                        // Line tables came with 1.2.
+    expected
+        .events
+        .retain(|e| !matches!(e.kind, tally_profile::EventKind::MethodLines { .. }));
     assert_eq!(decode(&bytes).unwrap(), expected);
 }
 

@@ -221,8 +221,9 @@ impl FrameStack {
 }
 
 /// Reads one frame for a sample: the method and the bytecode index of its last call (for the
-/// innermost frame too: the interpreter saves its position only at calls, so the innermost
-/// frame is placed at its most recent call, or at 0 before its first).
+/// innermost frame too: the interpreter saves its position only at calls and yieldpoints, so
+/// the innermost frame is placed at its most recent call, or at `ENTRY_BCI`, "entered", when
+/// it has saved none, rather than at bytecode 0, which would claim a position).
 ///
 /// # Safety
 /// `frame` points at a live `Frame` of a `FrameStack` (see `FrameStack::stack_view`).
@@ -237,7 +238,10 @@ unsafe fn read_frame(frame: *const u8, _innermost: bool) -> RawFrame {
             std::ptr::read_volatile(std::ptr::addr_of!((*frame).ip)),
         )
     };
-    RawFrame::interpreted(MethodId(code), ip.saturating_sub(1))
+    RawFrame::interpreted(
+        MethodId(code),
+        ip.checked_sub(1).unwrap_or(tally_profile::ENTRY_BCI),
+    )
 }
 
 #[cfg(test)]

@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tally_profile::trigger::{Sampler, SamplerConfig, Trigger};
 use tally_profile::{
     flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, Drainer, DrainerConfig,
-    EventKind, ExactCounts, Header, HotConfig, HotState, Mechanism, MethodId, Profile, Recorder,
-    SamplerSettings, UnservedStop, VmState,
+    EventKind, ExactCounts, Header, HotConfig, HotState, LineEntry, Mechanism, MethodId, Profile,
+    Recorder, SamplerSettings, UnservedStop, VmState,
 };
 
 use crate::bytecode::CodeId;
@@ -98,6 +98,9 @@ pub struct ProfileOptions {
     pub trigger_choice: Option<String>,
     pub mechanism: Mechanism,
     pub rate_hz: u32,
+    /// Frames kept per sample, innermost first; deeper stacks lose their outer frames and are
+    /// flagged truncated (reports put what is kept under a `[truncated: N frames]` root).
+    pub sample_depth: usize,
     /// Counter-based sampling of call edges (Arnold & Grove): stride and samples per window.
     pub cbs: Option<CbsConfig>,
     /// Exact call and bytecode counts: the ground truth sampled profiles are judged against.
@@ -143,7 +146,11 @@ impl Drop for TripsAttached {
 
 impl Profiler {
     pub fn new(options: &ProfileOptions, frames: &FrameStack) -> Result<Profiler, VmError> {
-        let hot = HotState::with_statics(HotConfig::default(), &YIELDPOINT, &VM_STATE);
+        let config = HotConfig {
+            max_frames: options.sample_depth,
+            ..HotConfig::default()
+        };
+        let hot = HotState::with_statics(config, &YIELDPOINT, &VM_STATE);
         // SAFETY: the frame stack is reserved once and never moves; the VM drops its profiler
         // (which stops the sampler) before its frames (`Vm`'s field order).
         if unsafe { hot.published.use_stack_view(frames.stack_view()) }.is_err() {
@@ -183,7 +190,7 @@ impl Profiler {
                 cbs: options.cbs,
                 exhaustive: options.exhaustive,
                 ring_slots: HotConfig::default().ring_slots as u32,
-                max_frames: HotConfig::default().max_frames as u32,
+                max_frames: hot.ring.max_frames() as u32,
                 ..SamplerSettings::default()
             },
             ..Header::default()
@@ -517,6 +524,12 @@ impl Vm {
                 line: code.source_line,
                 bytecode_len: code.ops.len() as u32,
             });
+            if !code.positions.is_empty() {
+                r.event(EventKind::MethodLines {
+                    method: MethodId(code.id),
+                    lines: LineEntry::table(code.positions.iter().copied()),
+                });
+            }
         }
     }
 
@@ -561,6 +574,7 @@ mod tests {
     fn options(trigger: Option<Trigger>, mechanism: Mechanism) -> ProfileOptions {
         ProfileOptions {
             trigger_choice: None,
+            sample_depth: HotConfig::default().max_frames,
             output: PathBuf::from("unused.profile"),
             trigger,
             mechanism,

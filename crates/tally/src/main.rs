@@ -104,6 +104,20 @@ struct Cli {
     #[arg(long, help_heading = "Profiling")]
     exhaustive: bool,
 
+    /// Frames kept per sample, innermost first (1 to 65535). A deeper stack keeps its
+    /// innermost FRAMES frames under a `[truncated: N frames]` root, N being the frames lost,
+    /// and reports and exports count such samples. A tick copies (and the profile stores) every
+    /// kept frame, so a deep limit costs only where stacks are deep; the sample ring grows by 16
+    /// bytes per frame of this limit.
+    #[arg(
+        long,
+        value_name = "FRAMES",
+        default_value_t = tally_vm::tally_profile::DEFAULT_SAMPLE_DEPTH,
+        value_parser = parse_sample_depth,
+        help_heading = "Profiling"
+    )]
+    sample_depth: usize,
+
     /// Overwrite an existing profile file.
     #[arg(long, help_heading = "Profiling")]
     force: bool,
@@ -182,6 +196,13 @@ fn parse_cbs(s: &str) -> Result<CbsChoice, String> {
     })))
 }
 
+fn parse_sample_depth(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=u16::MAX as usize).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' is not a frame count from 1 to 65535")),
+    }
+}
+
 fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
     let Some(output) = cli.profile.clone() else {
         return Ok(None);
@@ -226,6 +247,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
                 .unwrap_or_else(|| "off".into()),
         ),
         ("exhaustive".to_string(), cli.exhaustive.to_string()),
+        ("sample-depth".to_string(), cli.sample_depth.to_string()),
         (
             "gc-stress".to_string(),
             cli.gc_stress
@@ -239,6 +261,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
         trigger_choice,
         mechanism,
         rate_hz: cli.rate,
+        sample_depth: cli.sample_depth,
         cbs: cli.cbs.0,
         exhaustive: cli.exhaustive,
         command_line: cli.program.clone(),
@@ -312,6 +335,7 @@ fn normalize_args(args: Vec<String>) -> Vec<String> {
                     "--mechanism",
                     "--rate",
                     "--cbs",
+                    "--sample-depth",
                 ]
                 .contains(&a.as_str())
             {

@@ -10,6 +10,13 @@ use clap::{Parser, ValueEnum};
 use tally_vm::tally_profile::report::{self, EdgeSource};
 use tally_vm::tally_profile::{export, Cct, Profile, SampleCounters, TopN};
 
+macro_rules! outln {
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
 fn read(path: &Path) -> Result<Profile, String> {
     Profile::read(path).map_err(|e| format!("cannot read the profile {}: {e}", path.display()))
 }
@@ -26,9 +33,23 @@ pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<(), String
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+const REPORT_AFTER_HELP: &str = "\
+Columns: self% is the share of samples whose innermost frame is the method (or context),
+total% the share with it anywhere on the stack. In the call tree, `@File.som:23` is the line in
+the caller that made the call.
+
+Positions: a sample records each frame's bytecode index. For a caller that is the call it is
+waiting in; for the innermost frame it is the last call it made (the VM saves a frame's
+position only at calls), and a frame that has made no call yet is put on its method's header
+line. So `--lines` shows self samples on lines with calls and on the header line, never on a
+line the VM cannot place them on.
+
+A stack deeper than --sample-depth keeps its innermost frames under a
+`[truncated: N frames]` root (N frames lost); the report says how many samples were cut.";
+
 /// Print what a profile says: where time went, the calls, the VM's states.
 #[derive(Parser, Debug)]
-#[command(name = "tally report")]
+#[command(name = "tally report", after_help = REPORT_AFTER_HELP)]
 struct ReportArgs {
     /// A profile written by `tally --profile` or `tally record`.
     file: PathBuf,
@@ -41,13 +62,39 @@ struct ReportArgs {
     /// Deepest call-tree level shown.
     #[arg(long, default_value_t = 12)]
     depth: usize,
+    /// Instead of the report, list METHOD's source (e.g. 'Vector>>forEach:', or a part of a
+    /// name) with its samples per line: self (innermost on that line) and total (on the
+    /// stack at that line), like `perf annotate` or `pprof -list`.
+    #[arg(long, value_name = "METHOD")]
+    lines: Option<String>,
 }
 
-macro_rules! outln {
-    ($out:expr, $($arg:tt)*) => {{
-        use std::fmt::Write as _;
-        let _ = writeln!($out, $($arg)*);
-    }};
+/// `tally report --lines METHOD`: each matching method's source with samples per line.
+fn report_lines(p: &Profile, method: &str) -> Result<String, String> {
+    let found = report::LineProfile::for_name(p, method);
+    if found.is_empty() {
+        return Err(format!("no method named like '{method}' in the profile"));
+    }
+    let mut out = String::new();
+    for lp in &found {
+        let source = match std::fs::read_to_string(&lp.file) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                outln!(
+                    out,
+                    "note: cannot read {} ({e}); showing line numbers only",
+                    if lp.file.is_empty() {
+                        "the source file"
+                    } else {
+                        &lp.file
+                    }
+                );
+                None
+            }
+        };
+        outln!(out, "{}", lp.render_text(source.as_deref()));
+    }
+    Ok(out)
 }
 
 /// Writes a finished report; a closed pipe (`tally report f | head`) is not an error.
@@ -112,6 +159,10 @@ fn few_cbs_windows(cbs_on: bool, c: &SampleCounters) -> Option<String> {
 
 fn report(args: ReportArgs) -> Result<(), String> {
     let p = read(&args.file)?;
+    if let Some(method) = &args.lines {
+        print_out(&report_lines(&p, method)?);
+        return Ok(());
+    }
     let mut out = String::new();
     let h = &p.header;
     outln!(
@@ -152,6 +203,9 @@ fn report(args: ReportArgs) -> Result<(), String> {
     }
     if let Some(warning) = few_cbs_windows(s.cbs.is_some(), c) {
         outln!(out, "note: {warning}");
+    }
+    if let Some(note) = p.truncation_note() {
+        outln!(out, "note: {note}");
     }
     outln!(
         out,
@@ -272,7 +326,11 @@ fn export(args: ExportArgs) -> Result<(), String> {
         Format::Pprof => export::pprof::to_pb_gz(&p),
         Format::Folded => export::folded::to_folded(&p).into_bytes(),
         Format::Flamegraph => {
-            let title = format!("{} {}", p.header.program, p.header.args.join(" "));
+            let mut title = format!("{} {}", p.header.program, p.header.args.join(" "));
+            let truncated = p.truncated_samples();
+            if truncated > 0 {
+                title += &format!(" ({truncated} samples truncated)");
+            }
             export::folded::to_svg(&export::folded::to_folded(&p), &title)?
         }
         Format::Speedscope => json(&export::speedscope::to_json(&p)),

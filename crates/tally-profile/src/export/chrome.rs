@@ -47,6 +47,9 @@ pub fn to_json(p: &Profile) -> Value {
             // The matching GcEnd carries the duration; a start alone would
             // duplicate the slice.
             EventKind::GcStart { .. } => continue,
+            // A method's line table is data for resolving samples, not something that
+            // happened on the timeline.
+            EventKind::MethodLines { .. } => continue,
             other => {
                 let args = match other {
                     EventKind::ProgramEnd { exit_code } => json!({"exit_code": exit_code}),
@@ -75,6 +78,7 @@ pub fn to_json(p: &Profile) -> Value {
             "program": p.header.program,
             "args": p.header.args,
             "clock": p.header.clock,
+            "truncated_samples": p.truncated_samples(),
         },
     })
 }

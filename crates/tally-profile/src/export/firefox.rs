@@ -2,11 +2,21 @@
 //! fxprof-processed-profile crate). Each VM state is a category, so the
 //! profiler's activity graph colours time by interpreter, primitives, GC,
 //! compiler, runtime and compiled code.
+//!
+//! Source positions: the crate interns one frame per label and has no source fields, so
+//! [`to_json`] rebuilds the VM thread's function, frame and stack tables: a function per
+//! label with its file and header line, a frame per (function, line, column) of the
+//! sampled bytecode index ([`crate::Symbols::position`]), so the call tree merges a
+//! method's lines and the source view spreads its time over them.
 
 use fxprof_processed_profile::{
     CategoryColor, CategoryHandle, CpuDelta, Frame, FrameFlags, FrameInfo, Profile as FxProfile,
     ReferenceTimestamp, SamplingInterval, Timestamp,
 };
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Value};
 
 use super::frame_label;
 use crate::ids::VmState;
@@ -30,7 +40,14 @@ pub fn to_profile(p: &Profile) -> FxProfile {
     let reference = ReferenceTimestamp::from_millis_since_unix_epoch(
         p.header.start_unix_ns as f64 / 1_000_000.0,
     );
-    let product = format!("{} {}", p.header.vm_name, p.header.program);
+    let mut product = format!("{} {}", p.header.vm_name, p.header.program);
+    let truncated = p.truncated_samples();
+    if truncated > 0 {
+        product += &format!(
+            " ({truncated} samples truncated at {} frames)",
+            p.header.sampler.max_frames
+        );
+    }
     let mut fx = FxProfile::new(&product, reference, SamplingInterval::from_nanos(period_ns));
     let categories: Vec<CategoryHandle> = VmState::ALL
         .iter()
@@ -46,7 +63,7 @@ pub fn to_profile(p: &Profile) -> FxProfile {
     fx.set_thread_name(thread, "VM");
     for s in &p.samples {
         let category = categories[s.state as usize];
-        let logical = symbols.resolve_stack(&s.frames);
+        let logical = symbols.resolve_sample(s);
         let labels: Vec<String> = if logical.is_empty() {
             vec![format!("[{}]", s.state.name())]
         } else {
@@ -77,5 +94,168 @@ pub fn to_profile(p: &Profile) -> FxProfile {
 }
 
 pub fn to_json(p: &Profile) -> serde_json::Value {
-    serde_json::to_value(to_profile(p)).expect("the processed profile always serializes")
+    let mut v =
+        serde_json::to_value(to_profile(p)).expect("the processed profile always serializes");
+    add_source_positions(p, &mut v["threads"][0]);
+    v
+}
+
+/// Interns strings into a thread's string array, keeping the indices already used.
+struct StringArray {
+    strings: Vec<Value>,
+    index: HashMap<String, usize>,
+}
+
+impl StringArray {
+    fn get(&mut self, s: &str) -> usize {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        self.strings.push(Value::String(s.to_string()));
+        self.index.insert(s.to_string(), self.strings.len() - 1);
+        self.strings.len() - 1
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    columns: BTreeMap<&'static str, Vec<Value>>,
+    length: usize,
+}
+
+impl Table {
+    fn push(&mut self, row: &[(&'static str, Value)]) -> usize {
+        for (k, v) in row {
+            self.columns.entry(k).or_default().push(v.clone());
+        }
+        self.length += 1;
+        self.length - 1
+    }
+
+    fn into_json(self) -> Value {
+        let mut m: serde_json::Map<String, Value> = self
+            .columns
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Value::Array(v)))
+            .collect();
+        m.insert("length".into(), json!(self.length));
+        Value::Object(m)
+    }
+}
+
+/// One frame of a stack: its label, its function's file and header line, and the frame's
+/// own line and column (0: unknown).
+type FrameRow = (String, Option<(String, u32)>, u32, u32);
+
+/// Rebuilds `thread`'s function, frame and stack tables with source positions, keeping its
+/// samples (one per profile sample, in order) and their categories.
+fn add_source_positions(p: &Profile, thread: &mut Value) {
+    let symbols = p.symbols();
+    let old_stacks: Vec<Option<usize>> = column(&thread["samples"]["stack"]);
+    let old_stack_frame: Vec<Option<usize>> = column(&thread["stackTable"]["frame"]);
+    let old_frame_category: Vec<Option<usize>> = column(&thread["frameTable"]["category"]);
+    if old_stacks.len() != p.samples.len() {
+        return;
+    }
+    let existing = thread["stringArray"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut strings = StringArray {
+        index: existing
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_str().map(|s| (s.to_string(), i)))
+            .collect(),
+        strings: existing,
+    };
+    let (mut funcs, mut frames, mut stacks) =
+        (Table::default(), Table::default(), Table::default());
+    let mut func_index: HashMap<String, usize> = HashMap::new();
+    let mut frame_index: HashMap<(usize, u32, u32, usize), usize> = HashMap::new();
+    let mut stack_index: HashMap<(Option<usize>, usize), usize> = HashMap::new();
+    let mut new_stacks = Vec::with_capacity(p.samples.len());
+    for (s, old) in p.samples.iter().zip(&old_stacks) {
+        let category = old
+            .and_then(|st| old_stack_frame.get(st).copied().flatten())
+            .and_then(|f| old_frame_category.get(f).copied().flatten())
+            .unwrap_or(0);
+        let logical = symbols.resolve_sample(s);
+        let rows: Vec<FrameRow> = if logical.is_empty() {
+            vec![(format!("[{}]", s.state.name()), None, 0, 0)]
+        } else {
+            logical
+                .iter()
+                .rev()
+                .map(|f| {
+                    let info = symbols.methods.get(&f.method);
+                    let pos = symbols.position(f.method, f.bci);
+                    (
+                        frame_label(&symbols, f),
+                        info.map(|i| (i.file.clone(), i.line)),
+                        pos.map_or(0, |p| p.line),
+                        pos.map_or(0, |p| p.column),
+                    )
+                })
+                .collect()
+        };
+        let mut prefix: Option<usize> = None;
+        for (label, func_source, line, col) in rows {
+            let func = match func_index.get(&label) {
+                Some(&f) => f,
+                None => {
+                    let name = strings.get(&label);
+                    let (file, header) = match &func_source {
+                        Some((file, line)) if !file.is_empty() => {
+                            (json!(strings.get(file)), json!(line))
+                        }
+                        _ => (Value::Null, Value::Null),
+                    };
+                    let f = funcs.push(&[
+                        ("name", json!(name)),
+                        ("isJS", json!(false)),
+                        ("relevantForJS", json!(false)),
+                        ("resource", json!(-1)),
+                        ("fileName", file),
+                        ("lineNumber", header),
+                        ("columnNumber", Value::Null),
+                    ]);
+                    func_index.insert(label, f);
+                    f
+                }
+            };
+            let frame = *frame_index
+                .entry((func, line, col, category))
+                .or_insert_with(|| {
+                    let known = |n: u32| if n == 0 { Value::Null } else { json!(n) };
+                    frames.push(&[
+                        ("address", json!(-1)),
+                        ("inlineDepth", json!(0)),
+                        ("category", json!(category)),
+                        ("subcategory", json!(0)),
+                        ("func", json!(func)),
+                        ("nativeSymbol", Value::Null),
+                        ("innerWindowID", json!(0)),
+                        ("line", known(line)),
+                        ("column", known(col)),
+                    ])
+                });
+            let stack = *stack_index.entry((prefix, frame)).or_insert_with(|| {
+                stacks.push(&[("frame", json!(frame)), ("prefix", json!(prefix))])
+            });
+            prefix = Some(stack);
+        }
+        new_stacks.push(json!(prefix));
+    }
+    thread["funcTable"] = funcs.into_json();
+    thread["frameTable"] = frames.into_json();
+    thread["stackTable"] = stacks.into_json();
+    thread["samples"]["stack"] = Value::Array(new_stacks);
+    thread["stringArray"] = Value::Array(strings.strings);
+}
+
+fn column(v: &Value) -> Vec<Option<usize>> {
+    v.as_array()
+        .map(|a| a.iter().map(|x| x.as_u64().map(|n| n as usize)).collect())
+        .unwrap_or_default()
 }

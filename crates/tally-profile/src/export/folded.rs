@@ -13,7 +13,7 @@ pub fn to_folded(p: &Profile) -> String {
     let symbols = p.symbols();
     let mut stacks: BTreeMap<String, u64> = BTreeMap::new();
     for s in &p.samples {
-        let frames = symbols.resolve_stack(&s.frames);
+        let frames = symbols.resolve_sample(s);
         let key = if frames.is_empty() {
             format!("[{}]", s.state.name())
         } else {

@@ -1,10 +1,15 @@
 //! pprof export (`.pb.gz`): opens in `go tool pprof`, Pyroscope and
 //! friends.
 //!
-//! One *location* per (method, bytecode index, tier), with the bytecode
-//! index as its address, so `pprof -lines`/`-addresses` can split a hot
-//! method by bytecode; compiled frames with inlining become one location
-//! with several lines, innermost first, as pprof expects. Each sample
+//! One *location* per (method, source line): each line entry carries the
+//! line of the frame's bytecode index (a caller's call, the innermost
+//! frame's last call, or the method's header line for a frame that has made
+//! no call yet; see [`crate::Symbols::position`]), so `pprof -list` spreads a
+//! method's time over its lines, and each function carries its header line
+//! as `start_line`. Compiled frames with inlining become one location with
+//! several lines, innermost first, as pprof expects. A truncated sample ends
+//! in a `[truncated: N frames]` location, and the comments say how many
+//! samples were truncated. Each sample
 //! carries two values (samples, and CPU time estimated as one tick
 //! period) and a `vm_state` label for filtering (`-tagfocus`).
 
@@ -14,8 +19,8 @@ use std::io::Write;
 use prost::Message;
 
 use super::pprof_proto as pb;
-use crate::code::{LogicalFrame, Symbols};
-use crate::ids::{MethodId, RawFrame};
+use crate::code::{lost_frames, LogicalFrame, Symbols};
+use crate::ids::{MethodId, Tier};
 use crate::profile::Profile;
 
 struct Strings {
@@ -50,7 +55,7 @@ pub fn to_message(p: &Profile) -> pb::Profile {
     let mut strings = Strings::new();
     let mut functions: HashMap<MethodId, u64> = HashMap::new();
     let mut function_list = vec![];
-    let mut locations: HashMap<RawFrame, u64> = HashMap::new();
+    let mut locations: HashMap<Vec<(MethodId, i64)>, u64> = HashMap::new();
     let mut location_list = vec![];
     let period_ns = 1_000_000_000 / i64::from(p.header.sampler.rate_hz.max(1));
     let state_key = strings.get("vm_state");
@@ -74,18 +79,35 @@ pub fn to_message(p: &Profile) -> pb::Profile {
     let mut samples = vec![];
     let mut logical: Vec<LogicalFrame> = vec![];
     for s in &p.samples {
-        let mut ids = Vec::with_capacity(s.frames.len());
-        for &raw in &s.frames {
-            let id = match locations.get(&raw) {
+        let mut ids = Vec::with_capacity(s.frames.len() + 1);
+        let truncated_root = lost_frames(s).map(|lost| LogicalFrame {
+            method: MethodId::truncated(lost),
+            bci: 0,
+            tier: Tier::Interpreter,
+            inlined: false,
+        });
+        for raw in s.frames.iter().map(Some).chain([None]) {
+            logical.clear();
+            match raw {
+                Some(&raw) => symbols.resolve_into(raw, &mut logical),
+                None => logical.extend(truncated_root),
+            }
+            if logical.is_empty() {
+                continue;
+            }
+            let key: Vec<(MethodId, i64)> = logical
+                .iter()
+                .map(|f| (f.method, line_of(&symbols, f)))
+                .collect();
+            let id = match locations.get(&key) {
                 Some(&id) => id,
                 None => {
-                    logical.clear();
-                    symbols.resolve_into(raw, &mut logical);
                     let lines = logical
                         .iter()
-                        .map(|f| pb::Line {
+                        .zip(&key)
+                        .map(|(f, &(_, line))| pb::Line {
                             function_id: function_id(f.method, &mut strings, &mut function_list),
-                            line: line_of(&symbols, f),
+                            line,
                             column: 0,
                         })
                         .collect();
@@ -93,11 +115,11 @@ pub fn to_message(p: &Profile) -> pb::Profile {
                     location_list.push(pb::Location {
                         id,
                         mapping_id: 0,
-                        address: address_of(raw),
+                        address: 0,
                         line: lines,
                         is_folded: false,
                     });
-                    locations.insert(raw, id);
+                    locations.insert(key, id);
                     id
                 }
             };
@@ -123,7 +145,7 @@ pub fn to_message(p: &Profile) -> pb::Profile {
         r#type: strings.get("cpu"),
         unit: strings.get("nanoseconds"),
     };
-    let comment = vec![strings.get(&format!(
+    let comment = [strings.get(&format!(
         "{} {} {} {}; sampler: {} {} at {} Hz",
         p.header.vm_name,
         p.header.vm_version,
@@ -132,7 +154,10 @@ pub fn to_message(p: &Profile) -> pb::Profile {
         p.header.sampler.trigger,
         p.header.sampler.mechanism,
         p.header.sampler.rate_hz
-    ))];
+    ))]
+    .into_iter()
+    .chain(p.truncation_note().map(|n| strings.get(&n)))
+    .collect();
     pb::Profile {
         sample_type: vec![samples_t, cpu_t.clone()],
         sample: samples,
@@ -151,21 +176,13 @@ pub fn to_message(p: &Profile) -> pb::Profile {
     }
 }
 
-/// Source line for pprof's line field: methods know only their first
-/// line, so that is what we give (the bytecode index is the address).
+/// The source line of a frame's position (0 where the profile has no source for it, as for
+/// a truncated root).
 fn line_of(symbols: &Symbols, f: &LogicalFrame) -> i64 {
     symbols
-        .methods
-        .get(&f.method)
-        .map(|i| i64::from(i.line))
+        .position(f.method, f.bci)
+        .map(|pos| i64::from(pos.line))
         .unwrap_or(0)
-}
-
-fn address_of(raw: RawFrame) -> u64 {
-    match raw {
-        RawFrame::Interpreted { bci, .. } => u64::from(bci),
-        RawFrame::Compiled { pc_offset, .. } => u64::from(pc_offset),
-    }
 }
 
 /// The gzip-compressed protobuf, as `.pb.gz` files hold it.

@@ -1,6 +1,11 @@
 //! speedscope's file format (one "sampled" profile): each sample is a list
 //! of indices into a shared frame table, outermost first, weighted by the
 //! sampling period in nanoseconds so speedscope shows time.
+//!
+//! A speedscope frame is a function (its views merge samples by frame), so each carries its
+//! method's file and header line; per-line time is in the pprof and Firefox exports and
+//! `tally report --lines`. A truncated sample ends in a `[truncated: N frames]` frame and the
+//! profile's name says how many samples were truncated.
 
 use std::collections::HashMap;
 
@@ -29,7 +34,7 @@ pub fn to_json(p: &Profile) -> Value {
     let period = 1_000_000_000u64 / u64::from(p.header.sampler.rate_hz.max(1));
     let mut samples = vec![];
     for s in &p.samples {
-        let logical = symbols.resolve_stack(&s.frames);
+        let logical = symbols.resolve_sample(s);
         let stack: Vec<usize> = if logical.is_empty() {
             vec![intern(format!("[{}]", s.state.name()), "", 0, &mut frames)]
         } else {
@@ -54,6 +59,15 @@ pub fn to_json(p: &Profile) -> Value {
         "profile".to_string()
     } else {
         p.header.program.clone()
+    };
+    let truncated = p.truncated_samples();
+    let name = if truncated > 0 {
+        format!(
+            "{name} ({truncated} samples truncated at {} frames)",
+            p.header.sampler.max_frames
+        )
+    } else {
+        name
     };
     json!({
         "$schema": SCHEMA_URL,

@@ -20,6 +20,8 @@
 //! do not know it; an unknown uppercase tag is critical and rejected.
 //!
 //! History: 1.1 adds `ticks_merged` at the end of `CNTR` (read as 0 from 1.0 files).
+//! 1.2 adds the `MethodLines` event (bytecode index → line and column); a 1.1 reader
+//! rejects files that carry it as holding an unknown event kind.
 //!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
@@ -34,7 +36,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 1;
+pub const MINOR: u16 = 2;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.
@@ -59,6 +61,8 @@ pub(crate) mod event_tags {
     pub const CODE_FREED: u8 = 5;
     pub const GC_START: u8 = 6;
     pub const GC_END: u8 = 7;
+    /// A method's bytecode → source position table (since 1.2).
+    pub const METHOD_LINES: u8 = 12;
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::codec::{Dec, R};
 use super::{event_tags as et, tags, MAGIC, MAJOR, MINOR};
 use crate::callgraph::CallEdge;
 use crate::code::{CodeVersion, PcMapEntry};
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, LineEntry};
 use crate::hot::cbs::CbsConfig;
 use crate::hot::exact::ExactCounts;
 use crate::hot::SampleCounters;
@@ -256,6 +256,7 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
                 line: d.u32()?,
                 bytecode_len: d.u32()?,
             },
+            et::METHOD_LINES => method_lines(d)?,
             et::CODE_INSTALLED => EventKind::CodeInstalled(code_version(d)?),
             et::CODE_FREED => EventKind::CodeFreed {
                 code: CodeVersionId(d.u32()?),
@@ -272,6 +273,33 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
         out.push(Event { time_ns, kind });
     }
     Ok(())
+}
+
+fn method_lines(d: &mut Dec) -> R<EventKind> {
+    let method = MethodId(d.u32()?);
+    let n = d.count(3)?;
+    let mut lines = Vec::with_capacity(n);
+    let (mut bci, mut line) = (0i64, 0i64);
+    for _ in 0..n {
+        bci += d.iv()?;
+        line += d.iv()?;
+        let column = d.u32()?;
+        let (Ok(b), Ok(l)) = (u32::try_from(bci), u32::try_from(line)) else {
+            return Err(format!(
+                "line table of method {} leaves the u32 range",
+                method.0
+            ));
+        };
+        if lines.last().is_some_and(|e: &LineEntry| b <= e.bci) {
+            return Err(format!("line table of method {} is not sorted", method.0));
+        }
+        lines.push(LineEntry {
+            bci: b,
+            line: l,
+            column,
+        });
+    }
+    Ok(EventKind::MethodLines { method, lines })
 }
 
 fn code_version(d: &mut Dec) -> R<CodeVersion> {

@@ -176,6 +176,18 @@ fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
             e.uv((*line).into());
             e.uv((*bytecode_len).into());
         }
+        EventKind::MethodLines { method, lines } => {
+            e.u8(et::METHOD_LINES);
+            e.uv(method.0.into());
+            e.uv(lines.len() as u64);
+            let (mut bci, mut line) = (0i64, 0i64);
+            for l in lines {
+                e.iv(i64::from(l.bci) - bci);
+                e.iv(i64::from(l.line) - line);
+                e.uv(l.column.into());
+                (bci, line) = (l.bci.into(), l.line.into());
+            }
+        }
         EventKind::CodeInstalled(v) => {
             e.u8(et::CODE_INSTALLED);
             code_version(e, v);

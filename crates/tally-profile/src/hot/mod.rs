@@ -48,16 +48,25 @@ pub struct HotConfig {
     pub stack_capacity: usize,
     /// Samples the ring holds between drains.
     pub ring_slots: usize,
-    /// Frames kept per sample (innermost first).
+    /// Frames kept per sample (innermost first). The handler copies only the frames a stack
+    /// has, so a high limit costs nothing for shallow stacks; the ring is sized by it
+    /// ([`SampleRing::new`]).
     pub max_frames: usize,
 }
+
+/// Frames kept per sample unless the VM asks otherwise: above AWFY's deepest stacks (Havlak's
+/// depth-first search reaches a few hundred frames) and a 2,000-deep recursion. Not more,
+/// because the handler copies every kept frame at every tick and the recorder stores it: a
+/// stack thousands deep sampled at 10 kHz by a wall-clock timer makes ticks in an unoptimised
+/// build slower than their period.
+pub const DEFAULT_SAMPLE_DEPTH: usize = 2048;
 
 impl Default for HotConfig {
     fn default() -> Self {
         HotConfig {
             stack_capacity: 1024,
             ring_slots: 4096,
-            max_frames: 128,
+            max_frames: DEFAULT_SAMPLE_DEPTH,
         }
     }
 }
@@ -221,7 +230,7 @@ impl HotState {
         if mode & MODE_IMMEDIATE != 0 {
             self.counters.taken.fetch_add(1, Ordering::Relaxed);
             self.capture(Origin::Immediate, pc);
-            if self.ring.len() * 2 >= self.ring.capacity() {
+            if self.ring.half_full() {
                 self.flag.raise(flag::DRAIN);
             }
         } else if mode & MODE_POLLING != 0 {
@@ -284,7 +293,7 @@ impl HotState {
     }
 
     fn after_polled_push(&self) {
-        if self.ring.len() * 2 >= self.ring.capacity() {
+        if self.ring.half_full() {
             self.flag.raise(flag::DRAIN);
         }
     }

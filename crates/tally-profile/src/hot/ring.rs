@@ -8,8 +8,16 @@
 //! runs, producers take a *try*-lock (one compare-exchange, never a wait):
 //! whoever loses drops its sample and says so. Nothing ever blocks.
 //!
-//! Slot layout, in `u64` words: `[time_ns, meta, frame0, frame1, …]` with
-//! frames innermost first, packed by [`crate::RawFrame::pack`].
+//! Layout: one array of `u64` words used as a variable-length ring, so a
+//! deep stack costs its own depth and a shallow one only its few frames (a
+//! ring of fixed slots sized for thousands of frames would keep megabytes
+//! resident for stacks that are mostly shallow). A sample is
+//! `[time_ns, meta, frame0, frame1, …]`, frames innermost first, packed by
+//! [`crate::RawFrame::pack`]. A producer reserves room for `max_frames`
+//! frames contiguously before it starts (it learns the depth only while
+//! copying), and advances the head by what it wrote. When the reservation
+//! does not fit before the end of the array, the producer writes
+//! [`WRAP`] as the time word and starts again at the array's beginning.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -17,15 +25,26 @@ use crate::ids::{RawFrame, VmState};
 use crate::sample::{Origin, Sample, SampleFlags};
 
 const HEADER_WORDS: usize = 2;
+/// A time word that means "the rest of the array is unused; continue at word 0". The
+/// monotonic clock never reads this.
+const WRAP: u64 = u64::MAX;
+/// Words per sample slot the array is sized for, besides room for two deepest samples: an
+/// average far above typical SOM stacks, so the sample count, not the words, bounds the ring
+/// unless stacks are deep.
+const AVERAGE_WORDS: usize = 64;
 
 pub struct SampleRing {
     words: Box<[AtomicU64]>,
+    /// Most samples held at a time.
     slots: usize,
     max_frames: usize,
-    /// Total slots ever written (producer side).
+    /// Words ever written (producer side), including skipped tails.
     head: AtomicUsize,
-    /// Total slots ever read (consumer side).
+    /// Words ever read (consumer side).
     tail: AtomicUsize,
+    /// Samples ever written and ever read.
+    pushed: AtomicUsize,
+    popped: AtomicUsize,
     producing: AtomicBool,
 }
 
@@ -71,23 +90,30 @@ pub struct SlotHeader {
 }
 
 impl SampleRing {
+    /// A ring for `slots` samples of up to `max_frames` frames each (at most 65,535: the
+    /// count is a 16-bit field).
     pub fn new(slots: usize, max_frames: usize) -> SampleRing {
         let slots = slots.max(1);
         let max_frames = max_frames.clamp(1, u16::MAX as usize);
+        let len =
+            slots * AVERAGE_WORDS.min(HEADER_WORDS + max_frames) + 2 * (HEADER_WORDS + max_frames);
         // A zeroed allocation, not a loop of stores: the kernel hands out zero pages on first
-        // touch, so a run pays (in time and resident memory) only for the slots it fills
-        // before the next drain, not for all 4 MiB up front.
-        let words = bytemuck::zeroed_slice_box(slots * (HEADER_WORDS + max_frames));
+        // touch, so a run pays (in time and resident memory) only for the words it fills
+        // before the next drain, not for the whole array up front.
+        let words = bytemuck::zeroed_slice_box(len);
         SampleRing {
             words,
             slots,
             max_frames,
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
+            pushed: AtomicUsize::new(0),
+            popped: AtomicUsize::new(0),
             producing: AtomicBool::new(false),
         }
     }
 
+    /// Most samples the ring holds.
     pub fn capacity(&self) -> usize {
         self.slots
     }
@@ -98,19 +124,22 @@ impl SampleRing {
 
     /// Samples written and not yet drained.
     pub fn len(&self) -> usize {
-        self.head
+        self.pushed
             .load(Ordering::Acquire)
-            .wrapping_sub(self.tail.load(Ordering::Acquire))
+            .wrapping_sub(self.popped.load(Ordering::Acquire))
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn slot(&self, index: usize) -> &[AtomicU64] {
-        let stride = HEADER_WORDS + self.max_frames;
-        let start = (index % self.slots) * stride;
-        &self.words[start..start + stride]
+    /// Whether half the samples or half the words are in use: time to drain.
+    pub fn half_full(&self) -> bool {
+        let words = self
+            .head
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.tail.load(Ordering::Acquire));
+        self.len() * 2 >= self.slots || words * 2 >= self.words.len()
     }
 
     /// Writes one sample. `fill` writes the frames and returns the header.
@@ -127,44 +156,73 @@ impl SampleRing {
         {
             return Err(PushError::Busy);
         }
-        let head = self.head.load(Ordering::Relaxed);
-        let tail = self.tail.load(Ordering::Acquire);
-        let result = if head.wrapping_sub(tail) >= self.slots {
-            Err(PushError::Full)
-        } else {
-            let words = self.slot(head);
-            let writer = SlotWriter {
-                words,
-                max_frames: self.max_frames,
-            };
-            let h = fill(&writer);
-            let frames = h.frames.min(self.max_frames);
-            let meta = u64::from(h.state as u8)
-                | (u64::from(h.origin as u8) << 8)
-                | (u64::from(h.flags.0) << 16)
-                | ((frames as u64) << 24)
-                | (u64::from(h.depth.min((1 << 24) - 1)) << 40);
-            words[0].store(h.time_ns, Ordering::Relaxed);
-            words[1].store(meta, Ordering::Relaxed);
-            self.head.store(head.wrapping_add(1), Ordering::Release);
-            Ok(())
-        };
+        let result = self.push_locked(fill);
         self.producing.store(false, Ordering::Release);
         result
+    }
+
+    #[inline]
+    fn push_locked(
+        &self,
+        fill: impl FnOnce(&SlotWriter<'_>) -> SlotHeader,
+    ) -> Result<(), PushError> {
+        let len = self.words.len();
+        let need = HEADER_WORDS + self.max_frames;
+        let mut head = self.head.load(Ordering::Relaxed);
+        let tail = self.tail.load(Ordering::Acquire);
+        if self.len() >= self.slots {
+            return Err(PushError::Full);
+        }
+        let pos = head % len;
+        // Words to skip so the reservation is contiguous.
+        let skip = if len - pos < need { len - pos } else { 0 };
+        if len - head.wrapping_sub(tail) < skip + need {
+            return Err(PushError::Full);
+        }
+        if skip > 0 {
+            self.words[pos].store(WRAP, Ordering::Relaxed);
+            head = head.wrapping_add(skip);
+        }
+        let start = head % len;
+        let words = &self.words[start..start + need];
+        let writer = SlotWriter {
+            words,
+            max_frames: self.max_frames,
+        };
+        let h = fill(&writer);
+        let frames = h.frames.min(self.max_frames);
+        let meta = u64::from(h.state as u8)
+            | (u64::from(h.origin as u8) << 8)
+            | (u64::from(h.flags.0) << 16)
+            | ((frames as u64) << 24)
+            | (u64::from(h.depth.min((1 << 24) - 1)) << 40);
+        // A clock reading of `WRAP` would read back as a wrap marker; it cannot happen on a
+        // monotonic clock, but the word must never be ambiguous.
+        words[0].store(h.time_ns.min(WRAP - 1), Ordering::Relaxed);
+        words[1].store(meta, Ordering::Relaxed);
+        self.head
+            .store(head.wrapping_add(HEADER_WORDS + frames), Ordering::Release);
+        self.pushed.fetch_add(1, Ordering::Release);
+        Ok(())
     }
 
     /// Moves every pending sample out, oldest first. Only the one consumer
     /// may call this; it allocates, so never from a signal handler.
     pub fn drain(&self, mut sink: impl FnMut(Sample)) -> usize {
-        let head = self.head.load(Ordering::Acquire);
+        let len = self.words.len();
+        let samples = self.len();
         let mut tail = self.tail.load(Ordering::Relaxed);
         let mut n = 0;
-        while tail != head {
-            let words = self.slot(tail);
-            let time_ns = words[0].load(Ordering::Relaxed);
-            let meta = words[1].load(Ordering::Relaxed);
-            let count = ((meta >> 24) & 0xffff) as usize;
-            let frames = words[HEADER_WORDS..HEADER_WORDS + count.min(self.max_frames)]
+        while n < samples {
+            let pos = tail % len;
+            let time_ns = self.words[pos].load(Ordering::Relaxed);
+            if time_ns == WRAP {
+                tail = tail.wrapping_add(len - pos);
+                continue;
+            }
+            let meta = self.words[pos + 1].load(Ordering::Relaxed);
+            let count = (((meta >> 24) & 0xffff) as usize).min(self.max_frames);
+            let frames = self.words[pos + HEADER_WORDS..pos + HEADER_WORDS + count]
                 .iter()
                 .map(|w| RawFrame::unpack(w.load(Ordering::Relaxed)))
                 .collect();
@@ -176,9 +234,10 @@ impl SampleRing {
                 depth: (meta >> 40) as u32,
                 frames,
             });
-            tail = tail.wrapping_add(1);
-            // Free the slot for the producer only after it has been read.
+            tail = tail.wrapping_add(HEADER_WORDS + count);
+            // Free the words for the producer only after they have been read.
             self.tail.store(tail, Ordering::Release);
+            self.popped.fetch_add(1, Ordering::Release);
             n += 1;
         }
         n
@@ -236,6 +295,45 @@ mod tests {
             .collect();
         push(&ring, 1, &f).unwrap();
         ring.drain(|s| assert_eq!(s.frames, f[..2].to_vec()));
+    }
+
+    #[test]
+    fn deep_and_shallow_samples_share_the_words_across_wraps() {
+        // Three slots of a 300-frame ring: deep samples use most of the words, so pushes
+        // wrap at the array's end many times; every sample comes back whole and in order.
+        let ring = SampleRing::new(3, 300);
+        let deep: Vec<_> = (0..300)
+            .map(|m| RawFrame::interpreted(MethodId(m), m))
+            .collect();
+        for t in 0..50u64 {
+            let n = [300, 1, 0, 77, 299][t as usize % 5];
+            push(&ring, t, &deep[..n]).unwrap();
+            let mut got = vec![];
+            ring.drain(|s| got.push(s));
+            assert_eq!(got.len(), 1);
+            assert_eq!((got[0].time_ns, &got[0].frames[..]), (t, &deep[..n]));
+        }
+        assert!(ring.is_empty() && !ring.half_full());
+    }
+
+    #[test]
+    fn a_ring_without_room_for_the_deepest_stack_is_full() {
+        let ring = SampleRing::new(100, 10);
+        let f: Vec<_> = (0..10)
+            .map(|m| RawFrame::interpreted(MethodId(m), 0))
+            .collect();
+        let mut pushed = 0;
+        while push(&ring, pushed, &f).is_ok() {
+            pushed += 1;
+        }
+        assert_eq!(push(&ring, 0, &f), Err(PushError::Full));
+        assert!(pushed >= 2 && ring.half_full());
+        let mut got = 0;
+        ring.drain(|s| {
+            assert_eq!(s.frames, f);
+            got += 1;
+        });
+        assert_eq!(got, pushed);
     }
 
     #[test]

@@ -4,12 +4,14 @@
 mod compare;
 mod edges;
 mod flat;
+mod lines;
 mod states;
 mod tree;
 
 pub use compare::{accuracy_against_exact, compare, Accuracy, Comparison, MethodDiff};
 pub use edges::{hottest_edges, render_edges, EdgeRow, EdgeSource};
 pub use flat::{FlatProfile, FlatRow};
+pub use lines::LineProfile;
 pub use states::{StateBreakdown, StateRow};
 pub use tree::render_call_tree;
 

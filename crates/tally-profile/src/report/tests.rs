@@ -49,15 +49,27 @@ fn call_tree_nests_callees_under_call_sites() {
     let cct = Cct::from_samples(&p.samples, &symbols);
     let text = render_call_tree(&cct, &symbols, 0.0, 10);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[1], " 88.89%   0.00% Bench>>run");
-    assert_eq!(lines[2], " 44.44%  22.22%   Bench>>fib: @2");
+    // Call sites are the caller's source lines (Bench>>run's bytecode 2 is on line 4); a
+    // caller without a line table falls back to its header line (Bench>>loop, line 12).
+    assert_eq!(lines[1], " 77.78%   0.00% Bench>>run");
+    assert_eq!(lines[2], " 44.44%  33.33%   Bench>>loop @Bench.som:5");
     assert!(
-        text.contains(" 22.22%  22.22%     Bench>>fib: @9"),
+        text.contains(" 33.33%  11.11%   Bench>>fib: @Bench.som:4"),
         "{text}"
     );
     assert!(
-        text.contains(" 11.11%  11.11%     Bench>>add: @6"),
+        text.contains(" 22.22%  22.22%     Bench>>fib: @Bench.som:10"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" 11.11%  11.11%     Bench>>add: @Bench.som:12"),
         "inlined callee under its call site: {text}"
+    );
+    // The truncated sample's kept frames hang under a root that says what was cut, not
+    // under a real method posing as the program's root.
+    assert!(
+        text.contains("\n 11.11%   0.00% [truncated: 1 frames]\n 11.11%   0.00%   Bench>>run\n 11.11%  11.11%     Bench>>fib: @Bench.som:4\n"),
+        "{text}"
     );
     let pruned = render_call_tree(&cct, &symbols, 40.0, 10);
     assert!(!pruned.contains("Bench>>add:"), "{pruned}");
