@@ -298,9 +298,10 @@ mod tests {
         let mut words = [0u64; 4];
         let (n, depth) = published.snapshot(|i, w| words[i] = w, 4);
         assert_eq!((n, depth), (2, 2));
+        // The innermost frame has made no call yet: "entered", not a made-up position.
         assert_eq!(
             RawFrame::unpack(words[0]),
-            RawFrame::interpreted(MethodId(2), 0)
+            RawFrame::interpreted(MethodId(2), tally_profile::ENTRY_BCI)
         );
         assert_eq!(
             RawFrame::unpack(words[1]),
