@@ -111,7 +111,17 @@ fn folded_stacks_render_as_an_inferno_flame_graph() {
         "{text}"
     );
     assert!(text.contains("[runtime] 1\n"), "{text}");
-    let svg = String::from_utf8(folded::to_svg(&text, "example").unwrap()).unwrap();
+    let svg = String::from_utf8(
+        folded::to_svg(
+            &text,
+            &folded::FlameOptions {
+                title: "example".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    )
+    .unwrap();
     assert!(svg.starts_with("<?xml"), "{}", &svg[..100]);
     assert!(svg.contains("<svg"));
     assert!(
@@ -299,7 +309,14 @@ fn write_example_exports() {
     std::fs::write(dir.join("example.folded"), folded::to_folded(&p)).unwrap();
     std::fs::write(
         dir.join("example.svg"),
-        folded::to_svg(&folded::to_folded(&p), "example").unwrap(),
+        folded::to_svg(
+            &folded::to_folded(&p),
+            &folded::FlameOptions {
+                title: "example".into(),
+                ..Default::default()
+            },
+        )
+        .unwrap(),
     )
     .unwrap();
     std::fs::write(

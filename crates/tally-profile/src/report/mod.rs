@@ -7,7 +7,9 @@ mod flat;
 mod states;
 mod tree;
 
-pub use compare::{accuracy_against_exact, compare, Accuracy, Comparison, MethodDiff};
+pub use compare::{
+    accuracy_against_exact, compare, describe, program_mismatch, Accuracy, Comparison, MethodDiff,
+};
 pub use edges::{hottest_edges, render_edges, EdgeRow, EdgeSource};
 pub use flat::{FlatProfile, FlatRow};
 pub use states::{StateBreakdown, StateRow};
