@@ -71,7 +71,7 @@ fn require_stacks(folded: &str, which: &str) -> Result<(), String> {
     if folded.trim().is_empty() {
         return Err(format!(
             "{which} has no samples, so there is no flame graph to draw: the run may have \
-             ended before the first tick, or it took no stack samples (`--sampler none`, or \
+             ended before the first tick, or it took no stack samples (`--sampler none`, \
              which records only CBS call edges or exhaustive counts)"
         ));
     }
