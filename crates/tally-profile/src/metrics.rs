@@ -249,3 +249,28 @@ mod tests {
         assert_eq!(stability(std::slice::from_ref(&p), TopN::Count(4)), 1.0);
     }
 }
+
+impl std::fmt::Display for TopN {
+    /// The hot set in words, as reports print it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            TopN::Count(n) => write!(f, "top {n} methods"),
+            TopN::PercentOfKeys(p) => write!(f, "top {p} % of the methods"),
+            TopN::PercentOfWeight(p) => write!(f, "methods covering {p} % of the samples"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod topn_display_tests {
+    use super::TopN;
+
+    #[test]
+    fn the_hot_set_is_said_in_words() {
+        assert_eq!(TopN::Count(10).to_string(), "top 10 methods");
+        assert_eq!(
+            TopN::PercentOfWeight(90.0).to_string(),
+            "methods covering 90 % of the samples"
+        );
+    }
+}

@@ -40,7 +40,7 @@ pub struct Header {
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct SamplerSettings {
-    /// "timer", "itimer", "perf" or "none".
+    /// "timer", "timer-wall", "itimer", "perf" or "none".
     pub trigger: String,
     /// What actually ticked (e.g. "perf_event_open: task-clock (software)").
     pub trigger_source: String,
@@ -53,6 +53,24 @@ pub struct SamplerSettings {
     pub exhaustive: bool,
     pub ring_slots: u32,
     pub max_frames: u32,
+}
+
+impl SamplerSettings {
+    /// Whether ticks came from a wall-clock timer, so a sample stands for elapsed time
+    /// (waiting included) rather than CPU time. Profiles written before the trigger was named
+    /// `timer-wall` say so only in the trigger source.
+    pub fn is_wall_clock(&self) -> bool {
+        self.trigger == "timer-wall" || self.trigger_source.contains("CLOCK_MONOTONIC")
+    }
+
+    /// What one sample's period measures: "wall" or "cpu" (the names pprof tools expect).
+    pub fn time_kind(&self) -> &'static str {
+        if self.is_wall_clock() {
+            "wall"
+        } else {
+            "cpu"
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Default)]

@@ -269,6 +269,34 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
     }))
 }
 
+const RECORD_HELP: &str = "\
+Run a SOM program and write its profile (the same as `tally --profile=FILE …`, spelled like
+`perf record`).
+
+Usage: tally record [-o FILE] [PROFILING OPTIONS] -- [VM OPTIONS] CLASS [ARGS]...
+
+Options:
+  -o, --output <FILE>  Where to write the profile [default: tally.profile]
+  -h, --help           Print this help
+
+Every option of `tally` may come before or after `--`: the profiling options (`--sampler`,
+`--mechanism`, `--rate`, `--cbs`, `--exhaustive`, `--force`, …) and the VM options
+(`-cp`, `--heap-size`, …) are listed by `tally --help`.
+
+Example:
+  tally record -o run.profile --rate 1000 -- -cp lib Main
+  tally report run.profile
+";
+
+/// Whether `tally record ARGS…` asks for its help: `-h`/`--help` among record's own arguments,
+/// before `--` (after it they belong to the program).
+fn record_asks_help(args: &[String]) -> bool {
+    args.iter()
+        .skip(2)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "-h" || a == "--help")
+}
+
 /// `tally record -o FILE [--force] -- ARGS…` is `tally --profile=FILE [--force] ARGS…`.
 fn rewrite_record(args: Vec<String>) -> Result<Vec<String>, String> {
     let mut out = vec![args[0].clone()];
@@ -372,6 +400,10 @@ fn main() -> ExitCode {
     }
     let mut args: Vec<String> = std::env::args().collect();
     if args.get(1).is_some_and(|a| a == "record") {
+        if record_asks_help(&args) {
+            print!("{RECORD_HELP}");
+            return ExitCode::SUCCESS;
+        }
         args = match rewrite_record(args) {
             Ok(a) => a,
             Err(e) => {

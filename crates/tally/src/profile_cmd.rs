@@ -59,8 +59,8 @@ struct ReportArgs {
     /// Hide call-tree nodes below this percentage of samples.
     #[arg(long, default_value_t = 1.0)]
     min_percent: f64,
-    /// Deepest call-tree level shown.
-    #[arg(long, default_value_t = 12)]
+    /// Deepest call-tree level shown (1 shows only the roots).
+    #[arg(long, default_value_t = 40)]
     depth: usize,
     /// Instead of the report, list METHOD's source (e.g. 'Vector>>forEach:', or a part of a
     /// name) with its samples per line: self (innermost on that line) and total (on the
@@ -121,7 +121,7 @@ fn achieved_rate(taken: u64, duration_ns: u64) -> String {
 /// A CPU-time timer fires only on kernel ticks that find the VM thread running, so on a CPU
 /// shared with other work the kernel merges expiries (overruns): samples never taken, or
 /// CBS windows never opened where the ticks only open windows.
-fn merged_ticks(c: &SampleCounters) -> Option<String> {
+fn merged_ticks(c: &SampleCounters, wall_clock: bool) -> Option<String> {
     (c.ticks_merged > 0).then(|| {
         // A tick that takes a sample also opens a window when both run, so these overlap.
         let delivered = c.taken.max(c.cbs_ticks);
@@ -131,10 +131,16 @@ fn merged_ticks(c: &SampleCounters) -> Option<String> {
         } else {
             "the CBS windows they would have opened never opened"
         };
+        let why = if wall_clock {
+            "the wall-clock timer's signal was still pending when the next expiry came (the \
+             VM thread was not scheduled, or the rate is too high for the handler)"
+        } else {
+            "the CPU-time timer fires only on kernel ticks that find the VM thread running, and \
+             misses them while it shares its CPU (`--sampler perf` does not)"
+        };
         format!(
             "the kernel merged {} timer expiries into later ones ({share:.1} % of the ticks), so \
-             {lost}: the CPU-time timer fires only on kernel ticks that find the VM thread \
-             running, and misses them while it shares its CPU (`--sampler perf` does not)",
+             {lost}: {why}",
             c.ticks_merged
         )
     })
@@ -176,7 +182,7 @@ fn report(args: ReportArgs) -> Result<(), String> {
     let s = &h.sampler;
     outln!(
         out,
-        "sampler: {} / {} at {} Hz ({}){}{}",
+        "sampler: {} / {} at {} Hz ({}{}){}{}",
         s.trigger,
         s.mechanism,
         s.rate_hz,
@@ -184,6 +190,11 @@ fn report(args: ReportArgs) -> Result<(), String> {
             "no trigger"
         } else {
             &s.trigger_source
+        },
+        match (s.trigger.as_str(), s.is_wall_clock()) {
+            ("none", _) => "",
+            (_, true) => "; samples measure wall-clock time",
+            (_, false) => "; samples measure CPU time",
         },
         s.cbs
             .map(|c| format!("; CBS stride {} samples {}", c.stride, c.samples))
@@ -198,7 +209,7 @@ fn report(args: ReportArgs) -> Result<(), String> {
         outln!(out, "note: {}", s.trigger_note);
     }
     let c = &p.counters;
-    if let Some(warning) = merged_ticks(c) {
+    if let Some(warning) = merged_ticks(c, s.is_wall_clock()) {
         outln!(out, "note: {warning}");
     }
     if let Some(warning) = few_cbs_windows(s.cbs.is_some(), c) {
@@ -229,7 +240,7 @@ fn report(args: ReportArgs) -> Result<(), String> {
         outln!(
             out,
             "{}",
-            report::render_call_tree(&cct, &symbols, args.min_percent, 40)
+            report::render_call_tree(&cct, &symbols, args.min_percent, args.depth)
         );
         outln!(out, "== VM states");
         outln!(out, "{}", report::StateBreakdown::new(&p).render_text());
@@ -283,8 +294,24 @@ struct CompareArgs {
 fn compare(args: CompareArgs) -> Result<(), String> {
     let a = read(&args.reference)?;
     let b = read(&args.candidate)?;
+    let mut out = String::new();
+    outln!(
+        out,
+        "{}",
+        report::describe("A (reference)", &args.reference.display().to_string(), &a)
+    );
+    outln!(
+        out,
+        "{}",
+        report::describe("B (candidate)", &args.candidate.display().to_string(), &b)
+    );
+    if let Some(w) = report::program_mismatch(&a, &b) {
+        eprintln!("warning: {w}");
+        outln!(out, "warning: {w}");
+    }
     let c = report::compare(&a, &b, TopN::Count(args.top));
-    print_out(&format!("{}\n", c.render_text(args.rows)));
+    outln!(out, "\n{}", c.render_text(args.rows));
+    print_out(&out);
     Ok(())
 }
 
@@ -306,18 +333,69 @@ enum Format {
 
 /// Convert a profile for other tools.
 #[derive(Parser, Debug)]
-#[command(name = "tally export")]
+#[command(
+    name = "tally export",
+    after_help = "Also: tally export diff-flamegraph BEFORE AFTER -o diff.svg\n  a differential \
+                  flame graph, red where AFTER spends a larger share of samples, blue where smaller"
+)]
 struct ExportArgs {
     #[arg(value_enum)]
     format: Format,
     /// The profile to convert.
     file: PathBuf,
-    /// Where to write the result.
+    /// Where to write the result; `-` writes to standard output.
     #[arg(short, long)]
     output: PathBuf,
     /// Overwrite the output file if it exists.
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    flame: FlameArgs,
+}
+
+/// How flame graphs are drawn (`flamegraph` and `diff-flamegraph`).
+#[derive(clap::Args, Debug)]
+struct FlameArgs {
+    /// The flame graph's title (default: the program and its arguments).
+    #[arg(long)]
+    title: Option<String>,
+    /// Draw roots at the top (an icicle graph).
+    #[arg(long)]
+    inverted: bool,
+    /// Image width in pixels (default 1200).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(100..=100_000))]
+    width: Option<u32>,
+}
+
+impl FlameArgs {
+    fn options(&self, default_title: String) -> export::folded::FlameOptions {
+        export::folded::FlameOptions {
+            title: self.title.clone().unwrap_or(default_title),
+            inverted: self.inverted,
+            width: self.width.map(|w| w as usize),
+        }
+    }
+}
+
+fn program_line(p: &Profile) -> String {
+    format!("{} {}", p.header.program, p.header.args.join(" "))
+        .trim_end()
+        .to_string()
+}
+
+/// Writes `bytes` to `output`, or to standard output when it is `-`.
+fn emit(output: &Path, bytes: &[u8], force: bool) -> Result<(), String> {
+    if output == Path::new("-") {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        return stdout
+            .write_all(bytes)
+            .and_then(|_| stdout.flush())
+            .map_err(|e| format!("cannot write to standard output: {e}"));
+    }
+    write_output(output, bytes, force)?;
+    eprintln!("wrote {}", output.display());
+    Ok(())
 }
 
 fn export(args: ExportArgs) -> Result<(), String> {
@@ -326,33 +404,77 @@ fn export(args: ExportArgs) -> Result<(), String> {
         Format::Pprof => export::pprof::to_pb_gz(&p),
         Format::Folded => export::folded::to_folded(&p).into_bytes(),
         Format::Flamegraph => {
-            let mut title = format!("{} {}", p.header.program, p.header.args.join(" "));
+            let mut title = program_line(&p);
             let truncated = p.truncated_samples();
             if truncated > 0 {
                 title += &format!(" ({truncated} samples truncated)");
             }
-            export::folded::to_svg(&export::folded::to_folded(&p), &title)?
+            export::folded::to_svg(&export::folded::to_folded(&p), &args.flame.options(title))
+                .map_err(|e| format!("{}: {e}", args.file.display()))?
         }
         Format::Speedscope => json(&export::speedscope::to_json(&p)),
         Format::Firefox => json(&export::firefox::to_json(&p)),
         Format::Chrome => json(&export::chrome::to_json(&p)),
     };
-    write_output(&args.output, &bytes, args.force)?;
-    eprintln!("wrote {}", args.output.display());
-    Ok(())
+    emit(&args.output, &bytes, args.force)
+}
+
+/// A differential flame graph of two profiles: the second's stacks, red where a frame took a
+/// larger share of samples than in the first, blue where smaller.
+#[derive(Parser, Debug)]
+#[command(name = "tally export diff-flamegraph")]
+struct DiffFlameArgs {
+    /// The profile before (the baseline).
+    before: PathBuf,
+    /// The profile after (whose shape is drawn).
+    after: PathBuf,
+    /// Where to write the SVG; `-` writes to standard output.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Overwrite the output file if it exists.
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    flame: FlameArgs,
+}
+
+fn diff_flamegraph(args: DiffFlameArgs) -> Result<(), String> {
+    let a = read(&args.before)?;
+    let b = read(&args.after)?;
+    if let Some(w) = report::program_mismatch(&a, &b) {
+        eprintln!("warning: {w}");
+    }
+    let title = format!("{} → {}", program_line(&a), program_line(&b));
+    let svg = export::folded::to_diff_svg(
+        &export::folded::to_folded(&a),
+        &export::folded::to_folded(&b),
+        &args.flame.options(title),
+    )?;
+    emit(&args.output, &svg, args.force)
 }
 
 fn json(v: &serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(v).expect("JSON values serialize")
 }
 
+fn args_start_with(first: &Option<std::ffi::OsString>, word: &str) -> bool {
+    first.as_deref().is_some_and(|a| a == word)
+}
+
 /// Runs `tally report|compare|export ARGS…`; `None` when `command` is not one of them.
 pub fn dispatch(command: &str, args: Vec<std::ffi::OsString>) -> Option<ExitCode> {
     let name = format!("tally {command}");
+    let argv_peek = args.first().cloned();
     let argv = std::iter::once(std::ffi::OsString::from(name)).chain(args);
     let result = match command {
         "report" => report(ReportArgs::parse_from(argv)),
         "compare" => compare(CompareArgs::parse_from(argv)),
+        "export" if args_start_with(&argv_peek, "diff-flamegraph") => {
+            diff_flamegraph(DiffFlameArgs::parse_from(
+                std::iter::once(std::ffi::OsString::from("tally export diff-flamegraph"))
+                    .chain(argv.skip(2)),
+            ))
+        }
         "export" => export(ExportArgs::parse_from(argv)),
         _ => return None,
     };
@@ -376,9 +498,9 @@ mod tests {
             recorded: 300,
             ..SampleCounters::default()
         };
-        assert_eq!(merged_ticks(&c), None);
+        assert_eq!(merged_ticks(&c, false), None);
         c.ticks_merged = 100;
-        let note = merged_ticks(&c).expect("100 of 400 ticks merged");
+        let note = merged_ticks(&c, false).expect("100 of 400 ticks merged");
         assert!(
             note.starts_with("the kernel merged 100 timer expiries into later ones (25.0 %"),
             "{note}"
@@ -390,12 +512,25 @@ mod tests {
             ticks_merged: 100,
             ..SampleCounters::default()
         };
-        let note = merged_ticks(&cbs_only).expect("100 of 400 CBS ticks merged");
+        let note = merged_ticks(&cbs_only, false).expect("100 of 400 CBS ticks merged");
         assert!(note.contains("(25.0 % of the ticks)"), "{note}");
         assert!(
             note.contains("CBS windows they would have opened"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn merged_wall_clock_expiries_are_not_blamed_on_the_cpu_timer() {
+        let c = SampleCounters {
+            taken: 300,
+            recorded: 300,
+            ticks_merged: 100,
+            ..SampleCounters::default()
+        };
+        let note = merged_ticks(&c, true).expect("100 of 400 ticks merged");
+        assert!(note.contains("wall-clock timer"), "{note}");
+        assert!(!note.contains("CPU-time timer"), "{note}");
     }
 
     #[test]

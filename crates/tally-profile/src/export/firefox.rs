@@ -40,7 +40,14 @@ pub fn to_profile(p: &Profile) -> FxProfile {
     let reference = ReferenceTimestamp::from_millis_since_unix_epoch(
         p.header.start_unix_ns as f64 / 1_000_000.0,
     );
-    let mut product = format!("{} {}", p.header.vm_name, p.header.program);
+    // The processed format has no field for the clock samples were taken on; the product
+    // name is what the profiler shows at the top, so a wall-clock profile says so there.
+    let clock = if p.header.sampler.is_wall_clock() {
+        "wall-clock samples"
+    } else {
+        "CPU-time samples"
+    };
+    let mut product = format!("{} {} ({clock})", p.header.vm_name, p.header.program);
     let truncated = p.truncated_samples();
     if truncated > 0 {
         product += &format!(
@@ -60,7 +67,7 @@ pub fn to_profile(p: &Profile) -> FxProfile {
         Timestamp::from_nanos_since_reference(0),
     );
     let thread = fx.add_thread(process, 1, Timestamp::from_nanos_since_reference(0), true);
-    fx.set_thread_name(thread, "VM");
+    fx.set_thread_name(thread, &format!("VM ({clock})"));
     for s in &p.samples {
         let category = categories[s.state as usize];
         let logical = symbols.resolve_sample(s);

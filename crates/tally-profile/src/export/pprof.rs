@@ -142,7 +142,7 @@ pub fn to_message(p: &Profile) -> pb::Profile {
         unit: strings.get("count"),
     };
     let cpu_t = pb::ValueType {
-        r#type: strings.get("cpu"),
+        r#type: strings.get(p.header.sampler.time_kind()),
         unit: strings.get("nanoseconds"),
     };
     let comment = [strings.get(&format!(

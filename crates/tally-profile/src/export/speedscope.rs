@@ -77,7 +77,11 @@ pub fn to_json(p: &Profile) -> Value {
         "shared": { "frames": frames },
         "profiles": [{
             "type": "sampled",
-            "name": name,
+            // speedscope's only unit is time; the name says which clock it is.
+            "name": format!(
+                "{name} ({})",
+                if p.header.sampler.is_wall_clock() { "wall-clock time" } else { "CPU time" }
+            ),
             "unit": "nanoseconds",
             "startValue": 0,
             "endValue": n * period,

@@ -103,13 +103,22 @@ impl Comparison {
     pub fn render_text(&self, limit: usize) -> String {
         let a = &self.accuracy;
         let mut out = format!(
-            "method overlap {:.3}, unweighted {:.3}, weighted {:.3} ({:?})",
-            a.method_overlap, a.unweighted, a.weighted, a.top
+            "method overlap (share of samples both profiles give the same methods): {:.1} %\n\
+             hot methods found ({}, unweighted accuracy): {:.1} %\n\
+             hot samples found ({}, weighted accuracy): {:.1} %\n",
+            a.method_overlap * 100.0,
+            a.top,
+            a.unweighted * 100.0,
+            a.top,
+            a.weighted * 100.0
         );
         if let Some(e) = a.edge_overlap {
-            let _ = write!(out, ", call-edge overlap {e:.3}");
+            let _ = writeln!(
+                out,
+                "call-edge overlap (CBS call graphs): {:.1} %",
+                e * 100.0
+            );
         }
-        out.push('\n');
         let _ = writeln!(out, "{:>7} {:>7} {:>8}  method", "A%", "B%", "B-A");
         for m in self.methods.iter().take(limit) {
             let _ = writeln!(
@@ -122,5 +131,45 @@ impl Comparison {
             );
         }
         out
+    }
+}
+
+/// One line naming a profile for a comparison: file, program, samples and sampler settings.
+pub fn describe(label: &str, file: &str, p: &Profile) -> String {
+    let s = &p.header.sampler;
+    let mut settings = format!("{} / {} at {} Hz", s.trigger, s.mechanism, s.rate_hz);
+    if let Some(c) = s.cbs {
+        let _ = write!(settings, ", CBS {}:{}", c.stride, c.samples);
+    }
+    if s.exhaustive {
+        settings.push_str(", exhaustive counts");
+    }
+    let program = format!("{} {}", p.header.program, p.header.args.join(" "));
+    format!(
+        "{label}: {file}: {} — {} samples; {settings}",
+        program.trim_end(),
+        p.samples.len()
+    )
+}
+
+/// A warning when two profiles are of different programs (or arguments), whose comparison
+/// says little about sampling accuracy.
+pub fn program_mismatch(a: &Profile, b: &Profile) -> Option<String> {
+    let (ha, hb) = (&a.header, &b.header);
+    if ha.program != hb.program {
+        Some(format!(
+            "the profiles are of different programs ({} and {}): the comparison shows how \
+             they differ, not how accurate either is",
+            ha.program, hb.program
+        ))
+    } else if ha.args != hb.args {
+        Some(format!(
+            "the profiles ran {} with different arguments ({:?} and {:?})",
+            ha.program,
+            ha.args.join(" "),
+            hb.args.join(" ")
+        ))
+    } else {
+        None
     }
 }

@@ -8,7 +8,9 @@ mod lines;
 mod states;
 mod tree;
 
-pub use compare::{accuracy_against_exact, compare, Accuracy, Comparison, MethodDiff};
+pub use compare::{
+    accuracy_against_exact, compare, describe, program_mismatch, Accuracy, Comparison, MethodDiff,
+};
 pub use edges::{hottest_edges, render_edges, EdgeRow, EdgeSource};
 pub use flat::{FlatProfile, FlatRow};
 pub use lines::LineProfile;

@@ -34,6 +34,8 @@ pub enum Trigger {
 impl Trigger {
     pub fn name(self) -> &'static str {
         match self {
+            // A wall-clock profile must not be read as CPU time, so its name says so.
+            Trigger::Timer(TimerClock::Monotonic) => "timer-wall",
             Trigger::Timer(_) => "timer",
             Trigger::Itimer => "itimer",
             Trigger::Perf { .. } => "perf",
