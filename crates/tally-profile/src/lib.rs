@@ -114,7 +114,7 @@ pub mod trigger;
 pub use callgraph::{CallEdge, CallGraph};
 pub use cct::{Cct, CctNode};
 pub use code::{CodeVersion, LogicalFrame, MethodInfo, PcMapEntry, Symbols};
-pub use drainer::{Drainer, DrainerConfig, UnservedStop};
+pub use drainer::{Drainer, DrainerConfig, OnPeriod, UnservedStop};
 pub use event::{Event, EventKind};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;
@@ -126,7 +126,7 @@ pub use ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, VmState};
 pub use metrics::TopN;
 pub use profile::{Header, Profile, Recorder, SamplerSettings};
 pub use sample::{Origin, Sample, SampleFlags};
-pub use sigint::{install_sigint_flush, sigint_received, SigintGuard};
+pub use sigint::{install_sigint_flush, sigint_received, stop_signal, SigintGuard};
 pub use trigger::{
     PerfEvent, Sampler, SamplerConfig, TimerClock, Trigger, TriggerError, TriggerInfo,
     INTERRUPTED_PC_AVAILABLE,
