@@ -4,8 +4,8 @@
 //! SIGTERM; a closed terminal SIGHUP), and the process then exits with 128 + the signal's
 //! number ([`stop_signal`]). Writing a file is not async-signal-safe, so the handler only
 //! raises [`crate::flag::STOP`] on the yieldpoint flag; the VM sees it at its
-//! next yieldpoint (the check it already makes), writes the profile with
-//! [`crate::Profile::write_atomically`] and exits. A VM that checks the flag
+//! next yieldpoint (the check it already makes), ends the profile it has
+//! been streaming ([`crate::Recorder::write_final`]) and exits. A VM that checks the flag
 //! only where it already compares something (at calls, say) does not see it
 //! in a loop that makes none, so a second Ctrl-C before the profile is written
 //! exits at once with status 130, saying so.
@@ -105,8 +105,8 @@ pub fn stop_signal() -> Option<i32> {
 
 impl Drop for SigintGuard {
     fn drop(&mut self) {
-        // SAFETY: restoring the actions saved at install time.
         for (i, &sig) in STOP_SIGNALS.iter().enumerate() {
+            // SAFETY: restoring the action saved at install time.
             unsafe { libc::sigaction(sig, &self.old[i], ptr::null_mut()) };
         }
         TARGET.store(ptr::null_mut(), Ordering::SeqCst);
