@@ -18,6 +18,11 @@ use crate::hot::{flag, HotState};
 /// final write ([`HotState::claim_final_write`]), write the profile so far and exit.
 pub type UnservedStop = Box<dyn FnOnce() + Send>;
 
+/// What the drainer does after each drain, on its own thread: typically append the new
+/// samples and events to the streamed profile ([`crate::Recorder::flush`]), so that the VM
+/// thread never writes the file while the program runs.
+pub type OnPeriod = Box<dyn FnMut() + Send>;
+
 /// How often the drainer wakes, and how long Ctrl-C may go unserved.
 #[derive(Clone, Copy, Debug)]
 pub struct DrainerConfig {
@@ -64,11 +69,21 @@ impl Drainer {
         config: DrainerConfig,
         on_unserved_stop: Option<UnservedStop>,
     ) -> io::Result<Drainer> {
+        Drainer::start_streaming(hot, config, on_unserved_stop, None)
+    }
+
+    /// [`Drainer::start`], running `on_period` after each drain.
+    pub fn start_streaming(
+        hot: Arc<HotState>,
+        config: DrainerConfig,
+        on_unserved_stop: Option<UnservedStop>,
+        on_period: Option<OnPeriod>,
+    ) -> io::Result<Drainer> {
         let stopping = Arc::new((Mutex::new(false), Condvar::new()));
         let signal = stopping.clone();
         let thread = std::thread::Builder::new()
             .name("tally-drainer".into())
-            .spawn(move || run(&hot, config, &signal, on_unserved_stop))?;
+            .spawn(move || run(&hot, config, &signal, on_unserved_stop, on_period))?;
         Ok(Drainer {
             stopping,
             thread: Some(thread),
@@ -101,6 +116,7 @@ fn run(
     config: DrainerConfig,
     stopping: &(Mutex<bool>, Condvar),
     mut on_unserved_stop: Option<UnservedStop>,
+    mut on_period: Option<OnPeriod>,
 ) {
     let (lock, wake) = stopping;
     let mut stop_seen: Option<Instant> = None;
@@ -115,6 +131,9 @@ fn run(
             }
         }
         hot.drain_aside();
+        if let Some(f) = on_period.as_mut() {
+            f();
+        }
         if hot.flag.load() & flag::STOP == 0 {
             stop_seen = None;
             continue;

@@ -116,7 +116,7 @@ pub use cct::{Cct, CctNode};
 pub use code::{
     lost_frames, CodeVersion, LogicalFrame, MethodInfo, PcMapEntry, SourcePos, Symbols,
 };
-pub use drainer::{Drainer, DrainerConfig, UnservedStop};
+pub use drainer::{Drainer, DrainerConfig, OnPeriod, UnservedStop};
 pub use event::{Event, EventKind, LineEntry};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;
@@ -128,7 +128,7 @@ pub use ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, VmState, ENTRY_B
 pub use metrics::TopN;
 pub use profile::{Header, Profile, Recorder, SamplerSettings};
 pub use sample::{Origin, Sample, SampleFlags};
-pub use sigint::{install_sigint_flush, sigint_received, SigintGuard};
+pub use sigint::{install_sigint_flush, sigint_received, stop_signal, SigintGuard};
 pub use trigger::{
     PerfEvent, Sampler, SamplerConfig, TimerClock, Trigger, TriggerError, TriggerInfo,
     INTERRUPTED_PC_AVAILABLE,

@@ -172,6 +172,14 @@ impl Profile {
 /// drained from the ring at safepoints, CBS edges as they are taken.
 pub struct Recorder {
     profile: Profile,
+    /// The file the profile streams to, once [`Recorder::stream_to`] opened it.
+    stream: Option<crate::format::StreamWriter>,
+    /// Events and samples already in the stream.
+    streamed_events: usize,
+    streamed_samples: usize,
+    /// Why streaming stopped, if a write failed; the final write then writes the whole
+    /// profile at once.
+    stream_error: Option<std::io::Error>,
 }
 
 impl Recorder {
@@ -192,6 +200,10 @@ impl Recorder {
                 header,
                 ..Profile::default()
             },
+            stream: None,
+            streamed_events: 0,
+            streamed_samples: 0,
+            stream_error: None,
         };
         r.event_at(start, EventKind::ProgramStart);
         r
@@ -233,11 +245,93 @@ impl Recorder {
     /// final counters (stop the [`crate::Sampler`] first so they are
     /// settled) and the exhaustive counts if any.
     pub fn finish(mut self, hot: &HotState, exact: Option<ExactCounts>, exit_code: i32) -> Profile {
+        self.finish_in_place(hot, exact, exit_code);
+        self.profile
+    }
+
+    /// [`Recorder::finish`], then the final file at `path` ([`Recorder::write_final`]).
+    pub fn finish_to_file(
+        mut self,
+        hot: &HotState,
+        exact: Option<ExactCounts>,
+        exit_code: i32,
+        path: &Path,
+    ) -> std::io::Result<Profile> {
+        self.finish_in_place(hot, exact, exit_code);
+        let p = std::mem::take(&mut self.profile);
+        self.write_final(&p, path)?;
+        Ok(p)
+    }
+
+    fn finish_in_place(&mut self, hot: &HotState, exact: Option<ExactCounts>, exit_code: i32) {
         self.drain(hot);
         self.event(EventKind::ProgramEnd { exit_code });
         self.profile.counters = hot.counters();
         self.profile.exact = exact;
-        self.profile
+    }
+
+    /// Starts streaming the profile to `PATH.partial` (see [`crate::format::StreamWriter`]):
+    /// the header is written now, so it must be complete. From here on [`Recorder::flush`]
+    /// appends what arrived, and [`Recorder::write_final`] ends the file and renames it.
+    pub fn stream_to(&mut self, path: &Path) -> std::io::Result<()> {
+        self.stream = Some(crate::format::StreamWriter::create(
+            path,
+            &self.profile.header,
+        )?);
+        Ok(())
+    }
+
+    /// Collects the drained samples and appends them and the new events to the stream, if
+    /// there is one. Meant for the drain thread (not the VM's), which calls it every period;
+    /// a failed write ends streaming (the final write is then whole) and is answered once.
+    pub fn flush(&mut self, hot: &HotState) -> std::io::Result<()> {
+        self.drain(hot);
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(());
+        };
+        let events = &self.profile.events[self.streamed_events..];
+        let samples = &self.profile.samples[self.streamed_samples..];
+        match stream.append(events, samples) {
+            Ok(()) => {
+                self.streamed_events = self.profile.events.len();
+                self.streamed_samples = self.profile.samples.len();
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(s) = self.stream.take() {
+                    s.discard();
+                }
+                let shown = std::io::Error::new(e.kind(), e.to_string());
+                self.stream_error = Some(e);
+                Err(shown)
+            }
+        }
+    }
+
+    /// Writes `p` (this recorder's finished profile or snapshot) as the final file at `path`:
+    /// the rest of the stream and its end, then the rename; or, without a stream, the whole
+    /// file atomically.
+    pub fn write_final(&mut self, p: &Profile, path: &Path) -> std::io::Result<()> {
+        match self.stream.take() {
+            Some(mut s) => {
+                s.append(
+                    &p.events[self.streamed_events.min(p.events.len())..],
+                    &p.samples[self.streamed_samples.min(p.samples.len())..],
+                )?;
+                self.streamed_events = p.events.len();
+                self.streamed_samples = p.samples.len();
+                s.finish(p).map(|_| ())
+            }
+            None => p.write_atomically(path),
+        }
+    }
+
+    /// Drops the stream and its `PATH.partial`: for a run that never started, which must not
+    /// replace an existing profile.
+    pub fn discard(&mut self) {
+        if let Some(s) = self.stream.take() {
+            s.discard();
+        }
     }
 
     /// A copy of the profile so far (for a SIGINT flush that then exits).

@@ -1,16 +1,18 @@
-//! Flushing the profile on Ctrl-C.
+//! Flushing the profile on Ctrl-C, SIGTERM and SIGHUP.
 //!
-//! Writing a file is not async-signal-safe, so the SIGINT handler only
+//! All three end the run the same way (`timeout`, `kill` and a CI runner's cancel send
+//! SIGTERM; a closed terminal SIGHUP), and the process then exits with 128 + the signal's
+//! number ([`stop_signal`]). Writing a file is not async-signal-safe, so the handler only
 //! raises [`crate::flag::STOP`] on the yieldpoint flag; the VM sees it at its
-//! next yieldpoint (the check it already makes), writes the profile with
-//! [`crate::Profile::write_atomically`] and exits. A VM that checks the flag
+//! next yieldpoint (the check it already makes), ends the profile it has
+//! been streaming ([`crate::Recorder::write_final`]) and exits. A VM that checks the flag
 //! only where it already compares something (at calls, say) does not see it
 //! in a loop that makes none, so a second Ctrl-C before the profile is written
 //! exits at once with status 130, saying so.
 
 use std::io;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use crate::hot::{flag, HotState};
@@ -18,8 +20,14 @@ use crate::hot::{flag, HotState};
 static TARGET: AtomicPtr<HotState> = AtomicPtr::new(ptr::null_mut());
 static COUNT: AtomicU32 = AtomicU32::new(0);
 static IN_FLIGHT: AtomicU32 = AtomicU32::new(0);
+/// The first stop signal received (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_sigint(_sig: libc::c_int) {
+/// The signals that stop a profiled run and write its profile.
+const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+extern "C" fn on_sigint(sig: libc::c_int) {
+    let _ = SIGNAL.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     if COUNT.fetch_add(1, Ordering::SeqCst) > 0 {
         const GIVING_UP: &[u8] =
             b"\ninterrupted again before the program reached a call: exiting without writing the profile\n";
@@ -27,7 +35,7 @@ extern "C" fn on_sigint(_sig: libc::c_int) {
         // Nothing can be done about a failed write here, so its result is ignored.
         unsafe {
             libc::write(2, GIVING_UP.as_ptr().cast(), GIVING_UP.len());
-            libc::_exit(130)
+            libc::_exit(128 + sig)
         };
     }
     IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
@@ -42,28 +50,36 @@ extern "C" fn on_sigint(_sig: libc::c_int) {
     IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// Keeps the SIGINT handler installed; dropping it restores the previous
-/// action.
+/// Keeps the handler of SIGINT, SIGTERM and SIGHUP installed; dropping it restores the
+/// previous actions.
 pub struct SigintGuard {
-    old: libc::sigaction,
+    old: [libc::sigaction; 3],
     _hot: Arc<HotState>,
 }
 
-/// Routes SIGINT to `hot`'s yieldpoint flag.
+/// Routes SIGINT, SIGTERM and SIGHUP to `hot`'s yieldpoint flag.
 pub fn install_sigint_flush(hot: &Arc<HotState>) -> io::Result<SigintGuard> {
     TARGET.store(Arc::as_ptr(hot) as *mut HotState, Ordering::SeqCst);
     COUNT.store(0, Ordering::SeqCst);
+    SIGNAL.store(0, Ordering::SeqCst);
     // SAFETY: a zeroed sigaction with a one-argument handler, empty mask
-    // and SA_RESTART is valid; the previous action is saved for restoring.
+    // and SA_RESTART is valid; the previous actions are saved for restoring,
+    // and on failure those already replaced are restored.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_sigint as *const () as usize;
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGINT, &action, &mut old) != 0 {
-            TARGET.store(ptr::null_mut(), Ordering::SeqCst);
-            return Err(io::Error::last_os_error());
+        let mut old: [libc::sigaction; 3] = std::mem::zeroed();
+        for (i, &sig) in STOP_SIGNALS.iter().enumerate() {
+            if libc::sigaction(sig, &action, &mut old[i]) != 0 {
+                let err = io::Error::last_os_error();
+                for (j, &done) in STOP_SIGNALS[..i].iter().enumerate() {
+                    libc::sigaction(done, &old[j], ptr::null_mut());
+                }
+                TARGET.store(ptr::null_mut(), Ordering::SeqCst);
+                return Err(err);
+            }
         }
         Ok(SigintGuard {
             old,
@@ -72,15 +88,27 @@ pub fn install_sigint_flush(hot: &Arc<HotState>) -> io::Result<SigintGuard> {
     }
 }
 
-/// Whether SIGINT has been received since the guard was installed.
+/// Whether a stop signal (SIGINT, SIGTERM, SIGHUP) has been received since the guard was
+/// installed.
 pub fn sigint_received() -> bool {
     COUNT.load(Ordering::SeqCst) > 0
 }
 
+/// The first stop signal received since the guard was installed, if any: an interrupted run
+/// exits with 128 + this number, as a shell reports a process killed by it.
+pub fn stop_signal() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
 impl Drop for SigintGuard {
     fn drop(&mut self) {
-        // SAFETY: restoring the action saved at install time.
-        unsafe { libc::sigaction(libc::SIGINT, &self.old, ptr::null_mut()) };
+        for (i, &sig) in STOP_SIGNALS.iter().enumerate() {
+            // SAFETY: restoring the action saved at install time.
+            unsafe { libc::sigaction(sig, &self.old[i], ptr::null_mut()) };
+        }
         TARGET.store(ptr::null_mut(), Ordering::SeqCst);
         while IN_FLIGHT.load(Ordering::SeqCst) != 0 {
             std::thread::yield_now();
@@ -101,6 +129,7 @@ mod tests {
         // installed and only sets atomics.
         unsafe { libc::raise(libc::SIGINT) };
         assert!(sigint_received());
+        assert_eq!(stop_signal(), Some(libc::SIGINT));
         assert_ne!(hot.flag.load() & flag::STOP, 0);
         assert_eq!(hot.flag.level(), flag::Level::All);
         drop(guard);

@@ -37,7 +37,7 @@ pub enum VmError {
     Load(String),
     /// A VM-level failure outside the program's control.
     Fatal(String),
-    /// Stopped by SIGINT while profiling (the profile is still written).
+    /// Stopped by SIGINT, SIGTERM or SIGHUP while profiling (the profile is still written).
     Interrupted,
     /// Not an error: the running dispatch loop hands over to another at a counter-based
     /// sampling window's edge (see `Dispatch::Entries`). Raised only on the loop's own call
@@ -126,7 +126,7 @@ impl VmError {
     pub fn exit_code(&self) -> i32 {
         match self {
             VmError::Exit(c) => *c,
-            VmError::Interrupted => 130,
+            VmError::Interrupted => crate::profiling::interrupted_exit_code(),
             _ => 1,
         }
     }

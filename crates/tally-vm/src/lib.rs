@@ -134,7 +134,7 @@ impl Vm {
             return Ok(None);
         };
         self.heap.clear_gc_listener();
-        p.finish(exit_code).map(Some)
+        p.finish(exit_code)
     }
 
     pub fn flush(&mut self) {

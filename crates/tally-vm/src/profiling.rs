@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tally_profile::trigger::{Sampler, SamplerConfig, Trigger};
 use tally_profile::{
     flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, Drainer, DrainerConfig,
-    EventKind, ExactCounts, Header, HotConfig, HotState, LineEntry, Mechanism, MethodId, Profile,
-    Recorder, SamplerSettings, UnservedStop, VmState,
+    EventKind, ExactCounts, Header, HotConfig, HotState, LineEntry, Mechanism, MethodId, Recorder,
+    SamplerSettings, UnservedStop, VmState,
 };
 
 use crate::bytecode::CodeId;
@@ -131,6 +131,9 @@ pub(crate) struct Profiler {
     output: PathBuf,
     /// Set when the program was interrupted (SIGINT) and must stop at the next yieldpoint.
     pub interrupted: bool,
+    /// Set once the main class is loaded and about to run: a run that never got there (no
+    /// such file, a syntax error) leaves no profile, and an existing one in place.
+    pub program_started: bool,
     /// Last, so it is dropped after `sampler` and `_sigint`.
     _trips: TripsAttached,
 }
@@ -208,6 +211,7 @@ impl Profiler {
             _sigint: sigint,
             output: options.output.clone(),
             interrupted: false,
+            program_started: false,
             _trips: trips,
         })
     }
@@ -215,14 +219,46 @@ impl Profiler {
     /// Starts the drain thread and the trigger; called once the VM is ready to run the program.
     pub fn start_sampling(&mut self, options: &ProfileOptions) -> Result<(), VmError> {
         self.hot.published.set_state(VmState::Interpreting);
+        self.start_trigger(options)?;
+        // The header is complete now (the trigger has said what it is): the file starts.
+        self.recorder().stream_to(&self.output).map_err(|e| {
+            VmError::Fatal(format!(
+                "cannot write the profile to {}: {e}",
+                tally_profile::format::partial_path(&self.output).display()
+            ))
+        })?;
         let last_resort = self.write_on_unserved_stop();
-        let drainer = Drainer::start(
+        let drainer = Drainer::start_streaming(
             self.hot.clone(),
             DrainerConfig::for_rate(options.rate_hz, HotConfig::default().ring_slots),
             Some(last_resort),
+            Some(self.stream_on_drain()),
         )
         .map_err(|e| VmError::Fatal(format!("cannot start the profiler's drain thread: {e}")))?;
         self.drainer = Some(drainer);
+        Ok(())
+    }
+
+    /// What the drainer does every period: append the new samples and events to the file, so
+    /// that a killed run keeps all but its last period. On the drainer's thread, so the VM
+    /// thread does no more than before; a write that fails is said once, and the final write
+    /// then writes the whole file.
+    fn stream_on_drain(&self) -> tally_profile::OnPeriod {
+        let hot = self.hot.clone();
+        let recorder = self.recorder.clone();
+        let output = self.output.clone();
+        Box::new(move || {
+            if let Err(e) = lock(&recorder).flush(&hot) {
+                eprintln!(
+                    "tally: cannot stream the profile to {}: {e}; it will be written at the end",
+                    tally_profile::format::partial_path(&output).display()
+                );
+            }
+        })
+    }
+
+    /// Starts the sample trigger (or the CBS ticks) and records what it is in the header.
+    fn start_trigger(&mut self, options: &ProfileOptions) -> Result<(), VmError> {
         // CBS alone still needs ticks to open its windows; they come from the trigger the
         // user's `auto` would pick for method samples at the same rate.
         let (trigger, choice) = match options.trigger {
@@ -294,8 +330,10 @@ impl Profiler {
             if !hot.claim_final_write() {
                 return; // the VM thread got there first
             }
-            let profile = lock(&recorder).snapshot(&hot, 130);
-            match profile.write_atomically(&output) {
+            let code = interrupted_exit_code();
+            let mut r = lock(&recorder);
+            let profile = r.snapshot(&hot, code);
+            match r.write_final(&profile, &output) {
                 Ok(()) => eprintln!(
                     "\ntally: interrupted, and the program reached no call within a second; profile written to {} (see `tally report {}`)",
                     output.display(),
@@ -303,12 +341,13 @@ impl Profiler {
                 ),
                 Err(e) => eprintln!("\ntally: interrupted; cannot write the profile to {}: {e}", output.display()),
             }
-            std::process::exit(130);
+            std::process::exit(code);
         })
     }
 
-    /// Stops sampling and writes the profile (atomically).
-    pub fn finish(mut self, exit_code: i32) -> Result<PathBuf, VmError> {
+    /// Stops sampling and writes the profile (atomically); answers `None`, writing nothing and
+    /// leaving any existing file alone, when the program never started.
+    pub fn finish(mut self, exit_code: i32) -> Result<Option<PathBuf>, VmError> {
         if !self.hot.claim_final_write() {
             // The drainer's last resort is writing the profile and will end the process.
             loop {
@@ -326,15 +365,27 @@ impl Profiler {
         let recorder = Arc::try_unwrap(self.recorder)
             .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
             .map_err(|_| VmError::Fatal("the profile recorder is still in use".into()))?;
-        let profile: Profile = recorder.finish(&self.hot, self.exact.take(), exit_code);
-        profile.write_atomically(&self.output).map_err(|e| {
-            VmError::Fatal(format!(
-                "cannot write the profile to {}: {e}",
-                self.output.display()
-            ))
-        })?;
-        Ok(self.output)
+        if !self.program_started {
+            let mut recorder = recorder;
+            recorder.discard();
+            return Ok(None);
+        }
+        recorder
+            .finish_to_file(&self.hot, self.exact.take(), exit_code, &self.output)
+            .map_err(|e| {
+                VmError::Fatal(format!(
+                    "cannot write the profile to {}: {e}",
+                    self.output.display()
+                ))
+            })?;
+        Ok(Some(self.output))
     }
+}
+
+/// The exit status of a run stopped by a signal: 128 + its number, as a shell reports it
+/// (SIGINT's 2 when none was recorded).
+pub(crate) fn interrupted_exit_code() -> i32 {
+    128 + tally_profile::stop_signal().unwrap_or(2)
 }
 
 impl Vm {

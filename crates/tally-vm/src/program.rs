@@ -56,6 +56,9 @@ impl Vm {
                 }
             }
         };
+        if let Some(p) = self.profiler.as_deref_mut() {
+            p.program_started = true;
+        }
         // The arguments array: every command-line word after the options, the class's name
         // first (also when the program was given as a file).
         let array = self.alloc(self.rt.core.array, Kind::Array, args.len(), Value::NIL, 0)?;

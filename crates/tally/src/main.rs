@@ -53,7 +53,10 @@ struct Cli {
     #[arg(long)]
     gc_stats: bool,
 
-    /// Record a profile of the run to FILE (default tally.profile).
+    /// Record a profile of the run to FILE (default tally.profile). It streams to FILE.partial
+    /// as the run goes (a killed run leaves that, readable up to its last half second) and is
+    /// renamed to FILE when the run ends; SIGINT, SIGTERM and SIGHUP end the run and write it.
+    /// The directory is checked before the program starts.
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "tally.profile", help_heading = "Profiling")]
     profile: Option<PathBuf>,
 
@@ -118,7 +121,7 @@ struct Cli {
     )]
     sample_depth: usize,
 
-    /// Overwrite an existing profile file.
+    /// Overwrite an existing profile file (only with the complete profile of a run that started).
     #[arg(long, help_heading = "Profiling")]
     force: bool,
 
@@ -207,12 +210,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
     let Some(output) = cli.profile.clone() else {
         return Ok(None);
     };
-    if output.exists() && !cli.force {
-        return Err(format!(
-            "{} exists; pass --force to overwrite it",
-            output.display()
-        ));
-    }
+    check_output(&output, cli.force)?;
     let mut trigger_choice = None;
     let trigger = match cli.sampler {
         SamplerKind::Auto => {
@@ -295,6 +293,55 @@ fn record_asks_help(args: &[String]) -> bool {
         .skip(2)
         .take_while(|a| *a != "--")
         .any(|a| a == "-h" || a == "--help")
+}
+
+/// Checks before the program runs that the profile can be written to `output`: its directory
+/// exists and takes new files (the streamed `FILE.partial` is created and removed), and an
+/// existing file is only replaced with `force`.
+fn check_output(output: &std::path::Path, force: bool) -> Result<(), String> {
+    if output.is_dir() {
+        return Err(format!(
+            "cannot write the profile to {}: it is a directory",
+            output.display()
+        ));
+    }
+    if output.exists() && !force {
+        return Err(format!(
+            "{} exists; pass --force to overwrite it",
+            output.display()
+        ));
+    }
+    let dir = output
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        return Err(format!(
+            "cannot write the profile to {}: the directory {} does not exist",
+            output.display(),
+            dir.display()
+        ));
+    }
+    let partial = tally_vm::tally_profile::format::partial_path(output);
+    let existed = partial.exists();
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&partial)
+    {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(&partial);
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "cannot write the profile to {}: {e} (creating {})",
+            output.display(),
+            partial.display()
+        )),
+    }
 }
 
 /// `tally record -o FILE [--force] -- ARGS…` is `tally --profile=FILE [--force] ARGS…`.
@@ -448,7 +495,14 @@ fn main() -> ExitCode {
         };
         match vm.finish_profile(exit_code) {
             Ok(Some(path)) => eprintln!("tally: profile written to {} (see `tally report {}`)", path.display(), path.display()),
-            Ok(None) => {}
+            Ok(None) => {
+                if let Some(path) = &cli.profile {
+                    eprintln!(
+                        "tally: no profile written to {}: the program did not start",
+                        path.display()
+                    );
+                }
+            }
             Err(e) => eprintln!("tally: {e}"),
         }
         if cli.gc_stats {

@@ -17,8 +17,31 @@ macro_rules! outln {
     }};
 }
 
+/// Reads a profile, also one cut short (a killed run's `FILE.partial`): what could be read,
+/// with a warning on stderr that says what was lost.
 fn read(path: &Path) -> Result<Profile, String> {
-    Profile::read(path).map_err(|e| format!("cannot read the profile {}: {e}", path.display()))
+    use tally_vm::tally_profile::format::{partial_path, read_file_partial};
+    if !path.exists() {
+        let partial = partial_path(path);
+        if partial.exists() {
+            return Err(format!(
+                "cannot read the profile {}: it does not exist, but {} does (the run writing it did not finish, or still runs); `tally report {}` reads what it holds",
+                path.display(),
+                partial.display(),
+                partial.display()
+            ));
+        }
+    }
+    let read = read_file_partial(path)
+        .map_err(|e| format!("cannot read the profile {}: {e}", path.display()))?;
+    if let Some(cut) = read.cut {
+        eprintln!(
+            "warning: {} is incomplete: {cut}; reading the {} samples before that",
+            path.display(),
+            read.profile.samples.len()
+        );
+    }
+    Ok(read.profile)
 }
 
 /// Writes `bytes` to `path` unless it exists and `force` is off: nothing the user wrote is

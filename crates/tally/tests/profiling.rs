@@ -427,3 +427,198 @@ fn cbs_windows_see_calls_that_push_no_frame() {
     assert!(share("-> Getter>>x") >= 90.0, "{report}");
     assert!(share("-> Getter>>work") <= 10.0, "{report}");
 }
+
+/// A loop that runs until killed, making calls (so the VM serves a stop at its next call).
+const FOREVER: &[u8] =
+    b"Forever = ( run = ( | i | i := 0. [ true ] whileTrue: [ i := i + (self one: i) ] ) one: n = ( ^n - n + 1 ) )";
+
+/// Starts `tally ARGS Forever.som` in `dir`, lets it run `ms` milliseconds, sends `signal`
+/// and answers its output.
+fn signal_forever(dir: &Path, args: &[&str], ms: u64, signal: &str) -> Output {
+    std::fs::write(dir.join("Forever.som"), FOREVER).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .arg("Forever.som")
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    let killed = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_unwritable_profile_path_is_rejected_before_the_program_runs() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Hello.som"),
+        b"Hello = ( run = ( 'ran' println ) )",
+    )
+    .unwrap();
+    for args in [
+        vec!["--profile=no/such/dir/x.profile", "Hello.som"],
+        vec!["record", "-o", "no/such/dir/x.profile", "--", "Hello.som"],
+    ] {
+        let o = tally(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(text(&o.stdout).is_empty(), "the program ran: {args:?}");
+        assert!(
+            text(&o.stderr).contains("the directory no/such/dir does not exist"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    // A directory that takes no new files (root may write anywhere, so only when it cannot).
+    let ro = d.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let mut perms = std::fs::metadata(&ro).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o555);
+    std::fs::set_permissions(&ro, perms).unwrap();
+    if std::fs::File::create(ro.join("probe")).is_err() {
+        let o = tally(d.path(), &["--profile=ro/x.profile", "Hello.som"]);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).is_empty());
+    }
+}
+
+#[test]
+fn sigterm_mid_run_writes_a_complete_profile_and_exits_143() {
+    let d = tempfile::tempdir().unwrap();
+    let o = signal_forever(d.path(), &["--profile=run.profile"], 1500, "-TERM");
+    assert_eq!(o.status.code(), Some(143), "{}", text(&o.stderr));
+    assert!(!d.path().join("run.profile.partial").exists());
+    let r = tally(d.path(), &["report", "run.profile"]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(
+        !text(&r.stderr).contains("incomplete"),
+        "{}",
+        text(&r.stderr)
+    );
+    let report = text(&r.stdout);
+    assert!(report.contains("Forever>>run"), "{report}");
+    assert!(!samples_line(&report).contains(" 0 recorded"), "{report}");
+}
+
+#[test]
+fn sighup_writes_the_profile_and_exits_129() {
+    let d = tempfile::tempdir().unwrap();
+    let o = signal_forever(d.path(), &["--profile=run.profile"], 1000, "-HUP");
+    assert_eq!(o.status.code(), Some(129), "{}", text(&o.stderr));
+    let r = tally(d.path(), &["report", "run.profile"]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+}
+
+#[test]
+fn kill_9_leaves_a_partial_profile_with_the_samples_so_far() {
+    let d = tempfile::tempdir().unwrap();
+    // Wall-clock samples, so that the count does not depend on how much CPU a loaded machine
+    // gives the VM thread.
+    let o = signal_forever(
+        d.path(),
+        &["--profile=run.profile", "--sampler=timer-wall"],
+        2000,
+        "-KILL",
+    );
+    assert_eq!(o.status.code(), None, "killed by a signal");
+    assert!(!d.path().join("run.profile").exists());
+    // Asking for the final name points at the partial file.
+    let r = tally(d.path(), &["report", "run.profile"]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        text(&r.stderr).contains("run.profile.partial does"),
+        "{}",
+        text(&r.stderr)
+    );
+    let r = tally(d.path(), &["report", "run.profile.partial"]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let warning = text(&r.stderr);
+    assert!(
+        warning.contains("incomplete: the file ends after chunk")
+            && warning.contains("counters are missing"),
+        "{warning}"
+    );
+    let report = text(&r.stdout);
+    assert!(report.contains("Forever>>run"), "{report}");
+    // Two seconds at 250 Hz, less start-up and the last drain period (half a second at most):
+    // over 300 samples; a third of that allows for a slow start on a loaded machine.
+    let n: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("flat profile: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no sample count in {report}"));
+    assert!(n >= 100, "{n} samples in {report}");
+}
+
+#[test]
+fn a_profile_cut_short_is_read_with_a_warning_at_any_point() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    let o = tally(
+        d.path(),
+        &["--profile=fib.profile", "--rate=2000", "Fib.som"],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let full = std::fs::read(d.path().join("fib.profile")).unwrap();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for i in 0..10 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Past the header (a few hundred bytes), which a cut file must keep.
+        let at = 400 + (x % (full.len() as u64 - 400)) as usize;
+        let name = format!("cut{i}.profile");
+        std::fs::write(d.path().join(&name), &full[..at]).unwrap();
+        for cmd in [
+            vec!["report", name.as_str()],
+            vec![
+                "export",
+                "folded",
+                name.as_str(),
+                "-o",
+                "out.folded",
+                "--force",
+            ],
+        ] {
+            let r = tally(d.path(), &cmd);
+            let stderr = text(&r.stderr);
+            assert!(!stderr.contains("panicked"), "{cmd:?} at {at}: {stderr}");
+            assert!(r.status.success(), "{cmd:?} at {at}: {stderr}");
+            assert!(
+                stderr.contains("is incomplete"),
+                "{cmd:?} at {at}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn force_keeps_the_old_profile_when_the_program_does_not_start() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    std::fs::write(d.path().join("Bad.som"), b"Bad = ( run = ( ^ ) ").unwrap();
+    let o = tally(d.path(), &["--profile=old.profile", "Fib.som"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let good = std::fs::read(d.path().join("old.profile")).unwrap();
+    for program in ["Missing.som", "Bad.som"] {
+        let o = tally(d.path(), &["--profile=old.profile", "--force", program]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("no profile written to old.profile"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert_eq!(
+            std::fs::read(d.path().join("old.profile")).unwrap(),
+            good,
+            "{program} replaced the profile"
+        );
+        assert!(!d.path().join("old.profile.partial").exists());
+    }
+}

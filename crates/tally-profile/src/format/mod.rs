@@ -26,12 +26,26 @@
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
 //! rejection says which chunk, at which byte offset, and why.
+//!
+//! Streaming: a run writes its file as it goes ([`StreamWriter`]), to
+//! `PATH.partial`: `HEAD` when sampling starts, then an `EVNT` chunk and
+//! `SMPL` chunks at each drain (every half second at the default rate),
+//! then `EDGE`, `EXCT`, `CNTR` and `END!` at the end, and renames the file
+//! to `PATH`. So `EVNT` and `SMPL` chunks interleave, each chunk's time
+//! deltas start from zero, and events (samples) read in file order are in
+//! arrival order. This needs no new version: 1.0 and 1.1 readers already
+//! accept any number of both. A file cut short (the run was killed) has
+//! no `END!`; [`decode_partial`] reads it up to its last complete chunk
+//! and says what was lost, [`decode`] rejects it. A checksum failure or a
+//! malformed chunk rejects the file either way.
 
 mod codec;
 mod read;
+mod stream;
 mod write;
 
-pub use read::{decode, read_file, ReadError};
+pub use read::{decode, decode_partial, read_file, read_file_partial, Cut, PartialRead, ReadError};
+pub use stream::{partial_path, StreamWriter};
 pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";

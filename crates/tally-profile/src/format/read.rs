@@ -46,6 +46,58 @@ pub fn read_file(path: &Path) -> Result<Profile, ReadError> {
     decode(&std::fs::read(path)?)
 }
 
+/// Where a file cut short ends: what [`decode_partial`] could not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// Complete chunks read (the header included).
+    pub chunks: u64,
+    /// Byte offset just after the last complete chunk.
+    pub at_byte: u64,
+    /// Bytes after it: an incomplete chunk (0 when the file ends on a chunk boundary).
+    pub lost_bytes: u64,
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the file ends after chunk {} at byte {}",
+            self.chunks, self.at_byte
+        )?;
+        if self.lost_bytes > 0 {
+            write!(
+                f,
+                " ({} bytes of an incomplete chunk dropped)",
+                self.lost_bytes
+            )?;
+        }
+        write!(
+            f,
+            ": the run's end and its counters are missing (the writer did not finish: killed, crashed or out of disk)"
+        )
+    }
+}
+
+/// A profile read from a file that may have been cut short.
+#[derive(Debug)]
+pub struct PartialRead {
+    pub profile: Profile,
+    /// `None` for a complete file.
+    pub cut: Option<Cut>,
+}
+
+/// Reads a file that may be cut short (a run killed while its profile streamed to disk): every
+/// complete chunk up to the end of the file is kept, and [`PartialRead::cut`] says what was
+/// lost. Anything else wrong (a checksum failure, a malformed chunk, a file cut inside its
+/// header) rejects the file as [`decode`] does.
+pub fn decode_partial(bytes: &[u8]) -> Result<PartialRead, ReadError> {
+    decode_inner(bytes, true)
+}
+
+pub fn read_file_partial(path: &Path) -> Result<PartialRead, ReadError> {
+    decode_partial(&std::fs::read(path)?)
+}
+
 fn tag_name(tag: &[u8]) -> String {
     tag.iter()
         .map(|&b| {
@@ -59,6 +111,10 @@ fn tag_name(tag: &[u8]) -> String {
 }
 
 pub fn decode(bytes: &[u8]) -> Result<Profile, ReadError> {
+    decode_inner(bytes, false).map(|r| r.profile)
+}
+
+fn decode_inner(bytes: &[u8], lenient: bool) -> Result<PartialRead, ReadError> {
     if bytes.len() < 8 || &bytes[..8] != MAGIC {
         return Err(
             if bytes.len() < 8 && MAGIC.starts_with(bytes) && !bytes.is_empty() {
@@ -88,25 +144,53 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, ReadError> {
     let mut pos = 12usize;
     let mut seen_head = false;
     let mut chunks = 0u64;
+    // A cut after the header keeps what came before it; one inside the header keeps nothing.
+    let cut = |pos: usize, chunks: u64, seen_head: bool, err: ReadError| {
+        if lenient && seen_head {
+            Ok(PartialRead {
+                profile: Profile::default(),
+                cut: Some(Cut {
+                    chunks,
+                    at_byte: pos as u64,
+                    lost_bytes: (bytes.len() - pos) as u64,
+                }),
+            })
+        } else {
+            Err(err)
+        }
+    };
     loop {
         if pos == bytes.len() {
-            return Err(ReadError::MissingEnd);
+            return cut(pos, chunks, seen_head, ReadError::MissingEnd)
+                .map(|r| PartialRead { profile: p, ..r });
         }
         let offset = pos as u64;
         if bytes.len() - pos < 8 {
-            return Err(ReadError::Truncated {
-                what: "chunk header".into(),
-                offset,
-            });
+            return cut(
+                pos,
+                chunks,
+                seen_head,
+                ReadError::Truncated {
+                    what: "chunk header".into(),
+                    offset,
+                },
+            )
+            .map(|r| PartialRead { profile: p, ..r });
         }
         let tag: [u8; 4] = bytes[pos..pos + 4].try_into().unwrap();
         let name = tag_name(&tag);
         let len = u32::from_le_bytes(bytes[pos + 4..pos + 8].try_into().unwrap()) as usize;
         if bytes.len() - pos - 8 < len.saturating_add(4) {
-            return Err(ReadError::Truncated {
-                what: format!("chunk {name}"),
-                offset,
-            });
+            return cut(
+                pos,
+                chunks,
+                seen_head,
+                ReadError::Truncated {
+                    what: format!("chunk {name}"),
+                    offset,
+                },
+            )
+            .map(|r| PartialRead { profile: p, ..r });
         }
         let body_end = pos + 8 + len;
         let stored = u32::from_le_bytes(bytes[body_end..body_end + 4].try_into().unwrap());
@@ -139,7 +223,10 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, ReadError> {
             if !seen_head {
                 return Err(ReadError::Structure("no HEAD chunk".into()));
             }
-            return Ok(p);
+            return Ok(PartialRead {
+                profile: p,
+                cut: None,
+            });
         }
         chunks += 1;
         if tag == tags::HEAD {

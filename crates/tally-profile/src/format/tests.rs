@@ -1,6 +1,7 @@
 use super::*;
 use crate::fixtures::example_profile;
 use crate::profile::Profile;
+use crate::sample::Sample;
 
 fn patch_crc(bytes: &mut [u8], chunk_start: usize) {
     let len =
@@ -211,4 +212,82 @@ fn a_format_1_0_file_reads_with_no_merged_ticks() {
     assert_eq!(old.counters.ticks_merged, 0);
     assert_eq!(old.counters.cbs_ticks, p.counters.cbs_ticks);
     assert_eq!(old.samples, p.samples);
+}
+
+/// Writes `p` the way a run does: header first, events and samples in several appends.
+fn streamed(p: &Profile, dir: &std::path::Path) -> (std::path::PathBuf, Vec<u8>) {
+    let path = dir.join("run.profile");
+    let mut w = StreamWriter::create(&path, &p.header).unwrap();
+    let half = p.samples.len() / 2;
+    w.append(&p.events[..1], &p.samples[..half]).unwrap();
+    w.append(&p.events[1..], &p.samples[half..]).unwrap();
+    let partial = std::fs::read(w.partial()).unwrap();
+    w.finish(p).unwrap();
+    (path, partial)
+}
+
+#[test]
+fn a_streamed_file_reads_back_whole_and_its_partial_file_up_to_the_cut() {
+    let p = example_profile();
+    let dir = std::env::temp_dir().join(format!("tally-profile-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("run.profile"), b"the old profile").unwrap();
+    let (path, partial) = streamed(&p, &dir);
+    assert_eq!(Profile::read(&path).unwrap(), p);
+    assert!(!partial_path(&path).exists(), "renamed when complete");
+    // The partial file, as a kill -9 before the end leaves it.
+    assert!(matches!(decode(&partial), Err(ReadError::MissingEnd)));
+    let r = decode_partial(&partial).unwrap();
+    let cut = r.cut.expect("a cut");
+    assert_eq!((cut.at_byte, cut.lost_bytes), (partial.len() as u64, 0));
+    assert_eq!(r.profile.samples, p.samples);
+    assert_eq!(r.profile.events, p.events);
+    assert!(cut.to_string().contains("counters are missing"), "{cut}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_cut_at_random_points_reads_up_to_its_last_chunk_and_never_panics() {
+    let mut p = example_profile();
+    let s = p.samples[0].clone();
+    p.samples = (0..3000u64)
+        .map(|i| Sample {
+            time_ns: s.time_ns + i,
+            ..s.clone()
+        })
+        .collect();
+    let full = encode(&p);
+    let head_end = 12 + 8 + u32::from_le_bytes(full[16..20].try_into().unwrap()) as usize + 4;
+    // A fixed-seed xorshift: ten cut points spread over the file, reproducibly.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..10 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = (x % full.len() as u64) as usize;
+        let bytes = &full[..at];
+        assert!(decode(bytes).is_err(), "cut at {at}");
+        match decode_partial(bytes) {
+            Ok(r) => {
+                assert!(at >= head_end, "cut at {at} inside the header was accepted");
+                let cut = r.cut.expect("a cut file says so");
+                assert_eq!(cut.at_byte + cut.lost_bytes, at as u64);
+                assert!(r.profile.samples.len() <= p.samples.len());
+                assert_eq!(r.profile.samples[..], p.samples[..r.profile.samples.len()]);
+                crate::fuzz_support::analyse(&r.profile);
+            }
+            Err(e) => assert!(at < head_end, "cut at {at}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_checksum_failure_before_the_cut_still_rejects_the_file() {
+    let p = example_profile();
+    let mut bytes = encode(&p);
+    let smpl = chunk_at(&bytes, b"SMPL");
+    bytes[smpl + 9] ^= 0x40;
+    bytes.truncate(bytes.len() - 3);
+    let err = decode_partial(&bytes).unwrap_err();
+    assert!(matches!(err, ReadError::Checksum { .. }), "{err}");
 }

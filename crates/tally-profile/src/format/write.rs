@@ -34,23 +34,51 @@ pub fn encode(p: &Profile) -> Vec<u8> {
         out: Vec::new(),
         count: 0,
     };
-    c.out.extend_from_slice(MAGIC);
-    c.out.extend_from_slice(&MAJOR.to_le_bytes());
-    c.out.extend_from_slice(&MINOR.to_le_bytes());
-
+    c.out.extend_from_slice(&preamble());
     c.put(tags::HEAD, &header(&p.header));
     if !p.events.is_empty() {
-        let mut e = Enc::new();
-        e.uv(p.events.len() as u64);
-        let mut prev = 0u64;
-        for ev in &p.events {
-            event(&mut e, ev, &mut prev);
-        }
-        c.put(tags::EVNT, &e.buf);
+        c.put(tags::EVNT, &events(&p.events));
     }
     for batch in p.samples.chunks(SAMPLES_PER_CHUNK) {
         c.put(tags::SMPL, &samples(batch));
     }
+    for (tag, payload) in tail(p) {
+        c.put(tag, &payload);
+    }
+    let mut e = Enc::new();
+    e.uv(c.count);
+    c.put(tags::END, &e.buf);
+    c.out
+}
+
+/// Magic number and version: the first 12 bytes of every file.
+pub(super) fn preamble() -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&MAJOR.to_le_bytes());
+    out.extend_from_slice(&MINOR.to_le_bytes());
+    out
+}
+
+/// One chunk, framed and checksummed.
+pub(super) fn chunk(tag: [u8; 4], payload: &[u8]) -> Vec<u8> {
+    let mut c = Chunks {
+        out: Vec::with_capacity(payload.len() + 12),
+        count: 0,
+    };
+    c.put(tag, payload);
+    c.out
+}
+
+/// The `END!` chunk closing a file of `chunks` chunks.
+pub(super) fn end(chunks: u64) -> Vec<u8> {
+    let mut e = Enc::new();
+    e.uv(chunks);
+    chunk(tags::END, &e.buf)
+}
+
+/// The chunks only known when the run is over: CBS edges, exhaustive counts, counters.
+pub(super) fn tail(p: &Profile) -> Vec<([u8; 4], Vec<u8>)> {
+    let mut out = Vec::new();
     if !p.cbs_edges.edges.is_empty() {
         let mut e = Enc::new();
         e.uv(p.cbs_edges.edges.len() as u64);
@@ -60,7 +88,7 @@ pub fn encode(p: &Profile) -> Vec<u8> {
             e.uv(edge.callee.0.into());
             e.uv(w);
         }
-        c.put(tags::EDGE, &e.buf);
+        out.push((tags::EDGE, e.buf));
     }
     if let Some(x) = &p.exact {
         let mut e = Enc::new();
@@ -79,7 +107,7 @@ pub fn encode(p: &Profile) -> Vec<u8> {
             e.uv(edge.callee.0.into());
             e.uv(n);
         }
-        c.put(tags::EXCT, &e.buf);
+        out.push((tags::EXCT, e.buf));
     }
     let k = &p.counters;
     let mut e = Enc::new();
@@ -94,15 +122,22 @@ pub fn encode(p: &Profile) -> Vec<u8> {
     ] {
         e.uv(v);
     }
-    c.put(tags::CNTR, &e.buf);
-
-    let mut e = Enc::new();
-    e.uv(c.count);
-    c.put(tags::END, &e.buf);
-    c.out
+    out.push((tags::CNTR, e.buf));
+    out
 }
 
-fn header(h: &Header) -> Vec<u8> {
+/// An `EVNT` payload.
+pub(super) fn events(events: &[Event]) -> Vec<u8> {
+    let mut e = Enc::new();
+    e.uv(events.len() as u64);
+    let mut prev = 0u64;
+    for ev in events {
+        event(&mut e, ev, &mut prev);
+    }
+    e.buf
+}
+
+pub(super) fn header(h: &Header) -> Vec<u8> {
     let mut e = Enc::new();
     e.str(&h.vm_name);
     e.str(&h.vm_version);
@@ -234,7 +269,7 @@ fn code_version(e: &mut Enc, v: &CodeVersion) {
     }
 }
 
-fn samples(batch: &[Sample]) -> Vec<u8> {
+pub(super) fn samples(batch: &[Sample]) -> Vec<u8> {
     let mut e = Enc::new();
     e.uv(batch.len() as u64);
     let mut prev = 0u64;
