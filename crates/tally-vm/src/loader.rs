@@ -52,6 +52,43 @@ impl Vm {
         for (c, k) in kinds {
             self.rt.classes[c as usize].instance_kind = k;
         }
+        let special = [
+            core.integer,
+            core.double,
+            core.symbol,
+            core.block,
+            core.method,
+            core.primitive,
+            core.class,
+            core.boolean,
+            core.nil,
+        ];
+        for c in special {
+            self.rt.classes[c as usize].special_layout = true;
+        }
+        // The core classes were defined before their kinds were known; give their subclasses
+        // (Block1, Metaclass, True, …) what they inherit. Later classes inherit at definition.
+        for c in 0..self.rt.classes.len() {
+            if self.rt.classes[c].is_meta {
+                continue;
+            }
+            let mut s = self.rt.classes[c].superclass;
+            while let Some(k) = s {
+                let (kind, sp) = (
+                    self.rt.classes[k as usize].instance_kind,
+                    self.rt.classes[k as usize].special_layout,
+                );
+                if sp || kind != Kind::Plain {
+                    let info = &mut self.rt.classes[c];
+                    info.special_layout |= sp;
+                    if info.instance_kind == Kind::Plain {
+                        info.instance_kind = kind;
+                    }
+                    break;
+                }
+                s = self.rt.classes[k as usize].superclass;
+            }
+        }
         self.rt.block_classes = vec![core.block1, core.block2, core.block3];
         let block4 = self.rt.symbols.intern("Block4");
         if let Some(c) = self.load_class(block4)? {
@@ -93,6 +130,7 @@ impl Vm {
                 methods: Default::default(),
                 method_order: Vec::new(),
                 instance_kind: if is_meta { Kind::Class } else { Kind::Plain },
+                special_layout: is_meta,
                 methods_array: Value::NIL,
             });
         }
@@ -233,7 +271,26 @@ impl Vm {
             None => Some(self.rt.core.object),
             Some(s) => {
                 let sym = self.rt.symbols.intern(&s.name);
-                match self.load_class(sym)? {
+                let chain: Vec<Symbol> = self.rt.loading.iter().copied().chain([name]).collect();
+                if let Some(at) = chain.iter().position(|c| *c == sym) {
+                    let mut cycle: Vec<&str> = chain[at..]
+                        .iter()
+                        .map(|c| self.rt.symbols.name(*c))
+                        .collect();
+                    cycle.push(&s.name);
+                    let cycle = cycle.join(" -> ");
+                    let err = self.compile_error(
+                        source,
+                        s.span.start,
+                        &format!("superclass cycle: {cycle} (a class cannot inherit from itself)"),
+                    );
+                    self.rt.loading.clear();
+                    return Err(err);
+                }
+                self.rt.loading.push(name);
+                let loaded = self.load_class(sym);
+                self.rt.loading.pop();
+                match loaded? {
                     Some(c) => Some(c),
                     None => {
                         return Err(self.compile_error(
@@ -257,9 +314,13 @@ impl Vm {
         let (inherited, super_meta, kind) = match superclass {
             Some(s) => {
                 let si = &self.rt.classes[s as usize];
-                (si.fields.clone(), Some(si.partner), si.instance_kind)
+                (
+                    si.fields.clone(),
+                    Some(si.partner),
+                    (si.instance_kind, si.special_layout),
+                )
             }
-            None => (Vec::new(), Some(core.class), Kind::Plain),
+            None => (Vec::new(), Some(core.class), (Kind::Plain, false)),
         };
         let mut fields = self.field_names(&def.instance_fields, &inherited, source)?;
         if id == core.class {
@@ -285,7 +346,7 @@ impl Vm {
             info.own_fields = def.instance_fields.len();
             info.fields = fields;
             if reserved.is_none() {
-                info.instance_kind = kind;
+                (info.instance_kind, info.special_layout) = kind;
             }
             info.methods.clear();
             info.method_order.clear();

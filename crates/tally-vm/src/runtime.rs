@@ -69,6 +69,10 @@ pub struct ClassInfo {
     pub method_order: Vec<Symbol>,
     /// The shape of instances made by `new`.
     pub instance_kind: Kind,
+    /// Whether only the VM makes instances (integers, doubles, symbols, blocks, methods,
+    /// classes, booleans, nil, and subclasses of those): their primitives rely on a layout
+    /// `new` cannot give, so `new` and `new:` refuse these classes.
+    pub special_layout: bool,
     /// The Array answered by `Class>>methods`, made on first use (nil until then).
     pub methods_array: Value,
 }
@@ -362,6 +366,9 @@ pub struct Runtime {
     pub sources: Vec<Rc<Source>>,
     /// Values a primitive must keep across an allocation.
     pub handles: Vec<Value>,
+    /// Classes whose superclass chain is being loaded, outermost first: a superclass already
+    /// on it closes a cycle, reported instead of recursing without end.
+    pub loading: Vec<Symbol>,
     /// (class, selector) → method; cleared when methods change.
     pub lookup_cache: rustc_hash::FxHashMap<(ClassId, Symbol), Option<CodeId>>,
     /// Block classes by number of parameters (Block1 takes none).
@@ -412,6 +419,7 @@ impl Runtime {
             sites: Vec::new(),
             sources: Vec::new(),
             handles: Vec::new(),
+            loading: Vec::new(),
             lookup_cache: Default::default(),
             block_classes: Vec::new(),
             nil_tests: NilTests::default(),

@@ -1,5 +1,6 @@
 //! Runs every SOM test program in `tests/som` (`NameTest.som`, with the expected standard
-//! output in `NameTest.expected` and, when not 0, the expected exit status in `NameTest.exit`)
+//! output in `NameTest.expected`, when not 0, the expected exit status in `NameTest.exit`, and
+//! optionally a line the standard error must contain in `NameTest.stderr`)
 //! through the `tally` binary: once normally and once with the GC collecting every few
 //! allocations, so the programs also check that nothing the VM holds is lost when objects move.
 
@@ -46,11 +47,14 @@ fn run_all(extra_flags: &[&str]) {
             .output()
             .expect("run tally");
         let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
         let status = out.status.code().unwrap_or(-1);
-        if stdout.trim_end() != expected.trim_end() || status != expected_status {
+        let stderr_ok = std::fs::read_to_string(dir.join(format!("{name}.stderr")))
+            .map(|want| stderr.contains(want.trim_end()))
+            .unwrap_or(true);
+        if stdout.trim_end() != expected.trim_end() || status != expected_status || !stderr_ok {
             failures.push(format!(
-                "{name}: exit {status} (expected {expected_status})\n--- stdout\n{stdout}\n--- expected\n{expected}\n--- stderr\n{}",
-                String::from_utf8_lossy(&out.stderr)
+                "{name}: exit {status} (expected {expected_status})\n--- stdout\n{stdout}\n--- expected\n{expected}\n--- stderr\n{stderr}",
             ));
         }
     }

@@ -10,24 +10,25 @@ pub static INSTANCE: Table = &[("at:", at), ("at:put:", at_put), ("length", leng
 pub static CLASS: Table = &[("new:", new)];
 
 fn at(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let (a, i) = (vm.arg(1, 0), vm.arg(1, 1));
-    let i = vm.index_arg(i, a.slot_count(), "array")?;
-    vm.answer(1, a.slot(i))
+    let (a, i) = (vm.array_ref(vm.arg(1, 0))?, vm.arg(1, 1));
+    let i = vm.index_arg(i, a.len, "array")?;
+    vm.answer(1, a.get(i))
 }
 
 fn at_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let (a, i, v) = (vm.arg(2, 0), vm.arg(2, 1), vm.arg(2, 2));
-    let i = vm.index_arg(i, a.slot_count(), "array")?;
-    a.set_slot(i, v);
-    vm.answer(2, a)
+    let (a, i, v) = (vm.array_ref(vm.arg(2, 0))?, vm.arg(2, 1), vm.arg(2, 2));
+    let i = vm.index_arg(i, a.len, "array")?;
+    a.set(i, v);
+    vm.answer(2, a.obj)
 }
 
 fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let a = vm.arg(argc, 0);
-    vm.answer(argc, Value::from_small_int(a.slot_count() as i64))
+    let a = vm.array_ref(vm.arg(argc, 0))?;
+    vm.answer(argc, Value::from_small_int(a.len as i64))
 }
 
-/// `Array new: n` (also on subclasses of Array: the instance gets the receiver's class).
+/// `Array new: n` (also on subclasses of Array: the instance gets the receiver's class, and
+/// its named fields, nil, come before the `n` elements).
 fn new(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (class, n) = (vm.arg(1, 0), vm.arg(1, 1));
     let Some(len) = n.as_int() else {
@@ -36,7 +37,13 @@ fn new(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     if len < 0 {
         return Err(vm.error("Can't represent as unsigned machine integer."));
     }
-    let class_id = class.slot(0).int_unchecked() as u32;
-    let a = vm.alloc(class_id, Kind::Array, len as usize, Value::NIL, 0)?;
+    let class_id = vm.class_ref(class)?;
+    let info = &vm.rt.classes[class_id as usize];
+    if info.instance_kind != Kind::Array {
+        let name = vm.rt.class_name(class_id);
+        return Err(vm.error(format!("{name} new: makes no indexable instances")));
+    }
+    let fields = info.fields.len();
+    let a = vm.alloc(class_id, Kind::Array, fields + len as usize, Value::NIL, 0)?;
     vm.answer(1, a)
 }

@@ -4,7 +4,6 @@ use tally_heap::Value;
 
 use super::Table;
 use crate::objects::Kind;
-use crate::runtime::ClassId;
 use crate::{Vm, VmError};
 
 pub static INSTANCE: Table = &[
@@ -21,24 +20,26 @@ pub static METHOD: Table = &[
     ("invokeOn:with:", invoke_on_with),
 ];
 
-fn class_id(v: Value) -> ClassId {
-    v.slot(0).int_unchecked() as ClassId
-}
-
 fn name(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let c = class_id(vm.arg(argc, 0));
+    let c = vm.class_ref(vm.arg(argc, 0))?;
     let name = vm.rt.class_name(c);
     let sym = vm.rt.symbols.intern(&name);
     vm.answer(argc, Value::from_symbol(sym))
 }
 
 fn new(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let c = class_id(vm.arg(argc, 0));
+    let c = vm.class_ref(vm.arg(argc, 0))?;
     let info = &vm.rt.classes[c as usize];
     let (kind, slots) = match info.instance_kind {
+        _ if info.special_layout => {
+            let name = vm.rt.class_name(c);
+            return Err(vm.error(format!(
+                "Cannot create an instance of {name} with new: the VM makes its instances"
+            )));
+        }
         Kind::Plain => (Kind::Plain, info.fields.len()),
-        Kind::Array => (Kind::Array, 0),
-        Kind::String | Kind::AsciiString => (Kind::AsciiString, 0),
+        Kind::Array => (Kind::Array, info.fields.len()),
+        Kind::String | Kind::AsciiString if info.fields.is_empty() => (Kind::AsciiString, 0),
         other => {
             let name = vm.rt.class_name(c);
             return Err(vm.error(format!(
@@ -51,7 +52,7 @@ fn new(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 }
 
 fn superclass(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let c = class_id(vm.arg(argc, 0));
+    let c = vm.class_ref(vm.arg(argc, 0))?;
     let v = match vm.rt.classes[c as usize].superclass {
         Some(s) => vm.rt.classes[s as usize].object,
         None => Value::NIL,
@@ -61,7 +62,7 @@ fn superclass(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 
 /// The names of all instance fields (inherited first), as an Array of Symbols.
 fn fields(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let c = class_id(vm.arg(argc, 0));
+    let c = vm.class_ref(vm.arg(argc, 0))?;
     let names: Vec<u32> = vm.rt.classes[c as usize]
         .fields
         .iter()
@@ -81,7 +82,7 @@ fn fields(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 /// The class's own methods as an Array of Method/Primitive objects — the same array and the
 /// same objects every time, so identity and hashes are stable.
 fn methods(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let c = class_id(vm.arg(argc, 0));
+    let c = vm.class_ref(vm.arg(argc, 0))?;
     let cached = vm.rt.classes[c as usize].methods_array;
     if cached.is_ref() {
         return vm.answer(argc, cached);
@@ -112,39 +113,36 @@ fn methods(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     vm.answer(argc, arr)
 }
 
-fn code_of(v: Value) -> usize {
-    v.slot(0).int_unchecked() as usize
-}
-
 fn signature(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let code = code_of(vm.arg(argc, 0));
+    let code = vm.method_ref(vm.arg(argc, 0))? as usize;
     let sel = vm.rt.codes[code].selector;
     vm.answer(argc, Value::from_symbol(sel))
 }
 
 fn holder(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let code = code_of(vm.arg(argc, 0));
+    let code = vm.method_ref(vm.arg(argc, 0))? as usize;
     let holder = vm.rt.codes[code].holder;
     let obj = vm.rt.classes[holder as usize].object;
     vm.answer(argc, obj)
 }
 
-/// `aMethod invokeOn: receiver with: argumentsArray`.
+/// `aMethod invokeOn: receiver with: argumentsArray`: checked like any reflective call (the
+/// arity, and the receiver an instance of the method's holder).
 fn invoke_on_with(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (m, recv, args) = (vm.arg(2, 0), vm.arg(2, 1), vm.arg(2, 2));
-    let code = code_of(m);
-    let n = if args.is_ref() && Kind::from_u8(args.kind()) == Kind::Array {
-        args.slot_count()
-    } else if args == Value::NIL {
-        0
-    } else {
-        return Err(vm.error("invokeOn:with: needs an Array of arguments"));
-    };
+    let code = vm.method_ref(m)?;
+    let args = vm
+        .arguments_ref(args)
+        .map_err(|_| vm.error("invokeOn:with: needs an Array of arguments"))?;
+    let n = args.map_or(0, |a| a.len);
+    vm.check_invocation(code, recv, n)?;
     let base = vm.rt.stack.len() - 3;
     vm.rt.stack.truncate(base);
     vm.rt.stack.push(recv);
-    for i in 0..n {
-        vm.rt.stack.push(args.slot(i));
+    if let Some(args) = args {
+        for i in 0..n {
+            vm.rt.stack.push(args.get(i));
+        }
     }
-    vm.invoke(code as u32, n)
+    vm.invoke(code, n)
 }

@@ -7,6 +7,7 @@
 
 mod array;
 mod block;
+mod checked;
 mod class;
 mod double;
 mod integer;

@@ -162,14 +162,13 @@ fn selector_arg(vm: &Vm, v: Value) -> Result<u32, VmError> {
 
 /// Spreads an Array argument onto the stack; answers how many values were pushed.
 fn spread(vm: &mut Vm, args: Value) -> Result<usize, VmError> {
-    if !(args.is_ref() && Kind::from_u8(args.kind()) == Kind::Array) {
-        return Err(vm.error("Expected an Array of arguments."));
+    let args = vm
+        .array_ref(args)
+        .map_err(|_| vm.error("Expected an Array of arguments."))?;
+    for i in 0..args.len {
+        vm.rt.stack.push(args.get(i));
     }
-    let n = args.slot_count();
-    for i in 0..n {
-        vm.rt.stack.push(args.slot(i));
-    }
-    Ok(n)
+    Ok(args.len)
 }
 
 fn check_arity(vm: &Vm, selector: u32, n: usize) -> Result<(), VmError> {
@@ -195,6 +194,7 @@ fn check_arity(vm: &Vm, selector: u32, n: usize) -> Result<(), VmError> {
 
 fn perform(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let sel = selector_arg(vm, vm.arg(1, 1))?;
+    check_arity(vm, sel, 0)?;
     vm.rt.stack.pop();
     vm.send_selector(sel, 0)
 }
@@ -210,16 +210,18 @@ fn perform_with_arguments(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 }
 
 fn class_arg(vm: &Vm, v: Value) -> Result<ClassId, VmError> {
-    if v.is_ref() && Kind::from_u8(v.kind()) == Kind::Class {
-        Ok(v.slot(0).int_unchecked() as ClassId)
-    } else {
-        Err(vm.error("Expected a class."))
-    }
+    vm.class_ref(v).map_err(|_| vm.error("Expected a class."))
 }
 
+/// Runs the method `class` has for `sel` on the receiver under the top `n` arguments, which
+/// must be an instance of the method's holder: that is what `inSuperclass:` promises.
 fn send_in(vm: &mut Vm, class: ClassId, sel: u32, n: usize) -> Result<(), VmError> {
     match vm.rt.lookup(class, sel) {
-        Some(code) => vm.invoke(code, n),
+        Some(code) => {
+            let recv = vm.rt.stack[vm.rt.stack.len() - 1 - n];
+            vm.check_invocation(code, recv, n)?;
+            vm.invoke(code, n)
+        }
         None => {
             let name = vm.rt.class_name(class);
             Err(vm.error(format!(
@@ -234,6 +236,7 @@ fn perform_in_superclass(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (sel, cls) = (vm.arg(2, 1), vm.arg(2, 2));
     let sel = selector_arg(vm, sel)?;
     let class = class_arg(vm, cls)?;
+    check_arity(vm, sel, 0)?;
     let len = vm.rt.stack.len();
     vm.rt.stack.truncate(len - 2);
     send_in(vm, class, sel, 0)
@@ -250,19 +253,34 @@ fn perform_with_arguments_in_superclass(vm: &mut Vm, _: usize) -> Result<(), VmE
     send_in(vm, class, sel, n)
 }
 
-/// Fields of a plain object (or an Array's elements), 1-based.
+/// The slots `instVarAt:` may see, as (first slot, count): the named fields of a plain
+/// object, an Array's fields and elements, a class's fields after its hidden class id. Other
+/// shapes (blocks, methods, boxed numbers, strings) hold VM data that a SOM program must not
+/// read or overwrite, so they show no fields.
+fn visible_slots(o: Value) -> (usize, usize) {
+    if !o.is_ref() {
+        return (0, 0);
+    }
+    match Kind::from_u8(o.kind()) {
+        Kind::Plain | Kind::Array => (0, o.slot_count()),
+        Kind::Class => (1, o.slot_count().saturating_sub(1)),
+        _ => (0, 0),
+    }
+}
+
+/// Fields of a plain object (or an Array's fields and elements), 1-based.
 fn inst_var_at(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (o, i) = (vm.arg(1, 0), vm.arg(1, 1));
-    let n = if o.is_ref() { o.slot_count() } else { 0 };
+    let (first, n) = visible_slots(o);
     let i = vm.index_arg(i, n, "array")?;
-    vm.answer(1, o.slot(i))
+    vm.answer(1, o.slot(first + i))
 }
 
 fn inst_var_at_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (o, i, v) = (vm.arg(2, 0), vm.arg(2, 1), vm.arg(2, 2));
-    let n = if o.is_ref() { o.slot_count() } else { 0 };
+    let (first, n) = visible_slots(o);
     let i = vm.index_arg(i, n, "array")?;
-    o.set_slot(i, v);
+    o.set_slot(first + i, v);
     vm.answer(2, o)
 }
 
@@ -276,7 +294,7 @@ fn inst_var_named(vm: &mut Vm, _: usize) -> Result<(), VmError> {
         .iter()
         .position(|f| *f == name)
     {
-        Some(i) if o.is_ref() && i < o.slot_count() => vm.answer(1, o.slot(i)),
+        Some(i) if visible_slots(o).1 + visible_slots(o).0 > i => vm.answer(1, o.slot(i)),
         _ => Err(vm.error(format!("No field named {name} in {}", vm.rt.class_name(c)))),
     }
 }
