@@ -126,6 +126,7 @@ impl Symbols {
     pub fn method_name(&self, m: MethodId) -> String {
         match self.methods.get(&m) {
             Some(info) => info.name.clone(),
+            None if m == crate::ids::GC_PAUSE => "[GC]".to_string(),
             None => match m.truncated_frames() {
                 Some(n) => format!("[truncated: {n} frames]"),
                 None => format!("method#{}", m.0),
@@ -160,6 +161,17 @@ impl Symbols {
     /// it lost, so its kept frames never pose as the program's root.
     pub fn resolve_sample(&self, s: &Sample) -> Vec<LogicalFrame> {
         let mut out = self.resolve_stack(&s.frames);
+        if s.origin == crate::sample::Origin::GcPause {
+            out.insert(
+                0,
+                LogicalFrame {
+                    method: crate::ids::GC_PAUSE,
+                    bci: 0,
+                    tier: Tier::Interpreter,
+                    inlined: false,
+                },
+            );
+        }
         if let Some(lost) = lost_frames(s) {
             out.push(LogicalFrame {
                 method: MethodId::truncated(lost),

@@ -16,16 +16,20 @@ pub struct MethodId(pub u32);
 /// stand for the synthetic root of a truncated stack, `[truncated: N frames]`.
 const TRUNCATED_BASE: u32 = 1 << 31;
 
+/// The leaf frame `[GC]` of a sample that stands for a garbage-collection pause
+/// ([`crate::Origin::GcPause`]), above the allocation that triggered the collection.
+pub const GC_PAUSE: MethodId = MethodId(u32::MAX - 1);
+
 impl MethodId {
     /// The root a truncated sample's kept frames hang under, standing for the `lost` outer
     /// frames that did not fit (one id per count, so a report shows how much was cut).
     pub fn truncated(lost: u32) -> MethodId {
-        MethodId(TRUNCATED_BASE | lost.min(u32::MAX - TRUNCATED_BASE - 1))
+        MethodId(TRUNCATED_BASE | lost.min(u32::MAX - TRUNCATED_BASE - 2))
     }
 
     /// The frames a truncated root stands for, if this is one.
     pub fn truncated_frames(self) -> Option<u32> {
-        (self.0 >= TRUNCATED_BASE && self.0 != u32::MAX).then(|| self.0 - TRUNCATED_BASE)
+        (self.0 >= TRUNCATED_BASE && self.0 < GC_PAUSE.0).then(|| self.0 - TRUNCATED_BASE)
     }
 }
 
@@ -224,7 +228,8 @@ mod tests {
         assert_eq!(MethodId(u32::MAX).truncated_frames(), None);
         assert_eq!(
             MethodId::truncated(u32::MAX).truncated_frames(),
-            Some(u32::MAX - (1 << 31) - 1)
+            Some(u32::MAX - (1 << 31) - 2)
         );
+        assert_eq!(GC_PAUSE.truncated_frames(), None);
     }
 }

@@ -180,6 +180,8 @@ pub struct Recorder {
     /// Why streaming stopped, if a write failed; the final write then writes the whole
     /// profile at once.
     stream_error: Option<std::io::Error>,
+    /// The fraction of a sample [`Recorder::attribute_gc_pause`] still owes.
+    gc_pause_carry: f64,
 }
 
 impl Recorder {
@@ -204,6 +206,7 @@ impl Recorder {
             streamed_events: 0,
             streamed_samples: 0,
             stream_error: None,
+            gc_pause_carry: 0.0,
         };
         r.event_at(start, EventKind::ProgramStart);
         r
@@ -226,6 +229,55 @@ impl Recorder {
     pub fn drain(&mut self, hot: &HotState) -> usize {
         hot.flag.clear(flag::DRAIN);
         hot.drain_into(&mut self.profile.samples)
+    }
+
+    /// Samples for a collection the VM thread waited in from `start_ns` to `end_ns`, at the
+    /// profile's rate, on the stack published now (the allocation that triggered it), in
+    /// state GC. A CPU-time trigger takes no sample of a thread that is blocked, and the
+    /// collector works on threads of its own, so without these a CPU profile would show no GC
+    /// at all; with them the `[GC]` share of samples is the share of the run's time the VM
+    /// thread spent waiting for collections, the figure the GC events give. Fractions of a
+    /// sample carry over to the next collection, so many short pauses add up. Nothing is
+    /// added when the trigger counts wall-clock time (it samples the blocked thread itself)
+    /// or takes no method samples.
+    pub fn attribute_gc_pause(&mut self, hot: &HotState, start_ns: u64, end_ns: u64) {
+        let s = &self.profile.header.sampler;
+        let samples_taken = !matches!(s.mechanism.as_str(), "" | "none")
+            && !matches!(s.trigger.as_str(), "" | "none");
+        if !samples_taken || s.is_wall_clock() || s.rate_hz == 0 || end_ns <= start_ns {
+            return;
+        }
+        let period_ns = 1e9 / f64::from(s.rate_hz);
+        let max = s.max_frames.max(1) as usize;
+        let due = self.gc_pause_carry + (end_ns - start_ns) as f64 / period_ns;
+        let n = due.floor() as u64;
+        self.gc_pause_carry = due - n as f64;
+        if n == 0 {
+            return;
+        }
+        // Keep samples in time order: what the ring holds was taken before this collection.
+        self.drain(hot);
+        let mut frames = Vec::new();
+        let (_, depth) = hot.published.snapshot(
+            |_, word| frames.push(crate::ids::RawFrame::unpack(word)),
+            max,
+        );
+        let flags = if depth as usize > frames.len() {
+            crate::sample::SampleFlags::TRUNCATED
+        } else {
+            crate::sample::SampleFlags::NONE
+        };
+        let step = (end_ns - start_ns) / n;
+        for i in 0..n {
+            self.profile.samples.push(Sample {
+                time_ns: start_ns + step / 2 + i * step,
+                state: crate::ids::VmState::Gc,
+                origin: crate::sample::Origin::GcPause,
+                flags,
+                depth,
+                frames: frames.clone(),
+            });
+        }
     }
 
     /// A call edge chosen by [`crate::Cbs::on_method_entry`].

@@ -11,14 +11,19 @@ pub enum Origin {
     Polling = 0,
     /// Recorded inside the signal handler from published VM state.
     Immediate = 1,
+    /// Stands for time the VM thread spent waiting in a garbage collection, which a CPU-time
+    /// trigger cannot see: the collector runs on other threads while the VM thread is blocked.
+    /// [`crate::Recorder::attribute_gc_pause`] adds these at the profile's rate, on the stack
+    /// of the allocation that triggered the collection.
+    GcPause = 2,
 }
 
 impl Origin {
     pub fn from_u8(n: u8) -> Origin {
-        if n == 1 {
-            Origin::Immediate
-        } else {
-            Origin::Polling
+        match n {
+            1 => Origin::Immediate,
+            2 => Origin::GcPause,
+            _ => Origin::Polling,
         }
     }
 
@@ -26,6 +31,7 @@ impl Origin {
         match self {
             Origin::Polling => "polling",
             Origin::Immediate => "immediate",
+            Origin::GcPause => "gc-pause",
         }
     }
 }

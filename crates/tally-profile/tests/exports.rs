@@ -397,6 +397,62 @@ fn chrome_trace_shows_the_event_timeline() {
     // start, class, 4 methods, code freed, end (line tables are not events on a timeline)
     assert_eq!(instants, 8);
     assert_eq!(back["otherData"]["truncated_samples"], 1);
+
+    // The samples too: one per profile sample, each pointing at its innermost frame, whose
+    // parents lead to the outermost.
+    let samples = back["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), p.samples.len());
+    let frames = back["stackFrames"].as_object().unwrap();
+    let chain = |sf: &Value| {
+        let mut names = Vec::new();
+        let mut at = sf.as_str().map(str::to_string);
+        while let Some(id) = at {
+            names.push(frames[&id]["name"].as_str().unwrap().to_string());
+            at = frames[&id]["parent"].as_str().map(str::to_string);
+        }
+        names
+    };
+    let first = chain(&samples[0]["sf"]);
+    assert_eq!(
+        first.last().map(String::as_str),
+        Some("Bench>>run"),
+        "{first:?}"
+    );
+    assert!(samples.iter().all(|s| s["tid"] == 1 && s["sf"].is_string()));
+}
+
+#[test]
+fn firefox_export_has_gc_and_class_load_markers_and_source_lines() {
+    let p = example_profile();
+    let doc = firefox::to_json(&p);
+    let thread = &doc["threads"][0];
+    let strings = thread["stringArray"].as_array().unwrap();
+    let markers = &thread["markers"];
+    let names: Vec<&str> = markers["name"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| strings[i.as_u64().unwrap() as usize].as_str().unwrap())
+        .collect();
+    let gc = names.iter().position(|n| *n == "GC").expect("a GC marker");
+    assert!(names.contains(&"Class load"), "{names:?}");
+    // The collection's interval, relative to the profile's start: 6 ms to 7.5 ms.
+    assert_eq!(markers["startTime"][gc].as_f64(), Some(6.0));
+    assert_eq!(markers["endTime"][gc].as_f64(), Some(7.5));
+    let data = &markers["data"][gc];
+    assert_eq!(data["type"], "TallyGC");
+    assert_eq!(data["before"].as_f64(), Some(f64::from(8 << 20)));
+    assert_eq!(data["after"].as_f64(), Some(f64::from(1 << 20)));
+    // Functions carry their file, frames their line.
+    let files = thread["funcTable"]["fileName"].as_array().unwrap();
+    assert!(files.iter().any(|f| f
+        .as_u64()
+        .is_some_and(|i| strings[i as usize] == "Bench.som")));
+    assert!(thread["frameTable"]["line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l.as_u64().is_some()));
 }
 
 #[test]

@@ -605,13 +605,21 @@ impl Vm {
                 heap_used_after,
                 duration,
             } => {
+                let end = tally_profile::clock::now_ns();
+                let duration_ns = duration.as_nanos() as u64;
+                let mut r = lock(&recorder);
+                // Before the state changes back: the pause's samples are GC samples.
+                r.attribute_gc_pause(&hot, end.saturating_sub(duration_ns), end);
                 hot.published.set_state(previous.get());
-                lock(&recorder).event(EventKind::GcEnd {
-                    kind: format!("{kind:?}"),
-                    bytes_before: heap_used_before as u64,
-                    bytes_after: heap_used_after as u64,
-                    duration_ns: duration.as_nanos() as u64,
-                });
+                r.event_at(
+                    end,
+                    EventKind::GcEnd {
+                        kind: format!("{kind:?}"),
+                        bytes_before: heap_used_before as u64,
+                        bytes_after: heap_used_after as u64,
+                        duration_ns,
+                    },
+                );
             }
         });
     }

@@ -622,3 +622,68 @@ fn force_keeps_the_old_profile_when_the_program_does_not_start() {
         assert!(!d.path().join("old.profile.partial").exists());
     }
 }
+
+/// The `[GC]` samples of a CPU-time profile stand for the time the VM thread waited in
+/// collections, so their share of the samples agrees with the GC share of the run the GC
+/// events give (issue: within 3 percentage points).
+#[test]
+fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
+    let d = tempfile::tempdir().unwrap();
+    // Keeps about a megabyte live in a small heap while allocating garbage: many collections.
+    std::fs::write(
+        d.path().join("Churn.som"),
+        b"Churn = ( run = ( | live start | live := Array new: 2000. start := system ticks.
+            [ (system ticks - start) < 1500000 ] whileTrue: [
+              1 to: 2000 do: [ :i | live at: i put: (Array new: 60) ].
+              1 to: 20000 do: [ :i | Array new: 8 ] ].
+            'done' println ) )",
+    )
+    .unwrap();
+    let o = tally(
+        d.path(),
+        &[
+            "--profile=churn.profile",
+            "--heap-size",
+            "8M",
+            "--cbs",
+            "off",
+            "--sampler",
+            "timer",
+            "Churn.som",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = tally(d.path(), &["report", "churn.profile"]);
+    let report = text(&r.stdout);
+    let percent_before = |line: &str, marker: &str| -> f64 {
+        let head = &line[..line.find(marker).unwrap()];
+        let start = head
+            .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap()
+            + 1;
+        head[start..].parse().unwrap()
+    };
+    let events = report
+        .lines()
+        .find(|l| l.starts_with("garbage collection (from GC events"))
+        .expect("GC events in the report");
+    let samples = report
+        .lines()
+        .find(|l| l.contains("of the samples (") && l.contains("stand for that time"))
+        .unwrap_or_else(|| panic!("no [GC] samples in:\n{report}"));
+    let from_events = percent_before(events, "% of the run");
+    let from_samples = percent_before(samples, "%)");
+    assert!(from_events > 1.0, "too little GC to compare: {events}");
+    assert!(
+        // 3 points on a machine of its own (the issue's bound, measured on DeltaBlue); the
+        // margin is wider here because other tests share the CPU, and a VM thread that waits
+        // for a CPU takes fewer CPU-time samples while its pauses keep their wall duration.
+        (from_events - from_samples).abs() <= 6.0,
+        "events {from_events} % against samples {from_samples} %:\n{report}"
+    );
+    let folded = tally(d.path(), &["export", "folded", "churn.profile", "-o", "-"]);
+    assert!(
+        text(&folded.stdout).contains(";[GC] "),
+        "a [GC] leaf in the flame graph"
+    );
+}

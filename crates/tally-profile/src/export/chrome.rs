@@ -1,8 +1,14 @@
 //! Chrome trace-event JSON for the event timeline (chrome://tracing,
 //! Perfetto): GCs and compilations as duration slices, everything else as
-//! instant events, on the profile's monotonic clock relative to its start.
+//! instant events, on the profile's monotonic clock relative to its start;
+//! and the stack samples, in the format's `samples` array whose `sf` fields
+//! index a `stackFrames` tree (outermost frame at the root).
 
-use serde_json::{json, Value};
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::frame_label;
 
 use crate::event::EventKind;
 use crate::profile::Profile;
@@ -70,8 +76,11 @@ pub fn to_json(p: &Profile) -> Value {
         };
         events.push(ev);
     }
+    let (stack_frames, samples) = samples_and_frames(p, &us);
     json!({
         "traceEvents": events,
+        "stackFrames": stack_frames,
+        "samples": samples,
         "displayTimeUnit": "ms",
         "otherData": {
             "vm": format!("{} {}", p.header.vm_name, p.header.vm_version),
@@ -81,4 +90,43 @@ pub fn to_json(p: &Profile) -> Value {
             "truncated_samples": p.truncated_samples(),
         },
     })
+}
+
+/// The samples on the VM thread's track, and the tree of stack frames they point into: one
+/// node per distinct (parent, frame label), ids as decimal strings as the format has them.
+fn samples_and_frames(p: &Profile, us: &dyn Fn(u64) -> f64) -> (Value, Value) {
+    let symbols = p.symbols();
+    let mut frames = Map::new();
+    let mut ids: HashMap<(Option<usize>, String), usize> = HashMap::new();
+    let mut samples = Vec::with_capacity(p.samples.len());
+    for s in &p.samples {
+        let logical = symbols.resolve_sample(s);
+        let labels: Vec<String> = if logical.is_empty() {
+            vec![format!("[{}]", s.state.name())]
+        } else {
+            logical
+                .iter()
+                .rev()
+                .map(|f| frame_label(&symbols, f))
+                .collect()
+        };
+        let mut parent = None;
+        for label in labels {
+            let next = ids.len();
+            let id = *ids.entry((parent, label.clone())).or_insert_with(|| {
+                let mut node = json!({"name": label, "category": s.state.name()});
+                if let Some(up) = parent {
+                    node["parent"] = json!(up.to_string());
+                }
+                frames.insert(next.to_string(), node);
+                next
+            });
+            parent = Some(id);
+        }
+        samples.push(json!({
+            "tid": TID_VM, "pid": PID, "ts": us(s.time_ns), "name": s.state.name(),
+            "sf": parent.map(|id| id.to_string()), "weight": 1,
+        }));
+    }
+    (Value::Object(frames), Value::Array(samples))
 }

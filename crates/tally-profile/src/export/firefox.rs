@@ -10,8 +10,9 @@
 //! method's lines and the source view spreads its time over them.
 
 use fxprof_processed_profile::{
-    CategoryColor, CategoryHandle, CpuDelta, Frame, FrameFlags, FrameInfo, Profile as FxProfile,
-    ReferenceTimestamp, SamplingInterval, Timestamp,
+    CategoryColor, CategoryHandle, CpuDelta, Frame, FrameFlags, FrameInfo, MarkerFieldFlags,
+    MarkerFieldFormat, MarkerTiming, Profile as FxProfile, ReferenceTimestamp, SamplingInterval,
+    StaticSchemaMarker, StaticSchemaMarkerField, StringHandle, Timestamp,
 };
 
 use std::collections::{BTreeMap, HashMap};
@@ -19,6 +20,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::{json, Value};
 
 use super::frame_label;
+use crate::event::EventKind;
 use crate::ids::VmState;
 use crate::profile::Profile;
 
@@ -30,6 +32,116 @@ fn color(s: VmState) -> CategoryColor {
         VmState::Compiling => CategoryColor::Purple,
         VmState::Runtime => CategoryColor::Gray,
         VmState::Compiled => CategoryColor::Green,
+    }
+}
+
+/// A garbage collection on the VM thread's track: when, how long, and what it freed.
+struct GcMarker {
+    category: CategoryHandle,
+    kind: StringHandle,
+    bytes_before: u64,
+    bytes_after: u64,
+}
+
+impl StaticSchemaMarker for GcMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "TallyGC";
+    const DESCRIPTION: Option<&'static str> =
+        Some("A garbage collection; the VM thread waits for it to end.");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.data.kind}");
+    const TOOLTIP_LABEL: Option<&'static str> = Some("GC ({marker.data.kind})");
+    const TABLE_LABEL: Option<&'static str> =
+        Some("{marker.data.kind}: {marker.data.before} → {marker.data.after}");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[
+        StaticSchemaMarkerField {
+            key: "kind",
+            label: "Kind",
+            format: MarkerFieldFormat::String,
+            flags: MarkerFieldFlags::SEARCHABLE,
+        },
+        StaticSchemaMarkerField {
+            key: "before",
+            label: "Heap used before",
+            format: MarkerFieldFormat::Bytes,
+            flags: MarkerFieldFlags::empty(),
+        },
+        StaticSchemaMarkerField {
+            key: "after",
+            label: "Heap used after",
+            format: MarkerFieldFormat::Bytes,
+            flags: MarkerFieldFlags::empty(),
+        },
+    ];
+
+    fn name(&self, profile: &mut FxProfile) -> StringHandle {
+        profile.intern_string("GC")
+    }
+
+    fn category(&self, _profile: &mut FxProfile) -> CategoryHandle {
+        self.category
+    }
+
+    fn string_field_value(&self, field_index: u32) -> StringHandle {
+        match field_index {
+            0 => self.kind,
+            _ => unreachable!("GC markers have string field 0"),
+        }
+    }
+
+    fn number_field_value(&self, field_index: u32) -> f64 {
+        match field_index {
+            1 => self.bytes_before as f64,
+            2 => self.bytes_after as f64,
+            _ => unreachable!("GC markers have number fields 1 and 2"),
+        }
+    }
+}
+
+/// A class loaded (parsed, compiled, installed) by the VM, as an instant on its track.
+struct ClassLoadMarker {
+    category: CategoryHandle,
+    class: StringHandle,
+    source: StringHandle,
+}
+
+impl StaticSchemaMarker for ClassLoadMarker {
+    const UNIQUE_MARKER_TYPE_NAME: &'static str = "TallyClassLoad";
+    const DESCRIPTION: Option<&'static str> = Some("A class loaded by the VM.");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.data.class}");
+    const TOOLTIP_LABEL: Option<&'static str> = Some("class {marker.data.class} loaded");
+    const TABLE_LABEL: Option<&'static str> = Some("{marker.data.class} ({marker.data.source})");
+    const FIELDS: &'static [StaticSchemaMarkerField] = &[
+        StaticSchemaMarkerField {
+            key: "class",
+            label: "Class",
+            format: MarkerFieldFormat::String,
+            flags: MarkerFieldFlags::SEARCHABLE,
+        },
+        StaticSchemaMarkerField {
+            key: "source",
+            label: "Source",
+            format: MarkerFieldFormat::FilePath,
+            flags: MarkerFieldFlags::empty(),
+        },
+    ];
+
+    fn name(&self, profile: &mut FxProfile) -> StringHandle {
+        profile.intern_string("Class load")
+    }
+
+    fn category(&self, _profile: &mut FxProfile) -> CategoryHandle {
+        self.category
+    }
+
+    fn string_field_value(&self, field_index: u32) -> StringHandle {
+        match field_index {
+            0 => self.class,
+            1 => self.source,
+            _ => unreachable!("class-load markers have string fields 0 and 1"),
+        }
+    }
+
+    fn number_field_value(&self, _field_index: u32) -> f64 {
+        unreachable!("class-load markers have no number fields")
     }
 }
 
@@ -97,7 +209,51 @@ pub fn to_profile(p: &Profile) -> FxProfile {
             1,
         );
     }
+    add_markers(p, &mut fx, thread, &categories);
     fx
+}
+
+/// GC (an interval per collection, from its end event and duration) and class-load (an
+/// instant) markers on the VM thread's track, in the category of the VM state they stand for.
+fn add_markers(
+    p: &Profile,
+    fx: &mut FxProfile,
+    thread: fxprof_processed_profile::ThreadHandle,
+    categories: &[CategoryHandle],
+) {
+    let start = p.header.start_time_ns;
+    let at = |ns: u64| Timestamp::from_nanos_since_reference(ns.saturating_sub(start));
+    for e in &p.events {
+        match &e.kind {
+            EventKind::GcEnd {
+                kind,
+                bytes_before,
+                bytes_after,
+                duration_ns,
+            } => {
+                let marker = GcMarker {
+                    category: categories[VmState::Gc as usize],
+                    kind: fx.intern_string(kind),
+                    bytes_before: *bytes_before,
+                    bytes_after: *bytes_after,
+                };
+                let timing = MarkerTiming::Interval(
+                    at(e.time_ns.saturating_sub(*duration_ns)),
+                    at(e.time_ns),
+                );
+                fx.add_marker(thread, timing, marker);
+            }
+            EventKind::ClassLoaded { name, source, .. } => {
+                let marker = ClassLoadMarker {
+                    category: categories[VmState::Runtime as usize],
+                    class: fx.intern_string(name),
+                    source: fx.intern_string(source),
+                };
+                fx.add_marker(thread, MarkerTiming::Instant(at(e.time_ns)), marker);
+            }
+            _ => {}
+        }
+    }
 }
 
 pub fn to_json(p: &Profile) -> serde_json::Value {

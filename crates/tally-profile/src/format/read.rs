@@ -434,6 +434,7 @@ fn samples(d: &mut Dec, out: &mut Vec<Sample>) -> R<()> {
         let origin = match d.u8()? {
             0 => Origin::Polling,
             1 => Origin::Immediate,
+            2 => Origin::GcPause,
             o => return Err(format!("unknown sample origin {o}")),
         };
         let flags = SampleFlags(d.u8()?);

@@ -27,6 +27,8 @@ pub struct StateBreakdown {
     /// Samples alone can miss GC time: a collector working on other threads while the VM
     /// thread waits takes no CPU time of the VM thread, which CPU-time triggers count.
     pub gc_events: GcTotals,
+    /// Samples that stand for GC pauses ([`crate::Origin::GcPause`]).
+    pub gc_pause_samples: u64,
 }
 
 /// What the `GcEnd` events add up to.
@@ -88,6 +90,11 @@ impl StateBreakdown {
             states,
             tiers,
             gc_events: GcTotals::new(p),
+            gc_pause_samples: p
+                .samples
+                .iter()
+                .filter(|s| s.origin == crate::sample::Origin::GcPause)
+                .count() as u64,
         }
     }
 
@@ -114,6 +121,17 @@ impl StateBreakdown {
                 g.collections,
                 g.gc_ns as f64 / 1e6
             );
+            if self.gc_pause_samples > 0 {
+                let _ = writeln!(
+                    out,
+                    "  {} of the samples ({:.2}%) stand for that time: the VM thread waits while \
+                     the collector works on its own threads, which a CPU-time trigger cannot \
+                     sample, so each pause adds samples at the profile's rate on the stack of \
+                     the allocation that triggered it (shown as [GC])",
+                    self.gc_pause_samples,
+                    pct(self.gc_pause_samples, self.total)
+                );
+            }
         }
         out
     }
