@@ -67,18 +67,23 @@ mod tests {
 
     #[test]
     fn the_cpu_clock_does_not_advance_while_sleeping_but_does_while_working() {
-        let clock = Clock::start(ClockKind::ProcessCpu);
-        let before = clock.elapsed();
-        std::thread::sleep(Duration::from_millis(200));
-        let slept = clock.elapsed() - before;
-        assert!(slept < Duration::from_millis(100), "{slept:?}");
-        let work_start = clock.elapsed();
-        let mut x = 0u64;
-        let began = Instant::now();
-        while began.elapsed() < Duration::from_millis(100) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
-        assert!(clock.elapsed() - work_start > Duration::from_millis(20));
+        crate::test_process::in_own_process(
+            "clock::tests::the_cpu_clock_does_not_advance_while_sleeping_but_does_while_working",
+            || {
+                let clock = Clock::start(ClockKind::ProcessCpu);
+                let before = clock.elapsed();
+                std::thread::sleep(Duration::from_millis(200));
+                let slept = clock.elapsed() - before;
+                assert!(slept < Duration::from_millis(100), "{slept:?}");
+                let work_start = clock.elapsed();
+                let mut x = 0u64;
+                let began = Instant::now();
+                while began.elapsed() < Duration::from_millis(100) {
+                    x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                }
+                assert!(clock.elapsed() - work_start > Duration::from_millis(20));
+            },
+        );
     }
 
     #[test]

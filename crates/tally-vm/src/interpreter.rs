@@ -920,8 +920,8 @@ impl Vm {
     pub(crate) fn invoke_block(&mut self, argc: usize) -> Result<(), VmError> {
         let bp = self.rt.stack.len() - 1 - argc;
         let closure = self.rt.stack[bp];
-        let code_id = closure.slot(block::CODE).int_unchecked() as usize;
-        let code: &'static Code = self.rt.codes[code_id];
+        let code_id = self.block_ref(closure)?;
+        let code: &'static Code = self.rt.codes[code_id as usize];
         if code.num_args as usize != argc {
             return Err(self.error(format!(
                 "a block with {} parameter(s) was evaluated with {argc} argument(s)",

@@ -17,6 +17,8 @@ mod program;
 pub mod runtime;
 mod scoped_names;
 mod stdlib;
+#[cfg(test)]
+mod test_process;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -162,12 +162,6 @@ impl Vm {
         v.bytes_mut()[..s.len()].copy_from_slice(s);
         Ok(v)
     }
-
-    /// The text of a String or Symbol.
-    pub(crate) fn text_of(&self, v: Value) -> Option<String> {
-        self.text_slice(v)
-            .map(|b| String::from_utf8_lossy(b).into_owned())
-    }
 }
 
 #[cfg(test)]

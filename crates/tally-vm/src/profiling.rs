@@ -710,34 +710,39 @@ mod tests {
     /// raises it, so it cannot race with them.
     #[test]
     fn the_handoff_bit_is_up_exactly_while_the_running_loop_is_the_wrong_one() {
-        let mut vm = crate::Vm::new(crate::VmOptions::default()).unwrap();
-        vm.dispatch = Dispatch::Entries;
-        let handoff = || YIELDPOINT.load() & flag::HANDOFF != 0;
-        // A window closed while the entries loop ran, on a path that could not switch.
-        vm.running_loop = Some(Dispatch::Entries);
-        vm.sync_loop_handoff();
-        assert!(
-            handoff(),
-            "the next call must be sent to a slow path that switches"
+        crate::test_process::in_own_process(
+            "profiling::tests::the_handoff_bit_is_up_exactly_while_the_running_loop_is_the_wrong_one",
+            || {
+                let mut vm = crate::Vm::new(crate::VmOptions::default()).unwrap();
+                vm.dispatch = Dispatch::Entries;
+                let handoff = || YIELDPOINT.load() & flag::HANDOFF != 0;
+                // A window closed while the entries loop ran, on a path that could not switch.
+                vm.running_loop = Some(Dispatch::Entries);
+                vm.sync_loop_handoff();
+                assert!(
+                    handoff(),
+                    "the next call must be sent to a slow path that switches"
+                );
+                // The plain loop took over: nothing is left to do.
+                vm.running_loop = Some(Dispatch::Plain);
+                vm.sync_loop_handoff();
+                assert!(!handoff());
+                // A window is wanted and the plain loop runs: the tick's own bit already trips the
+                // next frame push, and the hand-off bit comes and goes with it.
+                YIELDPOINT.raise(flag::CBS_WINDOW);
+                vm.sync_loop_handoff();
+                assert!(handoff());
+                vm.running_loop = Some(Dispatch::Entries);
+                vm.sync_loop_handoff();
+                assert!(!handoff());
+                YIELDPOINT.clear(flag::CBS_WINDOW);
+                // Other loops never hand over: no bit for them.
+                vm.dispatch = Dispatch::Hooks;
+                vm.running_loop = Some(Dispatch::Hooks);
+                vm.sync_loop_handoff();
+                assert!(!handoff());
+                assert_eq!(YIELDPOINT.load(), 0);
+            },
         );
-        // The plain loop took over: nothing is left to do.
-        vm.running_loop = Some(Dispatch::Plain);
-        vm.sync_loop_handoff();
-        assert!(!handoff());
-        // A window is wanted and the plain loop runs: the tick's own bit already trips the
-        // next frame push, and the hand-off bit comes and goes with it.
-        YIELDPOINT.raise(flag::CBS_WINDOW);
-        vm.sync_loop_handoff();
-        assert!(handoff());
-        vm.running_loop = Some(Dispatch::Entries);
-        vm.sync_loop_handoff();
-        assert!(!handoff());
-        YIELDPOINT.clear(flag::CBS_WINDOW);
-        // Other loops never hand over: no bit for them.
-        vm.dispatch = Dispatch::Hooks;
-        vm.running_loop = Some(Dispatch::Hooks);
-        vm.sync_loop_handoff();
-        assert!(!handoff());
-        assert_eq!(YIELDPOINT.load(), 0);
     }
 }

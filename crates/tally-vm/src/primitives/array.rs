@@ -31,12 +31,7 @@ fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 /// its named fields, nil, come before the `n` elements).
 fn new(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (class, n) = (vm.arg(1, 0), vm.arg(1, 1));
-    let Some(len) = n.as_int() else {
-        return Err(vm.expected_int(n));
-    };
-    if len < 0 {
-        return Err(vm.error("Can't represent as unsigned machine integer."));
-    }
+    let len = vm.size_arg(n)?;
     let class_id = vm.class_ref(class)?;
     let info = &vm.rt.classes[class_id as usize];
     if info.instance_kind != Kind::Array {
@@ -44,6 +39,6 @@ fn new(vm: &mut Vm, _: usize) -> Result<(), VmError> {
         return Err(vm.error(format!("{name} new: makes no indexable instances")));
     }
     let fields = info.fields.len();
-    let a = vm.alloc(class_id, Kind::Array, fields + len as usize, Value::NIL, 0)?;
+    let a = vm.alloc(class_id, Kind::Array, fields + len, Value::NIL, 0)?;
     vm.answer(1, a)
 }

@@ -4,7 +4,6 @@ use num_bigint::BigInt;
 use num_traits::FromPrimitive;
 use tally_heap::Value;
 
-use super::integer::Operand;
 use super::Table;
 use crate::numbers::format_double;
 use crate::{Vm, VmError};
@@ -35,52 +34,13 @@ pub(crate) fn double_mod(a: f64, b: f64) -> f64 {
     a % b
 }
 
-/// The receiver of a Double primitive: an immediate small float on the common path.
-#[inline(always)]
-fn receiver(vm: &Vm, argc: usize) -> f64 {
-    let v = vm.arg(argc, 0);
-    match v.as_small_float() {
-        Some(d) => d,
-        None => boxed_receiver(vm, v),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn boxed_receiver(vm: &Vm, v: Value) -> f64 {
-    vm.boxed_double_of(v).expect("Double primitive on a double")
-}
-
-/// The argument of a binary Double primitive as a double. Small floats and small integers
-/// are decoded in place; boxed doubles, big integers and errors take the slow path.
-#[inline(always)]
-fn operand(vm: &Vm) -> Result<f64, VmError> {
-    let v = vm.arg(1, 1);
-    if let Some(d) = v.as_small_float() {
-        return Ok(d);
-    }
-    if let Some(i) = v.as_int() {
-        return Ok(i as f64);
-    }
-    operand_slow(vm, v)
-}
-
-#[cold]
-#[inline(never)]
-fn operand_slow(vm: &Vm, v: Value) -> Result<f64, VmError> {
-    match vm.numeric_operand(v)? {
-        Operand::Double(d) => Ok(d),
-        Operand::Int(i) => vm.int_to_double(&i),
-    }
-}
-
 #[inline(always)]
 fn arith(vm: &mut Vm, f: fn(f64, f64) -> f64, check_zero: bool) -> Result<(), VmError> {
-    let y = operand(vm)?;
+    let y = vm.double_operand(vm.arg(1, 1))?;
     if check_zero && y == 0.0 {
         return Err(vm.error("Division by zero."));
     }
-    let x = receiver(vm, 1);
+    let x = vm.double_arg(vm.arg(1, 0))?;
     let v = vm.new_double(f(x, y))?;
     vm.answer(1, v)
 }
@@ -104,7 +64,7 @@ fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 
 #[inline(always)]
 fn unary(vm: &mut Vm, argc: usize, f: fn(f64) -> f64) -> Result<(), VmError> {
-    let x = receiver(vm, argc);
+    let x = vm.double_arg(vm.arg(argc, 0))?;
     let v = vm.new_double(f(x))?;
     vm.answer(argc, v)
 }
@@ -138,25 +98,25 @@ fn to_integer(vm: &mut Vm, argc: usize, d: f64) -> Result<(), VmError> {
 
 /// Rounds half away from zero.
 fn round(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let x = receiver(vm, argc);
+    let x = vm.double_arg(vm.arg(argc, 0))?;
     to_integer(vm, argc, x.round())
 }
 
 /// Truncates toward zero.
 fn as_integer(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let x = receiver(vm, argc);
+    let x = vm.double_arg(vm.arg(argc, 0))?;
     to_integer(vm, argc, x.trunc())
 }
 
 fn compare(vm: &mut Vm, want_equal: bool) -> Result<(), VmError> {
-    let x = receiver(vm, 1);
+    let x = vm.double_arg(vm.arg(1, 0))?;
     let y = if want_equal {
-        match operand(vm) {
+        match vm.double_operand(vm.arg(1, 1)) {
             Ok(y) => y,
             Err(_) => return vm.answer(1, Value::FALSE),
         }
     } else {
-        operand(vm)?
+        vm.double_operand(vm.arg(1, 1))?
     };
     vm.answer(1, Value::from_bool(if want_equal { x == y } else { x < y }))
 }
@@ -169,7 +129,7 @@ fn less(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 }
 
 fn as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let s = format_double(receiver(vm, argc));
+    let s = format_double(vm.double_arg(vm.arg(argc, 0))?);
     let v = vm.new_string(s.as_bytes())?;
     vm.answer(argc, v)
 }
@@ -180,10 +140,7 @@ fn positive_infinity(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 }
 
 fn from_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let a = vm.arg(argc, 1);
-    let Some(text) = vm.text_of(a) else {
-        return Err(vm.expected_string(a));
-    };
+    let text = vm.text_arg_string(vm.arg(argc, 1))?;
     match text.trim().parse::<f64>() {
         Ok(d) => {
             let v = vm.new_double(d)?;

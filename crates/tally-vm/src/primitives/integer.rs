@@ -6,6 +6,7 @@ use num_integer::Integer as _;
 use num_traits::{FromPrimitive, Signed, ToPrimitive, Zero};
 use tally_heap::Value;
 
+use super::checked::Operand;
 use super::Table;
 use crate::numbers::Int;
 use crate::{Vm, VmError};
@@ -34,39 +35,7 @@ pub static INSTANCE: Table = &[
 
 pub static CLASS: Table = &[("fromString:", from_string)];
 
-/// The other operand of an arithmetic primitive.
-pub(crate) enum Operand {
-    Int(Int),
-    Double(f64),
-}
-
 impl Vm {
-    /// Immediates (small integers, small floats) are decoded without touching the heap.
-    #[inline]
-    pub(crate) fn numeric_operand(&self, v: Value) -> Result<Operand, VmError> {
-        if let Some(i) = v.as_int() {
-            return Ok(Operand::Int(Int::Small(i)));
-        }
-        if let Some(d) = v.as_small_float() {
-            return Ok(Operand::Double(d));
-        }
-        self.boxed_numeric_operand(v)
-    }
-
-    #[inline(never)]
-    fn boxed_numeric_operand(&self, v: Value) -> Result<Operand, VmError> {
-        if let Some(i) = self.int_of(v) {
-            return Ok(Operand::Int(i));
-        }
-        if let Some(d) = self.boxed_double_of(v) {
-            return Ok(Operand::Double(d));
-        }
-        Err(self.error(format!(
-            "Expected a numeric type but got type '{}'.",
-            self.type_name(v)
-        )))
-    }
-
     /// An integer as a double, or the error SOM VMs give when it does not fit.
     pub(crate) fn int_to_double(&self, i: &Int) -> Result<f64, VmError> {
         let d = match i {
@@ -79,11 +48,6 @@ impl Vm {
             Err(self.error("Can't represent as double."))
         }
     }
-}
-
-fn receiver_int(vm: &Vm, argc: usize) -> Int {
-    vm.int_of(vm.arg(argc, 0))
-        .expect("Integer primitive on an integer")
 }
 
 /// Shared shape of the binary arithmetic primitives.
@@ -105,7 +69,7 @@ fn arith(
             return vm.answer(1, v);
         }
     }
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     match vm.numeric_operand(b)? {
         Operand::Int(y) => {
             let r = big(&x.to_big(), &y.to_big());
@@ -148,7 +112,7 @@ fn div(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     if is_zero(&op) {
         return Err(vm.error("Division by zero."));
     }
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     match op {
         Operand::Int(y) => {
             let v = match (&x, &y) {
@@ -178,7 +142,7 @@ fn fdiv(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     if is_zero(&op) {
         return Err(vm.error("Division by zero."));
     }
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     let r = match op {
         Operand::Int(y) => match (&x, &y) {
             (Int::Small(a), Int::Small(b)) => *a as f64 / *b as f64,
@@ -211,7 +175,7 @@ fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     if is_zero(&op) {
         return Err(vm.error("Division by zero."));
     }
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     match op {
         Operand::Int(y) => {
             let v = match (&x, &y) {
@@ -230,14 +194,11 @@ fn modulo(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 
 /// Remainder with the sign of the receiver (truncated).
 fn rem(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let b = vm.arg(1, 1);
-    let Some(y) = vm.int_of(b) else {
-        return Err(vm.expected_int(b));
-    };
+    let y = vm.int_arg(vm.arg(1, 1))?;
     if is_zero(&Operand::Int(y.clone())) {
         return Err(vm.error("Division by zero or overflow."));
     }
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     let v = match (&x, &y) {
         (Int::Small(a), Int::Small(b)) if !(*a == i64::MIN && *b == -1) => vm.i64_result(a % b)?,
         _ => vm.int_result(x.to_big() % y.to_big())?,
@@ -245,13 +206,9 @@ fn rem(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     vm.answer(1, v)
 }
 
-fn int_arg(vm: &Vm, v: Value) -> Result<Int, VmError> {
-    vm.int_of(v).ok_or_else(|| vm.expected_int(v))
-}
-
 fn bit_and(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let y = int_arg(vm, vm.arg(1, 1))?;
-    let x = receiver_int(vm, 1);
+    let y = vm.int_arg(vm.arg(1, 1))?;
+    let x = vm.int_arg(vm.arg(1, 0))?;
     let v = match (&x, &y) {
         (Int::Small(a), Int::Small(b)) => vm.i64_result(a & b)?,
         _ => vm.int_result(x.to_big() & y.to_big())?,
@@ -260,8 +217,8 @@ fn bit_and(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 }
 
 fn bit_xor(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let y = int_arg(vm, vm.arg(1, 1))?;
-    let x = receiver_int(vm, 1);
+    let y = vm.int_arg(vm.arg(1, 1))?;
+    let x = vm.int_arg(vm.arg(1, 0))?;
     let v = match (&x, &y) {
         (Int::Small(a), Int::Small(b)) => vm.i64_result(a ^ b)?,
         _ => vm.int_result(x.to_big() ^ y.to_big())?,
@@ -299,7 +256,7 @@ fn shift_amount(vm: &Vm, v: Value) -> Result<i64, VmError> {
 
 fn shift_left(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let s = shift_amount(vm, vm.arg(1, 1))?;
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     let v = match x {
         Int::Small(a) if s < 63 && (a << s) >> s == a => vm.i64_result(a << s)?,
         _ => vm.int_result(x.to_big() << (s as usize))?,
@@ -310,7 +267,7 @@ fn shift_left(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 /// Logical shift right: a negative small integer is treated as its 64-bit pattern.
 fn shift_right(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let s = shift_amount(vm, vm.arg(1, 1))?;
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     let v = match x {
         Int::Small(a) => {
             let r = if s >= 64 { 0 } else { ((a as u64) >> s) as i64 };
@@ -333,7 +290,7 @@ fn sqrt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
             return vm.answer(argc, v);
         }
     }
-    let x = receiver_int(vm, argc);
+    let x = vm.int_arg(vm.arg(argc, 0))?;
     let b = x.to_big();
     if b.is_negative() {
         return Err(vm.error("Domain error."));
@@ -363,7 +320,7 @@ fn exact_isqrt(i: i64) -> Option<i64> {
 }
 
 fn at_random(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let x = receiver_int(vm, argc);
+    let x = vm.int_arg(vm.arg(argc, 0))?;
     let Int::Small(n) = x else {
         return Err(vm.error("atRandom needs a receiver that fits in 63 bits."));
     };
@@ -379,7 +336,7 @@ fn compare(vm: &mut Vm, want_equal: bool) -> Result<(), VmError> {
     if let (Some(x), Some(y)) = (a.as_int(), b.as_int()) {
         return vm.answer(1, Value::from_bool(if want_equal { x == y } else { x < y }));
     }
-    let x = receiver_int(vm, 1);
+    let x = vm.int_arg(vm.arg(1, 0))?;
     let op = if want_equal {
         match vm.numeric_operand(b) {
             Ok(op) => op,
@@ -421,7 +378,7 @@ fn less(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 }
 
 fn as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let s = match receiver_int(vm, argc) {
+    let s = match vm.int_arg(vm.arg(argc, 0))? {
         Int::Small(i) => i.to_string(),
         Int::Big(b) => b.to_string(),
     };
@@ -430,7 +387,7 @@ fn as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 }
 
 fn as_double(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let x = receiver_int(vm, argc);
+    let x = vm.int_arg(vm.arg(argc, 0))?;
     let d = vm.int_to_double(&x)?;
     let v = vm.new_double(d)?;
     vm.answer(argc, v)
@@ -452,20 +409,17 @@ fn low_64(x: &Int) -> u64 {
 }
 
 fn as_32_signed(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let x = receiver_int(vm, argc);
+    let x = vm.int_arg(vm.arg(argc, 0))?;
     vm.answer(argc, Value::from_small_int(low_64(&x) as u32 as i32 as i64))
 }
 
 fn as_32_unsigned(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let x = receiver_int(vm, argc);
+    let x = vm.int_arg(vm.arg(argc, 0))?;
     vm.answer(argc, Value::from_small_int(low_64(&x) as u32 as i64))
 }
 
 fn from_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let a = vm.arg(argc, 1);
-    let Some(text) = vm.text_of(a) else {
-        return Err(vm.expected_string(a));
-    };
+    let text = vm.text_arg_string(vm.arg(argc, 1))?;
     let trimmed = text.trim();
     match trimmed.parse::<BigInt>() {
         Ok(b) => {

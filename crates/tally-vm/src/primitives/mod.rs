@@ -24,27 +24,33 @@ pub type Primitive = fn(&mut Vm, usize) -> Result<(), VmError>;
 
 type Table = &'static [(&'static str, Primitive)];
 
+/// Every primitive table, by (class name, class side).
+const TABLES: &[(&str, bool, Table)] = &[
+    ("Object", false, object::INSTANCE),
+    ("Class", false, class::INSTANCE),
+    ("Array", false, array::INSTANCE),
+    ("Array", true, array::CLASS),
+    ("Block", false, block::BLOCK),
+    ("Block1", false, block::BLOCK_N),
+    ("Block2", false, block::BLOCK_N),
+    ("Block3", false, block::BLOCK_N),
+    ("Block4", false, block::BLOCK_N),
+    ("Double", false, double::INSTANCE),
+    ("Double", true, double::CLASS),
+    ("Integer", false, integer::INSTANCE),
+    ("Integer", true, integer::CLASS),
+    ("Method", false, class::METHOD),
+    ("Primitive", false, class::METHOD),
+    ("String", false, string::INSTANCE),
+    ("Symbol", false, string::SYMBOL),
+    ("System", false, system::INSTANCE),
+];
+
 /// The primitive for `class>>selector` (or `class class>>selector` when `class_side`).
 pub fn find(class: &str, class_side: bool, selector: &str) -> Option<Primitive> {
-    let table: Table = match (class, class_side) {
-        ("Object", false) => object::INSTANCE,
-        ("Class", false) => class::INSTANCE,
-        ("Array", false) => array::INSTANCE,
-        ("Array", true) => array::CLASS,
-        ("Block", false) => block::BLOCK,
-        ("Block1", false) | ("Block2", false) | ("Block3", false) | ("Block4", false) => {
-            block::BLOCK_N
-        }
-        ("Double", false) => double::INSTANCE,
-        ("Double", true) => double::CLASS,
-        ("Integer", false) => integer::INSTANCE,
-        ("Integer", true) => integer::CLASS,
-        ("Method", false) | ("Primitive", false) => class::METHOD,
-        ("String", false) => string::INSTANCE,
-        ("Symbol", false) => string::SYMBOL,
-        ("System", false) => system::INSTANCE,
-        _ => return None,
-    };
+    let (_, _, table) = TABLES
+        .iter()
+        .find(|(c, side, _)| *c == class && *side == class_side)?;
     table.iter().find(|(s, _)| *s == selector).map(|(_, p)| *p)
 }
 
@@ -92,40 +98,5 @@ impl Vm {
             Kind::Method => "Method",
             Kind::Class => "Class",
         }
-    }
-
-    pub(crate) fn expected_int(&self, v: Value) -> VmError {
-        self.error(format!(
-            "Expected object of type 'Int' but got type '{}'.",
-            self.type_name(v)
-        ))
-    }
-
-    pub(crate) fn expected_symbol(&self, v: Value) -> VmError {
-        let class = self.rt.class_name(self.rt.class_of(v));
-        self.error(format!(
-            "Expected instance of 'Symbol' but got instance of '{class}'."
-        ))
-    }
-
-    pub(crate) fn expected_string(&self, v: Value) -> VmError {
-        self.error(format!(
-            "Expected object of type 'String_' but got type '{}'.",
-            self.type_name(v)
-        ))
-    }
-
-    /// A small non-negative index argument, 1-based, or the error SOM VMs report.
-    pub(crate) fn index_arg(&self, v: Value, len: usize, what: &str) -> Result<usize, VmError> {
-        let Some(i) = v.as_int() else {
-            return Err(self.expected_int(v));
-        };
-        if i < 0 {
-            return Err(self.error("Can't represent as unsigned machine integer."));
-        }
-        if i == 0 || i as usize > len {
-            return Err(self.error(format!("Index {i} not valid for {what} of length {len}.")));
-        }
-        Ok(i as usize - 1)
     }
 }

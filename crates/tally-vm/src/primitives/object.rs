@@ -140,9 +140,10 @@ fn inspect(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     let mut text = format!("an instance of {class}\n");
     if v.is_ref() && Kind::from_u8(v.kind()) == Kind::Plain {
         let c = vm.rt.class_of(v);
+        let slots = vm.fields_ref(v);
         let fields = vm.rt.classes[c as usize].fields.clone();
-        for (i, f) in fields.iter().enumerate() {
-            text.push_str(&format!("  {f}: {}\n", vm.describe(v.slot(i))));
+        for (i, f) in fields.iter().enumerate().take(slots.len) {
+            text.push_str(&format!("  {f}: {}\n", vm.describe(slots.get(i))));
         }
     }
     vm.write_out(text.as_bytes());
@@ -154,10 +155,6 @@ fn halt(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     vm.write_err(format!("{trace}\n").as_bytes());
     let v = vm.arg(argc, 0);
     vm.answer(argc, v)
-}
-
-fn selector_arg(vm: &Vm, v: Value) -> Result<u32, VmError> {
-    v.as_symbol().ok_or_else(|| vm.expected_symbol(v))
 }
 
 /// Spreads an Array argument onto the stack; answers how many values were pushed.
@@ -193,7 +190,7 @@ fn check_arity(vm: &Vm, selector: u32, n: usize) -> Result<(), VmError> {
 }
 
 fn perform(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let sel = selector_arg(vm, vm.arg(1, 1))?;
+    let sel = vm.symbol_arg(vm.arg(1, 1))?;
     check_arity(vm, sel, 0)?;
     vm.rt.stack.pop();
     vm.send_selector(sel, 0)
@@ -201,7 +198,7 @@ fn perform(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 
 fn perform_with_arguments(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (sel, args) = (vm.arg(2, 1), vm.arg(2, 2));
-    let sel = selector_arg(vm, sel)?;
+    let sel = vm.symbol_arg(sel)?;
     let len = vm.rt.stack.len();
     vm.rt.stack.truncate(len - 2);
     let n = spread(vm, args)?;
@@ -234,7 +231,7 @@ fn send_in(vm: &mut Vm, class: ClassId, sel: u32, n: usize) -> Result<(), VmErro
 
 fn perform_in_superclass(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (sel, cls) = (vm.arg(2, 1), vm.arg(2, 2));
-    let sel = selector_arg(vm, sel)?;
+    let sel = vm.symbol_arg(sel)?;
     let class = class_arg(vm, cls)?;
     check_arity(vm, sel, 0)?;
     let len = vm.rt.stack.len();
@@ -244,7 +241,7 @@ fn perform_in_superclass(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 
 fn perform_with_arguments_in_superclass(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (sel, args, cls) = (vm.arg(3, 1), vm.arg(3, 2), vm.arg(3, 3));
-    let sel = selector_arg(vm, sel)?;
+    let sel = vm.symbol_arg(sel)?;
     let class = class_arg(vm, cls)?;
     let len = vm.rt.stack.len();
     vm.rt.stack.truncate(len - 3);
@@ -253,48 +250,32 @@ fn perform_with_arguments_in_superclass(vm: &mut Vm, _: usize) -> Result<(), VmE
     send_in(vm, class, sel, n)
 }
 
-/// The slots `instVarAt:` may see, as (first slot, count): the named fields of a plain
-/// object, an Array's fields and elements, a class's fields after its hidden class id. Other
-/// shapes (blocks, methods, boxed numbers, strings) hold VM data that a SOM program must not
-/// read or overwrite, so they show no fields.
-fn visible_slots(o: Value) -> (usize, usize) {
-    if !o.is_ref() {
-        return (0, 0);
-    }
-    match Kind::from_u8(o.kind()) {
-        Kind::Plain | Kind::Array => (0, o.slot_count()),
-        Kind::Class => (1, o.slot_count().saturating_sub(1)),
-        _ => (0, 0),
-    }
-}
-
 /// Fields of a plain object (or an Array's fields and elements), 1-based.
 fn inst_var_at(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let (o, i) = (vm.arg(1, 0), vm.arg(1, 1));
-    let (first, n) = visible_slots(o);
-    let i = vm.index_arg(i, n, "array")?;
-    vm.answer(1, o.slot(first + i))
+    let (o, i) = (vm.fields_ref(vm.arg(1, 0)), vm.arg(1, 1));
+    let i = vm.index_arg(i, o.len, "array")?;
+    vm.answer(1, o.get(i))
 }
 
 fn inst_var_at_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let (o, i, v) = (vm.arg(2, 0), vm.arg(2, 1), vm.arg(2, 2));
-    let (first, n) = visible_slots(o);
-    let i = vm.index_arg(i, n, "array")?;
-    o.set_slot(first + i, v);
-    vm.answer(2, o)
+    let (o, i, v) = (vm.fields_ref(vm.arg(2, 0)), vm.arg(2, 1), vm.arg(2, 2));
+    let i = vm.index_arg(i, o.len, "array")?;
+    o.set(i, v);
+    vm.answer(2, o.obj)
 }
 
 fn inst_var_named(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (o, s) = (vm.arg(1, 0), vm.arg(1, 1));
-    let sym = selector_arg(vm, s)?;
+    let sym = vm.symbol_arg(s)?;
     let name = vm.rt.symbols.name(sym).to_string();
     let c = vm.rt.class_of(o);
-    match vm.rt.classes[c as usize]
+    let found = vm.rt.classes[c as usize]
         .fields
         .iter()
         .position(|f| *f == name)
-    {
-        Some(i) if visible_slots(o).1 + visible_slots(o).0 > i => vm.answer(1, o.slot(i)),
-        _ => Err(vm.error(format!("No field named {name} in {}", vm.rt.class_name(c)))),
+        .and_then(|i| vm.fields_ref(o).named(i));
+    match found {
+        Some(v) => vm.answer(1, v),
+        None => Err(vm.error(format!("No field named {name} in {}", vm.rt.class_name(c)))),
     }
 }

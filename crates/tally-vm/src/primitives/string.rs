@@ -4,7 +4,6 @@
 use tally_heap::Value;
 
 use super::Table;
-use crate::objects::Kind;
 use crate::{Vm, VmError};
 
 pub static INSTANCE: Table = &[
@@ -31,68 +30,27 @@ pub(crate) fn string_hash(s: &[u8]) -> i64 {
     (h & 0x3fff_ffff) as i64
 }
 
-impl Vm {
-    /// The bytes of a String or the name of a Symbol (copied: valid across allocation).
-    pub(crate) fn bytes_of(&self, v: Value) -> Option<Vec<u8>> {
-        self.text_slice(v).map(<[u8]>::to_vec)
-    }
-
-    fn receiver_text(&self, argc: usize) -> Vec<u8> {
-        self.bytes_of(self.arg(argc, 0))
-            .expect("String primitive on a string")
-    }
-
-    /// The characters of a String or Symbol without copying. The slice points into the heap
-    /// (or the symbol table): use it before the next allocation.
-    pub(crate) fn text_slice(&self, v: Value) -> Option<&[u8]> {
-        if let Some(s) = v.as_symbol() {
-            return Some(self.rt.symbols.name(s).as_bytes());
-        }
-        if v.is_ref() && Kind::from_u8(v.kind()).is_string() {
-            return Some(&v.bytes()[..v.byte_len()]);
-        }
-        None
-    }
-
-    /// Whether character indices of this String or Symbol are byte indices.
-    fn is_ascii_text(&self, v: Value) -> bool {
-        if let Some(s) = v.as_symbol() {
-            return self.rt.symbols.name(s).is_ascii();
-        }
-        Kind::from_u8(v.kind()) == Kind::AsciiString
-    }
-
-    fn receiver_slice(&self, argc: usize) -> &[u8] {
-        self.text_slice(self.arg(argc, 0))
-            .expect("String primitive on a string")
-    }
-}
-
 fn concatenate(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let a = vm.arg(1, 1);
-    let Some(rhs) = vm.text_slice(a) else {
-        return Err(vm.expected_string(a));
-    };
-    let mut s = vm.receiver_slice(1).to_vec();
-    s.extend_from_slice(rhs);
+    let mut s = vm.text_arg_owned(vm.arg(1, 0))?;
+    s.extend_from_slice(vm.text_arg(vm.arg(1, 1))?);
     let v = vm.new_string(&s)?;
     vm.answer(1, v)
 }
 
 fn as_symbol(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let s = vm.receiver_text(argc);
+    let s = vm.text_arg_owned(vm.arg(argc, 0))?;
     let sym = vm.rt.symbols.intern(&String::from_utf8_lossy(&s));
     vm.answer(argc, Value::from_symbol(sym))
 }
 
 fn symbol_as_string(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let s = vm.receiver_text(argc);
+    let s = vm.text_arg_owned(vm.arg(argc, 0))?;
     let v = vm.new_string(&s)?;
     vm.answer(argc, v)
 }
 
 fn hashcode(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let h = string_hash(vm.receiver_slice(argc));
+    let h = string_hash(vm.text_arg(vm.arg(argc, 0))?);
     vm.answer(argc, Value::from_small_int(h))
 }
 
@@ -106,15 +64,15 @@ fn char_count(s: &[u8]) -> usize {
 
 fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
     let n = if vm.is_ascii_text(vm.arg(argc, 0)) {
-        vm.receiver_slice(argc).len()
+        vm.text_arg(vm.arg(argc, 0))?.len()
     } else {
-        char_count(vm.receiver_slice(argc))
+        char_count(vm.text_arg(vm.arg(argc, 0))?)
     };
     vm.answer(argc, Value::from_small_int(n as i64))
 }
 
 fn all_chars(vm: &mut Vm, argc: usize, pred: fn(char) -> bool) -> Result<(), VmError> {
-    let text = String::from_utf8_lossy(vm.receiver_slice(argc));
+    let text = String::from_utf8_lossy(vm.text_arg(vm.arg(argc, 0))?);
     let r = !text.is_empty() && text.chars().all(pred);
     vm.answer(argc, Value::from_bool(r))
 }
@@ -139,7 +97,7 @@ fn equal(vm: &mut Vm, _: usize) -> Result<(), VmError> {
         return vm.answer(1, Value::FALSE);
     }
     let r = match vm.text_slice(b) {
-        Some(rhs) => vm.receiver_slice(1) == rhs,
+        Some(rhs) => vm.text_arg(vm.arg(1, 0))? == rhs,
         None => false,
     };
     vm.answer(1, Value::from_bool(r))
@@ -147,12 +105,10 @@ fn equal(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 
 /// Characters `start` to `end`, both 1-based and inclusive.
 fn substring(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let (sv, ev) = (vm.arg(2, 1), vm.arg(2, 2));
-    let (Some(start), Some(end)) = (sv.as_int(), ev.as_int()) else {
-        return Err(vm.expected_int(if sv.is_int() { ev } else { sv }));
-    };
+    let start = vm.small_int_arg(vm.arg(2, 1))?;
+    let end = vm.small_int_arg(vm.arg(2, 2))?;
     let ascii = vm.is_ascii_text(vm.arg(2, 0));
-    let s = vm.receiver_slice(2);
+    let s = vm.text_arg(vm.arg(2, 0))?;
     let out: Vec<u8> = if ascii {
         let len = s.len() as i64;
         if start < 1 || end > len || start > end + 1 {

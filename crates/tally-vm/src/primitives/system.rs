@@ -22,36 +22,29 @@ pub static INSTANCE: Table = &[
     ("fullGC", full_gc),
 ];
 
-fn symbol_arg(vm: &Vm, v: Value) -> Result<u32, VmError> {
-    v.as_symbol().ok_or_else(|| vm.expected_symbol(v))
-}
-
 fn global(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let name = symbol_arg(vm, vm.arg(1, 1))?;
+    let name = vm.symbol_arg(vm.arg(1, 1))?;
     let v = vm.rt.global(name).unwrap_or(Value::NIL);
     vm.answer(1, v)
 }
 
 fn global_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (n, v) = (vm.arg(2, 1), vm.arg(2, 2));
-    let name = symbol_arg(vm, n)?;
+    let name = vm.symbol_arg(n)?;
     vm.rt.set_global(name, v);
     let recv = vm.arg(2, 0);
     vm.answer(2, recv)
 }
 
 fn has_global(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let name = symbol_arg(vm, vm.arg(1, 1))?;
+    let name = vm.symbol_arg(vm.arg(1, 1))?;
     let has = vm.rt.global(name).is_some();
     vm.answer(1, Value::from_bool(has))
 }
 
 /// The contents of a file as a String, or nil when it cannot be read.
 fn load_file(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let a = vm.arg(1, 1);
-    let Some(path) = vm.text_of(a) else {
-        return Err(vm.expected_string(a));
-    };
+    let path = vm.text_arg_string(vm.arg(1, 1))?;
     let v = match std::fs::read(&path) {
         Ok(bytes) => vm.new_string(&bytes)?,
         Err(_) => Value::NIL,
@@ -61,7 +54,7 @@ fn load_file(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 
 /// Loads a class by name from the class path; nil when none defines it.
 fn load(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let name = symbol_arg(vm, vm.arg(1, 1))?;
+    let name = vm.symbol_arg(vm.arg(1, 1))?;
     let v = match vm.load_class(name)? {
         Some(c) => vm.rt.classes[c as usize].object,
         None => Value::NIL,
@@ -70,23 +63,16 @@ fn load(vm: &mut Vm, _: usize) -> Result<(), VmError> {
 }
 
 fn exit(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let a = vm.arg(1, 1);
-    match vm.int_of(a) {
-        Some(crate::numbers::Int::Small(code))
-            if (i32::MIN as i64..=i32::MAX as i64).contains(&code) =>
-        {
+    match vm.int_arg(vm.arg(1, 1))? {
+        crate::numbers::Int::Small(code) if (i32::MIN as i64..=i32::MAX as i64).contains(&code) => {
             Err(VmError::Exit(code as i32))
         }
-        Some(_) => Err(vm.error("Domain error.")),
-        None => Err(vm.expected_int(a)),
+        _ => Err(vm.error("Domain error.")),
     }
 }
 
 fn print_string(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let a = vm.arg(1, 1);
-    let Some(bytes) = vm.bytes_of(a) else {
-        return Err(vm.expected_string(a));
-    };
+    let bytes = vm.text_arg_owned(vm.arg(1, 1))?;
     vm.write_out(&bytes);
     let recv = vm.arg(1, 0);
     vm.answer(1, recv)
@@ -99,10 +85,7 @@ fn print_newline(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 }
 
 fn error_print_impl(vm: &mut Vm, newline: bool) -> Result<(), VmError> {
-    let a = vm.arg(1, 1);
-    let Some(mut bytes) = vm.bytes_of(a) else {
-        return Err(vm.expected_string(a));
-    };
+    let mut bytes = vm.text_arg_owned(vm.arg(1, 1))?;
     if newline {
         bytes.push(b'\n');
     }

@@ -1,12 +1,5 @@
-//! The checked boundary between SOM values and the primitives' view of memory.
-//!
-//! A `Value` is only read as a heap reference of a given shape after one of these accessors
-//! has checked its kind; on a mismatch they answer a SOM error, never a wrong read. The
-//! soundness of a primitive's *receiver* rests on two invariants this module also enforces:
-//! every instance of a class has that class's layout (`Class>>new` refuses classes whose
-//! instances have a special layout), and a method only runs on instances of its holder
-//! (ordinary sends guarantee that by lookup; reflection checks it with `check_invocation`).
-//! Runtime stubs of other tiers call the same functions.
+//! Heap shapes: classes, methods, arrays (with their named fields apart from the elements),
+//! and the reflection check that a method runs only on instances of its holder.
 
 use tally_heap::Value;
 
@@ -34,8 +27,46 @@ impl ArrayRef {
     }
 }
 
+/// The slots of an object that reflection (`instVarAt:`, `inspect`) may see: the named
+/// fields of a plain object, an Array's fields and elements, a class's fields after its
+/// hidden class id. Other shapes (blocks, methods, boxed numbers, strings, immediates) hold VM
+/// data a SOM program must not read or overwrite, so they show none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FieldsRef {
+    pub(crate) obj: Value,
+    first: usize,
+    pub(crate) len: usize,
+}
+
+impl FieldsRef {
+    pub(crate) fn get(self, i: usize) -> Value {
+        self.obj.slot(self.first + i)
+    }
+
+    pub(crate) fn set(self, i: usize, v: Value) {
+        self.obj.set_slot(self.first + i, v)
+    }
+
+    /// The field at `index` in the class's field list (which names every slot, hidden ones
+    /// included), if it is a visible one.
+    pub(crate) fn named(self, index: usize) -> Option<Value> {
+        let i = index.checked_sub(self.first)?;
+        (i < self.len).then(|| self.get(i))
+    }
+}
+
 impl Vm {
-    fn kind_of(v: Value) -> Option<Kind> {
+    /// The visible fields of any value (none for immediates and VM-internal shapes).
+    pub(crate) fn fields_ref(&self, v: Value) -> FieldsRef {
+        let (first, len) = match Self::kind_of(v) {
+            Some(Kind::Plain | Kind::Array) => (0, v.slot_count()),
+            Some(Kind::Class) => (1, v.slot_count().saturating_sub(1)),
+            _ => (0, 0),
+        };
+        FieldsRef { obj: v, first, len }
+    }
+
+    pub(super) fn kind_of(v: Value) -> Option<Kind> {
         v.is_ref().then(|| Kind::from_u8(v.kind()))
     }
 
@@ -52,6 +83,17 @@ impl Vm {
         match Self::kind_of(v) {
             Some(Kind::Method) if v.slot_count() > 0 => Ok(v.slot(0).int_unchecked() as CodeId),
             _ => Err(self.wrong_kind("Method", v)),
+        }
+    }
+
+    /// A Block closure's code.
+    #[inline]
+    pub(crate) fn block_ref(&self, v: Value) -> Result<CodeId, VmError> {
+        match Self::kind_of(v) {
+            Some(Kind::Block) if v.slot_count() == crate::objects::block::SLOTS => {
+                Ok(v.slot(crate::objects::block::CODE).int_unchecked() as CodeId)
+            }
+            _ => Err(self.wrong_kind("Block", v)),
         }
     }
 
@@ -119,7 +161,7 @@ impl Vm {
         Ok(())
     }
 
-    fn wrong_kind(&self, expected: &str, v: Value) -> VmError {
+    pub(super) fn wrong_kind(&self, expected: &str, v: Value) -> VmError {
         self.error(format!(
             "Expected object of type '{expected}' but got type '{}'.",
             self.type_name(v)
