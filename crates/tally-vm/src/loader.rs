@@ -189,7 +189,19 @@ impl Vm {
         if let Some(previous) = previous {
             self.profile_state(previous);
         }
-        result
+        match result {
+            // A class the running program needed: its error carries the SOM stack that
+            // needed it, like any runtime error.
+            Err(VmError::Load(message)) => {
+                let trace = self.stack_trace();
+                if trace.is_empty() {
+                    Err(VmError::Load(message))
+                } else {
+                    Err(VmError::Runtime { message, trace })
+                }
+            }
+            other => other,
+        }
     }
 
     fn load_class_from_path(&mut self, name: Symbol) -> Result<Option<ClassId>, VmError> {

@@ -161,6 +161,8 @@ impl Vm {
         Ok(())
     }
 
+    #[cold]
+    #[inline(never)]
     pub(super) fn wrong_kind(&self, expected: &str, v: Value) -> VmError {
         self.error(format!(
             "Expected object of type '{expected}' but got type '{}'.",

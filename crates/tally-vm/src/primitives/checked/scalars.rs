@@ -17,6 +17,7 @@ pub(crate) enum Operand {
 
 impl Vm {
     /// An Integer (small or big).
+    #[inline]
     pub(crate) fn int_arg(&self, v: Value) -> Result<Int, VmError> {
         self.int_of(v).ok_or_else(|| self.expected_int(v))
     }
@@ -97,12 +98,14 @@ impl Vm {
     }
 
     /// A Symbol.
+    #[inline]
     pub(crate) fn symbol_arg(&self, v: Value) -> Result<Symbol, VmError> {
         v.as_symbol().ok_or_else(|| self.expected_symbol(v))
     }
 
     /// The characters of a String or Symbol without copying. The slice points into the heap
     /// (or the symbol table): use it before the next allocation.
+    #[inline]
     pub(crate) fn text_arg(&self, v: Value) -> Result<&[u8], VmError> {
         self.text_slice(v).ok_or_else(|| self.expected_string(v))
     }
@@ -120,6 +123,7 @@ impl Vm {
 
     /// The characters of a String or Symbol, or None for any other value (for primitives
     /// such as `=` whose answer for other kinds is simply false).
+    #[inline]
     pub(crate) fn text_slice(&self, v: Value) -> Option<&[u8]> {
         if let Some(s) = v.as_symbol() {
             return Some(self.rt.symbols.name(s).as_bytes());
@@ -137,6 +141,7 @@ impl Vm {
     }
 
     /// Whether the character indices of a String or Symbol are its byte indices.
+    #[inline]
     pub(crate) fn is_ascii_text(&self, v: Value) -> bool {
         if let Some(s) = v.as_symbol() {
             return self.rt.symbols.name(s).is_ascii();
@@ -146,6 +151,7 @@ impl Vm {
 
     /// A 1-based index into something of length `len`, answered 0-based, or the error SOM
     /// VMs report.
+    #[inline]
     pub(crate) fn index_arg(&self, v: Value, len: usize, what: &str) -> Result<usize, VmError> {
         let i = self.small_int_arg(v)?;
         if i < 0 {
@@ -165,6 +171,8 @@ impl Vm {
 
     // The wording of these errors follows other SOM VMs (the SOM integration tests check it).
 
+    #[cold]
+    #[inline(never)]
     pub(crate) fn expected_int(&self, v: Value) -> VmError {
         self.error(format!(
             "Expected object of type 'Int' but got type '{}'.",
@@ -172,6 +180,8 @@ impl Vm {
         ))
     }
 
+    #[cold]
+    #[inline(never)]
     pub(crate) fn expected_symbol(&self, v: Value) -> VmError {
         let class = self.rt.class_name(self.rt.class_of(v));
         self.error(format!(
@@ -179,6 +189,8 @@ impl Vm {
         ))
     }
 
+    #[cold]
+    #[inline(never)]
     pub(crate) fn expected_string(&self, v: Value) -> VmError {
         self.error(format!(
             "Expected object of type 'String_' but got type '{}'.",
