@@ -4,6 +4,16 @@ use std::fmt;
 
 use crate::Vm;
 
+/// `eprintln!` that ignores a closed stderr: a message that cannot be shown must not turn a
+/// finished run into a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use say;
+
 /// One SOM frame of a stack trace.
 #[derive(Debug, Clone)]
 pub struct TraceEntry {

@@ -249,7 +249,7 @@ impl Profiler {
         let output = self.output.clone();
         Box::new(move || {
             if let Err(e) = lock(&recorder).flush(&hot) {
-                eprintln!(
+                crate::error::say!(
                     "tally: cannot stream the profile to {}: {e}; it will be written at the end",
                     tally_profile::format::partial_path(&output).display()
                 );
@@ -334,12 +334,12 @@ impl Profiler {
             let mut r = lock(&recorder);
             let profile = r.snapshot(&hot, code);
             match r.write_final(&profile, &output) {
-                Ok(()) => eprintln!(
+                Ok(()) => crate::error::say!(
                     "\ntally: interrupted, and the program reached no call within a second; profile written to {} (see `tally report {}`)",
                     output.display(),
                     output.display()
                 ),
-                Err(e) => eprintln!("\ntally: interrupted; cannot write the profile to {}: {e}", output.display()),
+                Err(e) => crate::error::say!("\ntally: interrupted; cannot write the profile to {}: {e}", output.display()),
             }
             std::process::exit(code);
         })

@@ -3,6 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// `eprintln!` that ignores a closed stderr (`tally … 2>&1 | head`): a message that cannot be
+/// shown must not turn a finished run into a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod experiment;
 mod profile_cmd;
 
@@ -299,6 +308,13 @@ fn record_asks_help(args: &[String]) -> bool {
 /// exists and takes new files (the streamed `FILE.partial` is created and removed), and an
 /// existing file is only replaced with `force`.
 fn check_output(output: &std::path::Path, force: bool) -> Result<(), String> {
+    if output.as_os_str() == "-" {
+        return Err(
+            "the profile cannot go to stdout (`-`): the program writes there, and the \
+             profile streams to a file as the run goes; name a file, then `tally export … -o -`"
+                .into(),
+        );
+    }
     if output.is_dir() {
         return Err(format!(
             "cannot write the profile to {}: it is a directory",
@@ -454,7 +470,7 @@ fn main() -> ExitCode {
         args = match rewrite_record(args) {
             Ok(a) => a,
             Err(e) => {
-                eprintln!("error: {e}");
+                say!("error: {e}");
                 return ExitCode::from(2);
             }
         };
@@ -463,7 +479,7 @@ fn main() -> ExitCode {
     let profile = match profile_options(&cli) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -494,20 +510,20 @@ fn main() -> ExitCode {
             Err(e) => e.exit_code(),
         };
         match vm.finish_profile(exit_code) {
-            Ok(Some(path)) => eprintln!("tally: profile written to {} (see `tally report {}`)", path.display(), path.display()),
+            Ok(Some(path)) => say!("tally: profile written to {} (see `tally report {}`)", path.display(), path.display()),
             Ok(None) => {
                 if let Some(path) = &cli.profile {
-                    eprintln!(
+                    say!(
                         "tally: no profile written to {}: the program did not start",
                         path.display()
                     );
                 }
             }
-            Err(e) => eprintln!("tally: {e}"),
+            Err(e) => say!("tally: {e}"),
         }
         if cli.gc_stats {
             let s = vm.heap.stats();
-            eprintln!(
+            say!(
                 "gc: {} collections in {:.1} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes",
                 s.collections,
                 s.gc_time.as_secs_f64() * 1e3,
@@ -523,7 +539,7 @@ fn main() -> ExitCode {
         Ok(_) => ExitCode::SUCCESS,
         Err(VmError::Exit(code)) => ExitCode::from(code as u8),
         Err(e) => {
-            eprintln!("{e}");
+            say!("{e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }

@@ -35,7 +35,7 @@ fn read(path: &Path) -> Result<Profile, String> {
     let read = read_file_partial(path)
         .map_err(|e| format!("cannot read the profile {}: {e}", path.display()))?;
     if let Some(cut) = read.cut {
-        eprintln!(
+        say!(
             "warning: {} is incomplete: {cut}; reading the {} samples before that",
             path.display(),
             read.profile.samples.len()
@@ -329,7 +329,7 @@ fn compare(args: CompareArgs) -> Result<(), String> {
         report::describe("B (candidate)", &args.candidate.display().to_string(), &b)
     );
     if let Some(w) = report::program_mismatch(&a, &b) {
-        eprintln!("warning: {w}");
+        say!("warning: {w}");
         outln!(out, "warning: {w}");
     }
     let c = report::compare(&a, &b, TopN::Count(args.top));
@@ -417,7 +417,7 @@ fn emit(output: &Path, bytes: &[u8], force: bool) -> Result<(), String> {
             .map_err(|e| format!("cannot write to standard output: {e}"));
     }
     write_output(output, bytes, force)?;
-    eprintln!("wrote {}", output.display());
+    say!("wrote {}", output.display());
     Ok(())
 }
 
@@ -465,7 +465,7 @@ fn diff_flamegraph(args: DiffFlameArgs) -> Result<(), String> {
     let a = read(&args.before)?;
     let b = read(&args.after)?;
     if let Some(w) = report::program_mismatch(&a, &b) {
-        eprintln!("warning: {w}");
+        say!("warning: {w}");
     }
     let title = format!("{} → {}", program_line(&a), program_line(&b));
     let svg = export::folded::to_diff_svg(
@@ -504,7 +504,7 @@ pub fn dispatch(command: &str, args: Vec<std::ffi::OsString>) -> Option<ExitCode
     Some(match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             ExitCode::from(1)
         }
     })

@@ -474,6 +474,17 @@ fn an_unwritable_profile_path_is_rejected_before_the_program_runs() {
             text(&o.stderr)
         );
     }
+    // `-` is not a file: the program's output goes to stdout, so the profile cannot.
+    for args in [
+        vec!["--profile=-", "Hello.som"],
+        vec!["record", "-o", "-", "--", "Hello.som"],
+    ] {
+        let o = tally(d.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(text(&o.stdout).is_empty(), "the program ran: {args:?}");
+        assert!(text(&o.stderr).contains("cannot go to stdout"));
+        assert!(!d.path().join("-").exists(), "a file named - was made");
+    }
     // A directory that takes no new files (root may write anywhere, so only when it cannot).
     let ro = d.path().join("ro");
     std::fs::create_dir(&ro).unwrap();
@@ -686,4 +697,24 @@ fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
         text(&folded.stdout).contains(";[GC] "),
         "a [GC] leaf in the flame graph"
     );
+}
+
+/// A closed pipe on stderr (`tally … 2>&1 | head -1`) loses the closing message, never the run:
+/// no panic, the program's own exit status.
+#[test]
+fn a_closed_stderr_does_not_turn_the_end_of_a_run_into_a_panic() {
+    use std::process::Stdio;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["--profile=f.profile", "Fib.som"])
+        .current_dir(d.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status}");
+    assert!(d.path().join("f.profile").exists());
 }

@@ -335,7 +335,7 @@ pub fn run(args: CbsArgs, this: &Path) -> Result<Ending, Error> {
     output::write_file(&out.join("cbs.csv"), &render_csv(&results)).map_err(Error::Failed)?;
     write_json(&results, &json).map_err(Error::Failed)?;
     if !args.common.quiet {
-        eprintln!("tally experiment cbs: wrote {}", out.display());
+        say!("tally experiment cbs: wrote {}", out.display());
     }
     super::ending(stop)
 }

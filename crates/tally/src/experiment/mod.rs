@@ -162,11 +162,11 @@ pub fn main(args: Vec<OsString>, this: PathBuf) -> ExitCode {
         Ok(Ending::Complete) => ExitCode::SUCCESS,
         Ok(Ending::Interrupted) => ExitCode::from(130),
         Err(e @ Error::Usage(_)) => {
-            eprintln!("tally experiment: error: {e}");
+            say!("tally experiment: error: {e}");
             ExitCode::from(2)
         }
         Err(e @ Error::Failed(_)) => {
-            eprintln!("tally experiment: error: {e}");
+            say!("tally experiment: error: {e}");
             ExitCode::from(1)
         }
     }

@@ -184,7 +184,7 @@ impl Runner {
     /// Prints a line on stderr without tearing the progress bar.
     pub fn say(&self, line: &str) {
         if !self.options.quiet {
-            self.progress.bar.suspend(|| eprintln!("{line}"));
+            self.progress.bar.suspend(|| say!("{line}"));
         }
     }
 }
@@ -231,7 +231,7 @@ impl Progress {
             && self.bar.is_hidden()
             && (self.next == 0 || self.last_line.elapsed() > Duration::from_secs(30))
         {
-            eprintln!(
+            say!(
                 "{}: run {}/{total}: {what}; {} elapsed, ETA {eta}",
                 self.tool,
                 self.next + 1,
@@ -280,7 +280,7 @@ impl Progress {
     fn finish(&mut self) {
         self.bar.finish_and_clear();
         if !self.quiet && self.bar.is_hidden() {
-            eprintln!(
+            say!(
                 "{}: {} run(s) in {}",
                 self.tool,
                 self.next,

@@ -477,7 +477,7 @@ pub fn run(args: SamplingArgs, this: &Path) -> Result<Ending, Error> {
     output::write_file(&out.join("sampling.csv"), &render_csv(&results)).map_err(Error::Failed)?;
     write_json(&results, &json).map_err(Error::Failed)?;
     if !args.common.quiet {
-        eprintln!("tally experiment sampling: wrote {}", out.display());
+        say!("tally experiment sampling: wrote {}", out.display());
     }
     super::ending(stop)
 }
