@@ -439,6 +439,13 @@ fn firefox_export_has_gc_and_class_load_markers_and_source_lines() {
     // The collection's interval, relative to the profile's start: 6 ms to 7.5 ms.
     assert_eq!(markers["startTime"][gc].as_f64(), Some(6.0));
     assert_eq!(markers["endTime"][gc].as_f64(), Some(7.5));
+    // The viewer's range is the whole run, so markers before the first sample (the core
+    // classes' loads) are inside it.
+    let meta = &doc["meta"];
+    assert_eq!(meta["profilingStartTime"].as_f64(), Some(0.0));
+    let end = meta["profilingEndTime"].as_f64().unwrap();
+    let starts = markers["startTime"].as_array().unwrap();
+    assert!(starts.iter().all(|t| t.as_f64().is_some_and(|t| t <= end)));
     let data = &markers["data"][gc];
     assert_eq!(data["type"], "TallyGC");
     assert_eq!(data["before"].as_f64(), Some(f64::from(8 << 20)));

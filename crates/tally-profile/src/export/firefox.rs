@@ -260,7 +260,20 @@ pub fn to_json(p: &Profile) -> serde_json::Value {
     let mut v =
         serde_json::to_value(to_profile(p)).expect("the processed profile always serializes");
     add_source_positions(p, &mut v["threads"][0]);
+    set_profiling_range(p, &mut v["meta"]);
     v
+}
+
+/// The profile's range is the whole run, from the program's start: without it the viewer
+/// starts at the first sample and hides what came before (the core classes' loads, an early
+/// collection).
+fn set_profiling_range(p: &Profile, meta: &mut Value) {
+    let start = p.header.start_time_ns;
+    let last_sample = p.samples.iter().map(|s| s.time_ns).max().unwrap_or(start);
+    let last_event = p.events.iter().map(|e| e.time_ns).max().unwrap_or(start);
+    let end = last_sample.max(last_event).saturating_sub(start);
+    meta["profilingStartTime"] = serde_json::json!(0.0);
+    meta["profilingEndTime"] = serde_json::json!(end as f64 / 1e6);
 }
 
 /// Interns strings into a thread's string array, keeping the indices already used.
