@@ -11,7 +11,9 @@ use crate::bytecode::{CodeId, Op, SiteId};
 use crate::compiler::CodeKind;
 use crate::objects::{block, context, Kind};
 use crate::primitives::Primitive;
-use crate::profiling::{Dispatch, VM_STATE};
+use crate::profiling::{
+    CountingLoop, Dispatch, EntriesLoop, HooksLoop, LoopMode, PlainLoop, VM_STATE,
+};
 use crate::runtime::{ClassId, Code, Frame, Symbol, Trivial, NO_CLASS};
 use crate::{Vm, VmError};
 
@@ -48,10 +50,10 @@ impl Vm {
             self.running_loop = Some(dispatch);
             self.sync_loop_handoff();
             let result = match dispatch {
-                Dispatch::Plain => self.execute_loop::<false, false, false>(base_depth),
-                Dispatch::Entries => self.execute_loop::<false, true, false>(base_depth),
-                Dispatch::Hooks => self.execute_loop::<false, true, true>(base_depth),
-                Dispatch::Counting => self.execute_loop::<true, true, true>(base_depth),
+                Dispatch::Plain => self.execute_loop::<PlainLoop>(base_depth),
+                Dispatch::Entries => self.execute_loop::<EntriesLoop>(base_depth),
+                Dispatch::Hooks => self.execute_loop::<HooksLoop>(base_depth),
+                Dispatch::Counting => self.execute_loop::<CountingLoop>(base_depth),
             };
             if !matches!(result, Err(VmError::SwitchLoop)) {
                 break result;
@@ -64,9 +66,10 @@ impl Vm {
         result
     }
 
-    /// The dispatch loop. `COUNT_BYTECODES` (exhaustive profiling) is a compile-time switch so
-    /// the ordinary loop carries no counting code at all. `ENTRY_HOOKS` says whether the loop
-    /// tests the yieldpoint flag at frameless sends and tripped returns, `LOOP_HOOKS` whether
+    /// The dispatch loop, compiled once per [`LoopMode`]. `M::COUNT_BYTECODES` (exhaustive
+    /// profiling) is a compile-time switch so the ordinary loop carries no counting code at
+    /// all. `M::ENTRY_HOOKS` says whether the loop tests the yieldpoint flag at frameless
+    /// sends and tripped returns, `M::LOOP_HOOKS` whether
     /// also at back-edges and around primitive calls (see [`Dispatch`]): the loop that runs
     /// without a profiler, or with one that only takes samples in the signal handler, tests
     /// it nowhere and is the same code as a build with the hooks compiled out (the depth
@@ -80,14 +83,7 @@ impl Vm {
     // native code below it (primitives, the heap, the C library) was running
     // (`interpreter_code`).
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
-    fn execute_loop<
-        const COUNT_BYTECODES: bool,
-        const ENTRY_HOOKS: bool,
-        const LOOP_HOOKS: bool,
-    >(
-        &mut self,
-        base_depth: usize,
-    ) -> Result<Value, VmError> {
+    fn execute_loop<M: LoopMode>(&mut self, base_depth: usize) -> Result<Value, VmError> {
         let top = self.rt.frames.top();
         let mut code: &'static Code = self.rt.codes[top.code as usize];
         // The running code's instructions, kept apart so dispatch needs no load through `code`.
@@ -97,7 +93,7 @@ impl Vm {
         let mut executed: u64 = 0;
         macro_rules! flush_counts {
             () => {
-                if COUNT_BYTECODES {
+                if M::COUNT_BYTECODES {
                     self.profile_bytecodes(code.id, executed);
                     executed = 0;
                 }
@@ -106,7 +102,7 @@ impl Vm {
         // Before leaving the loop: the last counts of the running code.
         macro_rules! final_counts {
             () => {
-                if COUNT_BYTECODES {
+                if M::COUNT_BYTECODES {
                     self.profile_bytecodes(code.id, executed);
                 }
             };
@@ -130,7 +126,7 @@ impl Vm {
         // returns get here only when the flag has tripped the exit depth (`do_return!`).
         macro_rules! epilogue {
             () => {
-                let f = self.hook_flag::<ENTRY_HOOKS>();
+                let f = self.entry_flag::<M>();
                 if f & flag::ALL_YIELDPOINTS != 0 {
                     self.profile_yieldpoint(f)?;
                 }
@@ -177,7 +173,7 @@ impl Vm {
                 } else {
                     // A raised flag sends even a trivial method through the call below, so
                     // that the loop has one call site here and its hot path one more test.
-                    let f = self.hook_flag::<ENTRY_HOOKS>();
+                    let f = self.entry_flag::<M>();
                     if f == 0
                         && callee.trivial != Trivial::No
                         && argc == callee.num_args as usize
@@ -185,7 +181,7 @@ impl Vm {
                     {
                         // Done in place: the frame is unchanged.
                     } else {
-                        self.invoke_frameless::<ENTRY_HOOKS, LOOP_HOOKS>(callee, argc, f)?;
+                        self.invoke_frameless::<M>(callee, argc, f)?;
                         reload!();
                     }
                 }
@@ -272,7 +268,7 @@ impl Vm {
         loop {
             let op = ops[ip];
             ip += 1;
-            if COUNT_BYTECODES {
+            if M::COUNT_BYTECODES {
                 executed += 1;
             }
             match op {
@@ -478,7 +474,7 @@ impl Vm {
                 Op::Jump(t) => ip = t as usize,
                 Op::JumpBack(t) => {
                     ip = t as usize;
-                    let f = self.hook_flag::<LOOP_HOOKS>();
+                    let f = self.loop_flag::<M>();
                     if f & flag::ALL_YIELDPOINTS != 0 {
                         save!();
                         self.profile_yieldpoint(f)?;
@@ -650,32 +646,32 @@ impl Vm {
         {
             return Ok(());
         }
-        self.invoke_unprofiled::<true>(code, argc)
+        self.invoke_unprofiled::<HooksLoop>(code, argc)
     }
 
     /// A send the loop does without a frame of its own (a primitive or trivial method), with
     /// the flag the loop read: the prologue hook if it is raised, then the method.
     #[inline(always)]
-    fn invoke_frameless<const ENTRY_HOOKS: bool, const LOOP_HOOKS: bool>(
+    fn invoke_frameless<M: LoopMode>(
         &mut self,
         code: &'static Code,
         argc: usize,
         f: u8,
     ) -> Result<(), VmError> {
-        if ENTRY_HOOKS && f != 0 {
-            return self.invoke_after_hook::<LOOP_HOOKS>(code, argc, f);
+        if M::ENTRY_HOOKS && f != 0 {
+            return self.invoke_after_hook::<M>(code, argc, f);
         }
-        self.invoke_unprofiled::<LOOP_HOOKS>(code, argc)
+        self.invoke_unprofiled::<M>(code, argc)
     }
 
     /// The prologue hook of a frameless send, then the send: out of line, so the loop pays
     /// for it only when the flag is raised. The loop with entry hooks alone
-    /// (`LOOP_HOOKS` false) hands back to the plain one here once the hook has closed the
+    /// (`M::LOOP_HOOKS` false) hands back to the plain one here once the hook has closed the
     /// sampling window (see `Dispatch::Entries`).
     #[cold]
     #[inline(never)]
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
-    fn invoke_after_hook<const LOOP_HOOKS: bool>(
+    fn invoke_after_hook<M: LoopMode>(
         &mut self,
         code: &'static Code,
         argc: usize,
@@ -683,7 +679,7 @@ impl Vm {
     ) -> Result<(), VmError> {
         self.profile_prologue(code.id, f)?;
         self.run_in_place_or_invoke(code, argc)?;
-        if !LOOP_HOOKS && self.loop_switch_due() {
+        if !M::LOOP_HOOKS && self.loop_switch_due() {
             return Err(VmError::SwitchLoop);
         }
         Ok(())
@@ -691,16 +687,16 @@ impl Vm {
 
     /// `invoke` after the prologue hook, for anything but a trivial method done in place.
     ///
-    /// `HOOKS` is the calling loop's `LOOP_HOOKS` (see `execute_loop`); the loops without
-    /// them never run where primitive calls must publish their state.
+    /// `M` is the calling loop's mode (see `execute_loop`); the loops without loop hooks never
+    /// run where primitive calls must publish their state.
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
-    fn invoke_unprofiled<const HOOKS: bool>(
+    fn invoke_unprofiled<M: LoopMode>(
         &mut self,
         code: &'static Code,
         argc: usize,
     ) -> Result<(), VmError> {
         if let Some(p) = code.primitive {
-            if HOOKS && self.publishes_states() {
+            if M::LOOP_HOOKS && self.publishes_states() {
                 return self.run_primitive_in_state(p, argc);
             }
             return p(self, argc);
@@ -1054,10 +1050,10 @@ mod tests {
         let code = interpreter_code().expect("the linker bounds the interpreter's section");
         type Loop = fn(&mut Vm, usize) -> Result<Value, VmError>;
         let loops: [Loop; 4] = [
-            Vm::execute_loop::<false, false, false>,
-            Vm::execute_loop::<false, true, false>,
-            Vm::execute_loop::<false, true, true>,
-            Vm::execute_loop::<true, true, true>,
+            Vm::execute_loop::<PlainLoop>,
+            Vm::execute_loop::<EntriesLoop>,
+            Vm::execute_loop::<HooksLoop>,
+            Vm::execute_loop::<CountingLoop>,
         ];
         for l in loops {
             assert!(
@@ -1067,7 +1063,7 @@ mod tests {
             );
         }
         let routines = [
-            Vm::invoke_unprofiled::<true> as *const () as usize,
+            Vm::invoke_unprofiled::<HooksLoop> as *const () as usize,
             Vm::run_trivial as *const () as usize,
             Vm::relink as *const () as usize,
             Vm::make_context as *const () as usize,

@@ -67,6 +67,47 @@ pub(crate) enum Dispatch {
     Counting,
 }
 
+/// What a dispatch loop tests and counts, as a type: one per [`Dispatch`] variant, so the
+/// loop is compiled once per mode and a mode's unused tests are not in its code at all.
+pub(crate) trait LoopMode {
+    /// Exact bytecode counts (exhaustive profiling).
+    const COUNT_BYTECODES: bool;
+    /// Flag tests at frameless sends and tripped returns.
+    const ENTRY_HOOKS: bool;
+    /// Flag tests at back-edges and around primitive calls.
+    const LOOP_HOOKS: bool;
+}
+
+/// [`Dispatch::Plain`].
+pub(crate) struct PlainLoop;
+/// [`Dispatch::Entries`].
+pub(crate) struct EntriesLoop;
+/// [`Dispatch::Hooks`].
+pub(crate) struct HooksLoop;
+/// [`Dispatch::Counting`].
+pub(crate) struct CountingLoop;
+
+impl LoopMode for PlainLoop {
+    const COUNT_BYTECODES: bool = false;
+    const ENTRY_HOOKS: bool = false;
+    const LOOP_HOOKS: bool = false;
+}
+impl LoopMode for EntriesLoop {
+    const COUNT_BYTECODES: bool = false;
+    const ENTRY_HOOKS: bool = true;
+    const LOOP_HOOKS: bool = false;
+}
+impl LoopMode for HooksLoop {
+    const COUNT_BYTECODES: bool = false;
+    const ENTRY_HOOKS: bool = true;
+    const LOOP_HOOKS: bool = true;
+}
+impl LoopMode for CountingLoop {
+    const COUNT_BYTECODES: bool = true;
+    const ENTRY_HOOKS: bool = true;
+    const LOOP_HOOKS: bool = true;
+}
+
 impl Dispatch {
     pub(crate) fn for_profile(
         options: Option<&ProfileOptions>,
@@ -400,11 +441,22 @@ impl Vm {
         }
     }
 
-    /// The yieldpoint flag in a dispatch loop specialised on whether it has hooks (see
-    /// [`Dispatch`]): a constant 0 in the loop without them.
+    /// The yieldpoint flag where loop mode `M` tests it at entries (frameless sends, tripped
+    /// returns): a constant 0 in the loops that do not.
     #[inline(always)]
-    pub(crate) fn hook_flag<const HOOKS: bool>(&self) -> u8 {
-        if HOOKS {
+    pub(crate) fn entry_flag<M: LoopMode>(&self) -> u8 {
+        if M::ENTRY_HOOKS {
+            self.yieldpoint_flag()
+        } else {
+            0
+        }
+    }
+
+    /// The yieldpoint flag where loop mode `M` tests it in loops (back-edges): a constant 0 in
+    /// the loops that do not.
+    #[inline(always)]
+    pub(crate) fn loop_flag<M: LoopMode>(&self) -> u8 {
+        if M::LOOP_HOOKS {
             self.yieldpoint_flag()
         } else {
             0
