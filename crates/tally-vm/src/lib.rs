@@ -4,6 +4,7 @@
 pub mod bytecode;
 mod clock;
 pub mod compiler;
+mod disasm;
 mod error;
 mod frames;
 mod interpreter;

@@ -12,6 +12,7 @@ macro_rules! say {
     }};
 }
 
+mod disasm_cmd;
 mod experiment;
 mod profile_cmd;
 
@@ -34,6 +35,7 @@ Examples:
                                         accuracy of one profile against another, and a per-method diff
   tally export pprof run.profile -o run.pb.gz
                                         also: folded, flamegraph, speedscope, firefox, chrome
+  tally disasm 'Vector>>forEach:'       a method's bytecode with source lines
   tally bench bench/smoke.toml          benchmark (see `tally bench --help`)
   tally experiment cbs                  profiling-accuracy experiments: CBS call graphs, method
   tally experiment sampling             sampling (see `tally experiment --help`)
@@ -447,6 +449,9 @@ fn main() -> ExitCode {
         if let Some(code) = profile_cmd::dispatch(&command, std::env::args_os().skip(2).collect()) {
             return code;
         }
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "disasm") {
+        return disasm_cmd::main(std::env::args_os().skip(2).collect());
     }
     // `tally bench …` has its own parser; programs are never named `bench`.
     if std::env::args_os().nth(1).is_some_and(|a| a == "bench") {

@@ -211,3 +211,45 @@ fn help_explains_the_class_path_and_the_run_convention() {
         "{h}"
     );
 }
+
+/// `tally disasm` prints each instruction with its index, named operands and source position,
+/// then the blocks the method creates; an unknown method is a clear error.
+#[test]
+fn disasm_prints_bytecode_with_source_positions_and_blocks() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Dis.som"),
+        "Dis = (\n  twice: x = (\n    ^[ :y | y + y ] value: x\n  )\n)\n",
+    )
+    .unwrap();
+    let cp = d.path().to_str().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["disasm", "-cp", cp, "Dis>>twice:"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("Dis>>twice:  ("), "{text}");
+    assert!(text.contains("Dis.som:2; 1 argument(s)"), "{text}");
+    assert!(text.contains("PushBlock [] in Dis>>twice:"), "{text}");
+    assert!(text.contains("#value:"), "{text}");
+    assert!(text.contains("3:5"), "the block's line and column: {text}");
+    assert!(
+        text.contains("^[ :y | y + y ] value: x"),
+        "the source line: {text}"
+    );
+    // The block follows, with its own code.
+    let block = text.split("\n\n").nth(1).expect("the block's section");
+    assert!(block.starts_with("[] in Dis>>twice:"), "{block}");
+    assert!(block.contains("#+"), "{block}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["disasm", "-cp", cp, "Dis>>nothing"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Dis has no method nothing"));
+}

@@ -1,0 +1,54 @@
+//! `tally disasm METHOD`: print a method's bytecode with source positions.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use tally_vm::{Vm, VmOptions};
+
+/// Print the bytecode of a method (and of the blocks it creates): each instruction with its
+/// index, its operands named (selectors, constants) and the source line and column it came
+/// from. Bytecode indices are what profiles show as `@N` and what JIT code maps its machine
+/// code back to.
+#[derive(Parser)]
+#[command(
+    name = "tally disasm",
+    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm Vector                    every method of Vector and of Vector class"
+)]
+struct DisasmArgs {
+    /// `Class>>selector`, `Class class>>selector`, or `Class` for all of a class's methods
+    method: String,
+    /// Class path: directories separated by ':' (also spelled -cp); the embedded library
+    /// serves classes it does not define
+    #[arg(long, value_name = "DIR:DIR…")]
+    classpath: Vec<String>,
+}
+
+pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let argv = std::iter::once(std::ffi::OsString::from("tally disasm")).chain(
+        args.into_iter()
+            .map(|a| if a == "-cp" { "--classpath".into() } else { a }),
+    );
+    let args = DisasmArgs::parse_from(argv);
+    let class_path = args
+        .classpath
+        .iter()
+        .flat_map(|cp| cp.split(':'))
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    let options = VmOptions {
+        class_path,
+        ..VmOptions::default()
+    };
+    match Vm::new(options).and_then(|mut vm| vm.disassemble(&args.method)) {
+        Ok(text) => {
+            print!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
