@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::frame_label;
+use super::sample_labels;
 
 use crate::event::EventKind;
 use crate::profile::Profile;
@@ -100,16 +100,7 @@ fn samples_and_frames(p: &Profile, us: &dyn Fn(u64) -> f64) -> (Value, Value) {
     let mut ids: HashMap<(Option<usize>, String), usize> = HashMap::new();
     let mut samples = Vec::with_capacity(p.samples.len());
     for s in &p.samples {
-        let logical = symbols.resolve_sample(s);
-        let labels: Vec<String> = if logical.is_empty() {
-            vec![format!("[{}]", s.state.name())]
-        } else {
-            logical
-                .iter()
-                .rev()
-                .map(|f| frame_label(&symbols, f))
-                .collect()
-        };
+        let labels = sample_labels(&symbols, s);
         let mut parent = None;
         for label in labels {
             let next = ids.len();

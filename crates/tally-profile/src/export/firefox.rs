@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-use super::frame_label;
+use super::{frame_label, sample_labels};
 use crate::event::EventKind;
 use crate::ids::VmState;
 use crate::profile::Profile;
@@ -182,16 +182,7 @@ pub fn to_profile(p: &Profile) -> FxProfile {
     fx.set_thread_name(thread, &format!("VM ({clock})"));
     for s in &p.samples {
         let category = categories[s.state as usize];
-        let logical = symbols.resolve_sample(s);
-        let labels: Vec<String> = if logical.is_empty() {
-            vec![format!("[{}]", s.state.name())]
-        } else {
-            logical
-                .iter()
-                .rev()
-                .map(|f| frame_label(&symbols, f))
-                .collect()
-        };
+        let labels = sample_labels(&symbols, s);
         let frames: Vec<FrameInfo> = labels
             .iter()
             .map(|l| FrameInfo {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::frame_label;
+use super::sample_labels;
 use crate::profile::Profile;
 
 /// One line per distinct stack, sorted, outermost frame first. Samples
@@ -13,17 +13,11 @@ pub fn to_folded(p: &Profile) -> String {
     let symbols = p.symbols();
     let mut stacks: BTreeMap<String, u64> = BTreeMap::new();
     for s in &p.samples {
-        let frames = symbols.resolve_sample(s);
-        let key = if frames.is_empty() {
-            format!("[{}]", s.state.name())
-        } else {
-            frames
-                .iter()
-                .rev()
-                .map(|f| sanitize(&frame_label(&symbols, f)))
-                .collect::<Vec<_>>()
-                .join(";")
-        };
+        let key = sample_labels(&symbols, s)
+            .iter()
+            .map(|l| sanitize(l))
+            .collect::<Vec<_>>()
+            .join(";");
         *stacks.entry(key).or_insert(0) += 1;
     }
     let mut out = String::new();
