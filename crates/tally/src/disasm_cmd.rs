@@ -1,6 +1,5 @@
 //! `tally disasm METHOD`: print a method's bytecode with source positions.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -30,15 +29,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             .map(|a| if a == "-cp" { "--classpath".into() } else { a }),
     );
     let args = DisasmArgs::parse_from(argv);
-    let class_path = args
-        .classpath
-        .iter()
-        .flat_map(|cp| cp.split(':'))
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .collect();
     let options = VmOptions {
-        class_path,
+        class_path: crate::class_path(&args.classpath),
         ..VmOptions::default()
     };
     match Vm::new(options).and_then(|mut vm| vm.disassemble(&args.method)) {

@@ -443,6 +443,16 @@ fn normalize_args(args: Vec<String>) -> Vec<String> {
     out
 }
 
+/// The directories of `--classpath` values (each ':'-separated), in order.
+fn class_path(values: &[String]) -> Vec<PathBuf> {
+    values
+        .iter()
+        .flat_map(|cp| cp.split(':'))
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
 fn main() -> ExitCode {
     // Subcommands have their own parsers; a program class is never named like them.
     if let Some(command) = std::env::args().nth(1) {
@@ -488,13 +498,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let class_path: Vec<PathBuf> = cli
-        .classpath
-        .iter()
-        .flat_map(|cp| cp.split(':'))
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .collect();
+    let class_path = class_path(&cli.classpath);
     let options = VmOptions {
         class_path,
         max_heap_bytes: cli.heap_size,
