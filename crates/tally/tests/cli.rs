@@ -222,17 +222,9 @@ fn disasm_prints_bytecode_with_source_positions_and_blocks() {
         "Dis = (\n  twice: x = (\n    ^[ :y | y + y ] value: x\n  )\n)\n",
     )
     .unwrap();
-    let cp = d.path().to_str().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(["disasm", "-cp", cp, "Dis>>twice:"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = tally(d.path(), &["disasm", "-cp", ".", "Dis>>twice:"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
     assert!(text.starts_with("Dis>>twice:  ("), "{text}");
     assert!(text.contains("Dis.som:2; 1 argument(s)"), "{text}");
     assert!(text.contains("PushBlock [] in Dis>>twice:"), "{text}");
@@ -246,10 +238,7 @@ fn disasm_prints_bytecode_with_source_positions_and_blocks() {
     let block = text.split("\n\n").nth(1).expect("the block's section");
     assert!(block.starts_with("[] in Dis>>twice:"), "{block}");
     assert!(block.contains("#+"), "{block}");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(["disasm", "-cp", cp, "Dis>>nothing"])
-        .output()
-        .unwrap();
+    let out = tally(d.path(), &["disasm", "-cp", ".", "Dis>>nothing"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Dis has no method nothing"));
+    assert!(stderr(&out).contains("Dis has no method nothing"));
 }

@@ -4,29 +4,20 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+use common::{run_in, text};
+
 const FIB: &[u8] = b"Fib = (
     run = ( 1 to: 3 do: [:i | (self fib: 24) println ] )
     fib: n = ( n < 2 ifTrue: [ ^n ]. ^(self fib: n - 1) + (self fib: n - 2) )
 )";
 
-fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
 #[test]
 fn profiling_does_not_change_output_and_the_report_names_the_hot_method() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    let plain = tally(d.path(), &["Fib.som"]);
-    let o = tally(
+    let plain = run_in(d.path(), &["Fib.som"]);
+    let o = run_in(
         d.path(),
         &[
             "--profile=fib.profile",
@@ -43,7 +34,7 @@ fn profiling_does_not_change_output_and_the_report_names_the_hot_method() {
     );
     assert!(text(&o.stderr).contains("profile written to fib.profile"));
 
-    let r = tally(d.path(), &["report", "fib.profile"]);
+    let r = run_in(d.path(), &["report", "fib.profile"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     let report = text(&r.stdout);
     assert!(report.contains("Fib>>fib:"), "{report}");
@@ -62,7 +53,7 @@ fn profiling_does_not_change_output_and_the_report_names_the_hot_method() {
 fn record_is_the_same_as_profile_and_refuses_to_overwrite() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    let o = tally(
+    let o = run_in(
         d.path(),
         &[
             "record",
@@ -76,14 +67,14 @@ fn record_is_the_same_as_profile_and_refuses_to_overwrite() {
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(d.path().join("r.profile").exists());
-    let again = tally(d.path(), &["record", "-o", "r.profile", "--", "Fib.som"]);
+    let again = run_in(d.path(), &["record", "-o", "r.profile", "--", "Fib.som"]);
     assert_eq!(again.status.code(), Some(2));
     assert!(
         text(&again.stderr).contains("exists; pass --force"),
         "{}",
         text(&again.stderr)
     );
-    let forced = tally(
+    let forced = run_in(
         d.path(),
         &["record", "-o", "r.profile", "--force", "--", "Fib.som"],
     );
@@ -94,7 +85,7 @@ fn record_is_the_same_as_profile_and_refuses_to_overwrite() {
 fn every_export_format_is_written() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    assert!(tally(d.path(), &["--profile=e.profile", "Fib.som"])
+    assert!(run_in(d.path(), &["--profile=e.profile", "Fib.som"])
         .status
         .success());
     for (format, check) in [
@@ -106,7 +97,7 @@ fn every_export_format_is_written() {
         ("chrome", &b"{"[..]),
     ] {
         let out = format!("e.{format}");
-        let o = tally(d.path(), &["export", format, "e.profile", "-o", &out]);
+        let o = run_in(d.path(), &["export", format, "e.profile", "-o", &out]);
         assert!(o.status.success(), "{format}: {}", text(&o.stderr));
         let bytes = std::fs::read(d.path().join(&out)).unwrap();
         assert!(
@@ -114,7 +105,7 @@ fn every_export_format_is_written() {
             "{format} output looks wrong"
         );
     }
-    let o = tally(
+    let o = run_in(
         d.path(),
         &["export", "folded", "e.profile", "-o", "e.folded"],
     );
@@ -150,16 +141,16 @@ fn every_export_format_is_written() {
 fn compare_reports_accuracy_between_two_profiles() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    assert!(tally(d.path(), &["--profile=a.profile", "Fib.som"])
+    assert!(run_in(d.path(), &["--profile=a.profile", "Fib.som"])
         .status
         .success());
-    assert!(tally(
+    assert!(run_in(
         d.path(),
         &["--profile=b.profile", "--mechanism", "polling", "Fib.som"]
     )
     .status
     .success());
-    let o = tally(d.path(), &["compare", "a.profile", "b.profile"]);
+    let o = run_in(d.path(), &["compare", "a.profile", "b.profile"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("Fib>>fib:"), "{}", text(&o.stdout));
 }
@@ -172,7 +163,7 @@ fn a_corrupt_profile_is_rejected_with_the_reason() {
         b"TALLYPRF\x01\x00\x00\x00garbage",
     )
     .unwrap();
-    let o = tally(d.path(), &["report", "bad.profile"]);
+    let o = run_in(d.path(), &["report", "bad.profile"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         text(&o.stderr).contains("cannot read the profile bad.profile"),
@@ -205,7 +196,7 @@ fn interrupt_a_spin(flags: &[&str]) -> (std::process::Output, String) {
         .unwrap();
     assert!(killed.success());
     let o = child.wait_with_output().unwrap();
-    let r = tally(d.path(), &["report", "spin.profile"]);
+    let r = run_in(d.path(), &["report", "spin.profile"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     (o, text(&r.stdout))
 }
@@ -248,7 +239,7 @@ fn a_long_loop_without_calls_loses_no_samples() {
         b"Count = ( run = ( | start | start := system ticks. [ (system ticks - start) < 1500000 ] whileTrue: [ ]. 'done' println ) )",
     )
     .unwrap();
-    let o = tally(
+    let o = run_in(
         d.path(),
         &[
             "--profile=count.profile",
@@ -260,7 +251,7 @@ fn a_long_loop_without_calls_loses_no_samples() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let r = tally(d.path(), &["report", "count.profile"]);
+    let r = run_in(d.path(), &["report", "count.profile"]);
     let report = text(&r.stdout);
     let samples = samples_line(&report);
     assert!(samples.contains(" 0 dropped"), "{samples}");
@@ -318,7 +309,7 @@ fn immediate_samples_tell_primitives_from_interpretation() {
     )
     .unwrap();
     let share_of = |program: &str, state: &str| {
-        let o = tally(
+        let o = run_in(
             d.path(),
             &[
                 "--profile=p.profile",
@@ -333,7 +324,7 @@ fn immediate_samples_tell_primitives_from_interpretation() {
             ],
         );
         assert!(o.status.success(), "{}", text(&o.stderr));
-        let r = tally(d.path(), &["report", "p.profile"]);
+        let r = run_in(d.path(), &["report", "p.profile"]);
         assert!(r.status.success(), "{}", text(&r.stderr));
         let report = text(&r.stdout);
         let (share, samples) = state_share(&report, state);
@@ -354,12 +345,12 @@ fn the_default_trigger_is_chosen_for_the_rate_and_the_report_says_which_and_why(
     std::fs::write(d.path().join("Fib.som"), program).unwrap();
     let hz = tally_vm::tally_profile::trigger::kernel_tick_hz();
     for (rate, file) in [("100", "low.profile"), ("5000", "high.profile")] {
-        let o = tally(
+        let o = run_in(
             d.path(),
             &[&format!("--profile={file}"), "--rate", rate, "Fib.som"],
         );
         assert!(o.status.success(), "{}", text(&o.stderr));
-        let r = tally(d.path(), &["report", file]);
+        let r = run_in(d.path(), &["report", file]);
         let report = text(&r.stdout);
         let rate: u32 = rate.parse().unwrap();
         let timer = hz.is_some_and(|hz| rate <= hz);
@@ -397,7 +388,7 @@ const GETTER_LOOP: &[u8] = b"Getter = (
 fn cbs_windows_see_calls_that_push_no_frame() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Getter.som"), GETTER_LOOP).unwrap();
-    let o = tally(
+    let o = run_in(
         d.path(),
         &[
             "--profile=g.profile",
@@ -409,7 +400,7 @@ fn cbs_windows_see_calls_that_push_no_frame() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let r = tally(d.path(), &["report", "g.profile"]);
+    let r = run_in(d.path(), &["report", "g.profile"]);
     let report = text(&r.stdout);
     let edges = report
         .split("== Hottest call edges (sampled by CBS)")
@@ -465,7 +456,7 @@ fn an_unwritable_profile_path_is_rejected_before_the_program_runs() {
         vec!["--profile=no/such/dir/x.profile", "Hello.som"],
         vec!["record", "-o", "no/such/dir/x.profile", "--", "Hello.som"],
     ] {
-        let o = tally(d.path(), &args);
+        let o = run_in(d.path(), &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
         assert!(text(&o.stdout).is_empty(), "the program ran: {args:?}");
         assert!(
@@ -479,7 +470,7 @@ fn an_unwritable_profile_path_is_rejected_before_the_program_runs() {
         vec!["--profile=-", "Hello.som"],
         vec!["record", "-o", "-", "--", "Hello.som"],
     ] {
-        let o = tally(d.path(), &args);
+        let o = run_in(d.path(), &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
         assert!(text(&o.stdout).is_empty(), "the program ran: {args:?}");
         assert!(text(&o.stderr).contains("cannot go to stdout"));
@@ -492,7 +483,7 @@ fn an_unwritable_profile_path_is_rejected_before_the_program_runs() {
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o555);
     std::fs::set_permissions(&ro, perms).unwrap();
     if std::fs::File::create(ro.join("probe")).is_err() {
-        let o = tally(d.path(), &["--profile=ro/x.profile", "Hello.som"]);
+        let o = run_in(d.path(), &["--profile=ro/x.profile", "Hello.som"]);
         assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
         assert!(text(&o.stdout).is_empty());
     }
@@ -504,7 +495,7 @@ fn sigterm_mid_run_writes_a_complete_profile_and_exits_143() {
     let o = signal_forever(d.path(), &["--profile=run.profile"], 1500, "-TERM");
     assert_eq!(o.status.code(), Some(143), "{}", text(&o.stderr));
     assert!(!d.path().join("run.profile.partial").exists());
-    let r = tally(d.path(), &["report", "run.profile"]);
+    let r = run_in(d.path(), &["report", "run.profile"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     assert!(
         !text(&r.stderr).contains("incomplete"),
@@ -521,7 +512,7 @@ fn sighup_writes_the_profile_and_exits_129() {
     let d = tempfile::tempdir().unwrap();
     let o = signal_forever(d.path(), &["--profile=run.profile"], 1000, "-HUP");
     assert_eq!(o.status.code(), Some(129), "{}", text(&o.stderr));
-    let r = tally(d.path(), &["report", "run.profile"]);
+    let r = run_in(d.path(), &["report", "run.profile"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
 }
 
@@ -539,14 +530,14 @@ fn kill_9_leaves_a_partial_profile_with_the_samples_so_far() {
     assert_eq!(o.status.code(), None, "killed by a signal");
     assert!(!d.path().join("run.profile").exists());
     // Asking for the final name points at the partial file.
-    let r = tally(d.path(), &["report", "run.profile"]);
+    let r = run_in(d.path(), &["report", "run.profile"]);
     assert_eq!(r.status.code(), Some(1));
     assert!(
         text(&r.stderr).contains("run.profile.partial does"),
         "{}",
         text(&r.stderr)
     );
-    let r = tally(d.path(), &["report", "run.profile.partial"]);
+    let r = run_in(d.path(), &["report", "run.profile.partial"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     let warning = text(&r.stderr);
     assert!(
@@ -571,7 +562,7 @@ fn kill_9_leaves_a_partial_profile_with_the_samples_so_far() {
 fn a_profile_cut_short_is_read_with_a_warning_at_any_point() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
-    let o = tally(
+    let o = run_in(
         d.path(),
         &["--profile=fib.profile", "--rate=2000", "Fib.som"],
     );
@@ -597,7 +588,7 @@ fn a_profile_cut_short_is_read_with_a_warning_at_any_point() {
                 "--force",
             ],
         ] {
-            let r = tally(d.path(), &cmd);
+            let r = run_in(d.path(), &cmd);
             let stderr = text(&r.stderr);
             assert!(!stderr.contains("panicked"), "{cmd:?} at {at}: {stderr}");
             assert!(r.status.success(), "{cmd:?} at {at}: {stderr}");
@@ -614,11 +605,11 @@ fn force_keeps_the_old_profile_when_the_program_does_not_start() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
     std::fs::write(d.path().join("Bad.som"), b"Bad = ( run = ( ^ ) ").unwrap();
-    let o = tally(d.path(), &["--profile=old.profile", "Fib.som"]);
+    let o = run_in(d.path(), &["--profile=old.profile", "Fib.som"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let good = std::fs::read(d.path().join("old.profile")).unwrap();
     for program in ["Missing.som", "Bad.som"] {
-        let o = tally(d.path(), &["--profile=old.profile", "--force", program]);
+        let o = run_in(d.path(), &["--profile=old.profile", "--force", program]);
         assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
         assert!(
             text(&o.stderr).contains("no profile written to old.profile"),
@@ -650,7 +641,7 @@ fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
             'done' println ) )",
     )
     .unwrap();
-    let o = tally(
+    let o = run_in(
         d.path(),
         &[
             "--profile=churn.profile",
@@ -664,7 +655,7 @@ fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let r = tally(d.path(), &["report", "churn.profile"]);
+    let r = run_in(d.path(), &["report", "churn.profile"]);
     let report = text(&r.stdout);
     let percent_before = |line: &str, marker: &str| -> f64 {
         let head = &line[..line.find(marker).unwrap()];
@@ -692,7 +683,7 @@ fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
         (from_events - from_samples).abs() <= 6.0,
         "events {from_events} % against samples {from_samples} %:\n{report}"
     );
-    let folded = tally(d.path(), &["export", "folded", "churn.profile", "-o", "-"]);
+    let folded = run_in(d.path(), &["export", "folded", "churn.profile", "-o", "-"]);
     assert!(
         text(&folded.stdout).contains(";[GC] "),
         "a [GC] leaf in the flame graph"

@@ -2,8 +2,10 @@
 //! subcommand's own `--help`, `-o -`, flame graph options and the differential flame graph,
 //! `compare`'s labels, and wall-clock profiles labelled wall in every format.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::{run_in, text};
 
 const FIB: &[u8] = b"Fib = (
     run = ( 1 to: 2 do: [:i | (self fib: 23) println ] )
@@ -13,18 +15,6 @@ const FIB: &[u8] = b"Fib = (
 const LOOP: &[u8] = b"Loop = (
     run = ( | s | s := 0. 1 to: 3000000 do: [:i | s := s + i ]. s println )
 )";
-
-fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 fn ok(o: &Output) -> String {
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
@@ -39,7 +29,7 @@ fn fib_profile(extra: &[&str]) -> tempfile::TempDir {
     let mut args = vec!["--profile=fib.profile", "--rate", "1000"];
     args.extend_from_slice(extra);
     args.push("Fib.som");
-    ok(&tally(d.path(), &args));
+    ok(&run_in(d.path(), &args));
     d
 }
 
@@ -57,12 +47,12 @@ fn call_tree(report: &str) -> Vec<&str> {
 #[test]
 fn report_depth_limits_the_call_tree() {
     let d = fib_profile(&[]);
-    let deep = ok(&tally(
+    let deep = ok(&run_in(
         d.path(),
         &["report", "fib.profile", "--min-percent", "0"],
     ));
     assert!(call_tree(&deep).len() > 3, "{deep}");
-    let shallow = ok(&tally(
+    let shallow = ok(&run_in(
         d.path(),
         &[
             "report",
@@ -85,14 +75,14 @@ fn report_depth_limits_the_call_tree() {
 #[test]
 fn each_subcommand_has_its_own_help() {
     let d = tempfile::tempdir().unwrap();
-    let record = ok(&tally(d.path(), &["record", "--help"]));
+    let record = ok(&run_in(d.path(), &["record", "--help"]));
     assert!(record.contains("Usage: tally record"), "{record}");
     for (cmd, usage) in [
         ("report", "Usage: tally report"),
         ("compare", "Usage: tally compare"),
         ("export", "Usage: tally export"),
     ] {
-        let help = ok(&tally(d.path(), &[cmd, "--help"]));
+        let help = ok(&run_in(d.path(), &[cmd, "--help"]));
         assert!(help.contains(usage), "{cmd}: {help}");
     }
     assert!(!d.path().join("tally.profile").exists());
@@ -101,7 +91,7 @@ fn each_subcommand_has_its_own_help() {
 #[test]
 fn output_dash_writes_to_stdout() {
     let d = fib_profile(&[]);
-    let o = tally(d.path(), &["export", "folded", "fib.profile", "-o", "-"]);
+    let o = run_in(d.path(), &["export", "folded", "fib.profile", "-o", "-"]);
     let folded = ok(&o);
     assert!(folded.contains("Fib>>fib:"), "{folded}");
     assert!(!d.path().join("-").exists(), "no file named -");
@@ -110,7 +100,7 @@ fn output_dash_writes_to_stdout() {
 #[test]
 fn flame_graph_options_and_an_empty_profile() {
     let d = fib_profile(&[]);
-    let o = tally(
+    let o = run_in(
         d.path(),
         &[
             "export",
@@ -131,7 +121,7 @@ fn flame_graph_options_and_an_empty_profile() {
     assert!(svg.contains("var inverted = true;"), "inverted");
 
     // A profile with no samples: CBS edges only.
-    ok(&tally(
+    ok(&run_in(
         d.path(),
         &[
             "--profile=edges.profile",
@@ -141,7 +131,7 @@ fn flame_graph_options_and_an_empty_profile() {
             "Fib.som",
         ],
     ));
-    let o = tally(
+    let o = run_in(
         d.path(),
         &["export", "flamegraph", "edges.profile", "-o", "e.svg"],
     );
@@ -154,11 +144,11 @@ fn flame_graph_options_and_an_empty_profile() {
 #[test]
 fn diff_flamegraph_and_compare_label_their_inputs() {
     let d = fib_profile(&[]);
-    ok(&tally(
+    ok(&run_in(
         d.path(),
         &["--profile=loop.profile", "--rate", "1000", "Loop.som"],
     ));
-    let o = tally(
+    let o = run_in(
         d.path(),
         &[
             "export",
@@ -173,7 +163,7 @@ fn diff_flamegraph_and_compare_label_their_inputs() {
     let svg = std::fs::read_to_string(d.path().join("same.svg")).unwrap();
     assert!(svg.contains("<svg") && svg.contains("Fib&gt;&gt;fib:"));
 
-    let o = tally(d.path(), &["compare", "fib.profile", "loop.profile"]);
+    let o = run_in(d.path(), &["compare", "fib.profile", "loop.profile"]);
     let out = ok(&o);
     assert!(!out.contains("Count("), "{out}");
     assert!(
@@ -194,20 +184,23 @@ fn diff_flamegraph_and_compare_label_their_inputs() {
         "{}",
         text(&o.stderr)
     );
-    let same = ok(&tally(d.path(), &["compare", "fib.profile", "fib.profile"]));
+    let same = ok(&run_in(
+        d.path(),
+        &["compare", "fib.profile", "fib.profile"],
+    ));
     assert!(!same.contains("warning"), "{same}");
 }
 
 #[test]
 fn a_wall_clock_profile_is_labelled_wall() {
     let d = fib_profile(&["--sampler", "timer-wall"]);
-    let report = ok(&tally(d.path(), &["report", "fib.profile"]));
+    let report = ok(&run_in(d.path(), &["report", "fib.profile"]));
     let sampler = report.lines().find(|l| l.starts_with("sampler:")).unwrap();
     assert!(sampler.starts_with("sampler: timer-wall"), "{sampler}");
     assert!(sampler.contains("wall-clock time"), "{sampler}");
     assert!(!report.contains("CPU-time timer fires"), "{report}");
 
-    ok(&tally(
+    ok(&run_in(
         d.path(),
         &["export", "pprof", "fib.profile", "-o", "p.pb.gz"],
     ));
@@ -220,7 +213,7 @@ fn a_wall_clock_profile_is_labelled_wall() {
     let raw = String::from_utf8_lossy(&raw);
     assert!(raw.contains("wall"), "pprof string table names wall time");
 
-    let fx = ok(&tally(
+    let fx = ok(&run_in(
         d.path(),
         &["export", "firefox", "fib.profile", "-o", "-"],
     ));
@@ -228,7 +221,7 @@ fn a_wall_clock_profile_is_labelled_wall() {
     let product = fx["meta"]["product"].as_str().unwrap();
     assert!(product.contains("wall-clock"), "{product}");
 
-    let ss = ok(&tally(
+    let ss = ok(&run_in(
         d.path(),
         &["export", "speedscope", "fib.profile", "-o", "-"],
     ));
@@ -236,6 +229,6 @@ fn a_wall_clock_profile_is_labelled_wall() {
 
     // A CPU-time profile says CPU.
     let c = fib_profile(&["--sampler", "timer"]);
-    let report = ok(&tally(c.path(), &["report", "fib.profile"]));
+    let report = ok(&run_in(c.path(), &["report", "fib.profile"]));
     assert!(report.contains("samples measure CPU time"), "{report}");
 }

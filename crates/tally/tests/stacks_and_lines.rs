@@ -4,10 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use prost::Message;
 use tally_vm::tally_profile::export::pprof_proto as pb;
+
+mod common;
+use common::run_in;
 
 /// Recurses 2,000 frames deep, then spins there, so nearly every sample is 2,000 deep.
 const DEEP: &[u8] = b"Deep = (
@@ -25,14 +28,6 @@ const LINES: &[u8] = b"Lines = (
     )
     spin: n = ( | x | x := 0. 1 to: n do: [:i | x := x + i. x > 1000000 ifTrue: [ x := 0 ]]. ^x )
 )";
-
-fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally")
-}
 
 fn ok(o: Output) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -64,10 +59,10 @@ fn pprof(path: &Path) -> pb::Profile {
 fn a_2000_deep_recursion_keeps_its_real_root() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Deep.som"), DEEP).unwrap();
-    ok(tally(d.path(), &["--profile=deep.profile", "Deep.som"]));
-    let report = ok(tally(d.path(), &["report", "deep.profile"]));
+    ok(run_in(d.path(), &["--profile=deep.profile", "Deep.som"]));
+    let report = ok(run_in(d.path(), &["report", "deep.profile"]));
     assert!(!report.contains("[truncated"), "{report}");
-    ok(tally(
+    ok(run_in(
         d.path(),
         &["export", "folded", "deep.profile", "-o", "deep.folded"],
     ));
@@ -92,11 +87,11 @@ fn a_2000_deep_recursion_keeps_its_real_root() {
 fn a_stack_deeper_than_the_sample_depth_hangs_under_a_truncated_root_everywhere() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Deep.som"), DEEP).unwrap();
-    ok(tally(
+    ok(run_in(
         d.path(),
         &["--profile=cut.profile", "--sample-depth", "100", "Deep.som"],
     ));
-    let report = ok(tally(d.path(), &["report", "cut.profile"]));
+    let report = ok(run_in(d.path(), &["report", "cut.profile"]));
     assert!(
         report.contains("samples were deeper than 100 frames (--sample-depth)"),
         "{report}"
@@ -104,7 +99,7 @@ fn a_stack_deeper_than_the_sample_depth_hangs_under_a_truncated_root_everywhere(
     // 2,001 `down:` frames (2000 down to 0), `run` and `spin`, less the 100 kept.
     assert!(report.contains("[truncated: 1903 frames]"), "{report}");
 
-    ok(tally(
+    ok(run_in(
         d.path(),
         &["export", "folded", "cut.profile", "-o", "cut.folded"],
     ));
@@ -126,7 +121,7 @@ fn a_stack_deeper_than_the_sample_depth_hangs_under_a_truncated_root_everywhere(
         "no kept frame poses as the root"
     );
 
-    ok(tally(
+    ok(run_in(
         d.path(),
         &["export", "pprof", "cut.profile", "-o", "cut.pb.gz"],
     ));
@@ -150,7 +145,7 @@ fn a_stack_deeper_than_the_sample_depth_hangs_under_a_truncated_root_everywhere(
         ("flamegraph", "samples truncated"),
     ] {
         let out = format!("cut.{format}");
-        ok(tally(
+        ok(run_in(
             d.path(),
             &["export", format, "cut.profile", "-o", &out],
         ));
@@ -169,16 +164,16 @@ fn a_stack_deeper_than_the_sample_depth_hangs_under_a_truncated_root_everywhere(
 fn samples_resolve_to_source_lines_in_the_report_pprof_and_the_listing() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("Lines.som"), LINES).unwrap();
-    ok(tally(d.path(), &["--profile=l.profile", "Lines.som"]));
+    ok(run_in(d.path(), &["--profile=l.profile", "Lines.som"]));
 
     // The call tree names the caller's line of each call.
-    let report = ok(tally(d.path(), &["report", "l.profile"]));
+    let report = ok(run_in(d.path(), &["report", "l.profile"]));
     assert!(report.contains("Lines>>work @Lines.som:2"), "{report}");
     assert!(report.contains("Lines>>spin: @Lines.som:4"), "{report}");
     assert!(report.contains("Lines>>spin: @Lines.som:5"), "{report}");
 
     // pprof: one location per (method, line); `work`'s samples sit on its two call lines.
-    ok(tally(
+    ok(run_in(
         d.path(),
         &["export", "pprof", "l.profile", "-o", "l.pb.gz"],
     ));
@@ -207,7 +202,7 @@ fn samples_resolve_to_source_lines_in_the_report_pprof_and_the_listing() {
     );
 
     // The listing agrees with pprof line by line (total column).
-    let listing = ok(tally(
+    let listing = ok(run_in(
         d.path(),
         &["report", "--lines", "Lines>>work", "l.profile"],
     ));
@@ -229,9 +224,12 @@ fn samples_resolve_to_source_lines_in_the_report_pprof_and_the_listing() {
 
     // A source file that is gone is said to be gone; the counts remain.
     std::fs::remove_file(d.path().join("Lines.som")).unwrap();
-    let listing = ok(tally(d.path(), &["report", "--lines", "work", "l.profile"]));
+    let listing = ok(run_in(
+        d.path(),
+        &["report", "--lines", "work", "l.profile"],
+    ));
     assert!(listing.contains("note: cannot read Lines.som"), "{listing}");
-    let o = tally(d.path(), &["report", "--lines", "nosuch", "l.profile"]);
+    let o = run_in(d.path(), &["report", "--lines", "nosuch", "l.profile"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no method named like 'nosuch'"));
 }

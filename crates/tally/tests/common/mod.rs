@@ -28,6 +28,16 @@ pub fn run(args: &[&str]) -> Output {
         .expect("run tally")
 }
 
+/// Runs tally with `args` in `dir`.
+pub fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(tally())
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tally")
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
