@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Value};
 
-use super::{frame_label, sample_labels};
+use super::{sample_labels, sample_stack};
 use crate::event::EventKind;
 use crate::ids::VmState;
 use crate::profile::Profile;
@@ -347,25 +347,19 @@ fn add_source_positions(p: &Profile, thread: &mut Value) {
             .and_then(|st| old_stack_frame.get(st).copied().flatten())
             .and_then(|f| old_frame_category.get(f).copied().flatten())
             .unwrap_or(0);
-        let logical = symbols.resolve_sample(s);
-        let rows: Vec<FrameRow> = if logical.is_empty() {
-            vec![(format!("[{}]", s.state.name()), None, 0, 0)]
-        } else {
-            logical
-                .iter()
-                .rev()
-                .map(|f| {
-                    let info = symbols.methods.get(&f.method);
-                    let pos = symbols.position(f.method, f.bci);
-                    (
-                        frame_label(&symbols, f),
-                        info.map(|i| (i.file.clone(), i.line)),
-                        pos.map_or(0, |p| p.line),
-                        pos.map_or(0, |p| p.column),
-                    )
-                })
-                .collect()
-        };
+        let rows: Vec<FrameRow> = sample_stack(&symbols, s)
+            .into_iter()
+            .map(|(label, frame)| {
+                let info = frame.and_then(|f| symbols.methods.get(&f.method));
+                let pos = frame.and_then(|f| symbols.position(f.method, f.bci));
+                (
+                    label,
+                    info.map(|i| (i.file.clone(), i.line)),
+                    pos.map_or(0, |p| p.line),
+                    pos.map_or(0, |p| p.column),
+                )
+            })
+            .collect();
         let mut prefix: Option<usize> = None;
         for (label, func_source, line, col) in rows {
             let func = match func_index.get(&label) {

@@ -23,16 +23,25 @@ pub(crate) fn frame_label(symbols: &Symbols, f: &LogicalFrame) -> String {
     }
 }
 
-/// A sample's stack as frame labels, root first; a sample with no frame is labelled with its
-/// VM state (`[gc]`, …), so every sample counts somewhere.
-pub(crate) fn sample_labels(symbols: &Symbols, s: &Sample) -> Vec<String> {
+/// A sample's stack, root first, each entry with its label and its frame; a sample with no
+/// frame is one entry labelled with its VM state (`[gc]`, …) and no frame, so every sample
+/// counts somewhere.
+pub(crate) fn sample_stack(symbols: &Symbols, s: &Sample) -> Vec<(String, Option<LogicalFrame>)> {
     let logical = symbols.resolve_sample(s);
     if logical.is_empty() {
-        return vec![format!("[{}]", s.state.name())];
+        return vec![(format!("[{}]", s.state.name()), None)];
     }
     logical
         .iter()
         .rev()
-        .map(|f| frame_label(symbols, f))
+        .map(|f| (frame_label(symbols, f), Some(*f)))
+        .collect()
+}
+
+/// [`sample_stack`]'s labels.
+pub(crate) fn sample_labels(symbols: &Symbols, s: &Sample) -> Vec<String> {
+    sample_stack(symbols, s)
+        .into_iter()
+        .map(|(label, _)| label)
         .collect()
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::frame_label;
+use super::sample_stack;
 use crate::profile::Profile;
 
 pub const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -34,24 +34,18 @@ pub fn to_json(p: &Profile) -> Value {
     let period = 1_000_000_000u64 / u64::from(p.header.sampler.rate_hz.max(1));
     let mut samples = vec![];
     for s in &p.samples {
-        let logical = symbols.resolve_sample(s);
-        let stack: Vec<usize> = if logical.is_empty() {
-            vec![intern(format!("[{}]", s.state.name()), "", 0, &mut frames)]
-        } else {
-            logical
-                .iter()
-                .rev()
-                .map(|f| {
-                    let info = symbols.methods.get(&f.method);
-                    intern(
-                        frame_label(&symbols, f),
-                        info.map(|i| i.file.as_str()).unwrap_or(""),
-                        info.map(|i| i.line).unwrap_or(0),
-                        &mut frames,
-                    )
-                })
-                .collect()
-        };
+        let stack: Vec<usize> = sample_stack(&symbols, s)
+            .into_iter()
+            .map(|(label, frame)| {
+                let info = frame.and_then(|f| symbols.methods.get(&f.method));
+                intern(
+                    label,
+                    info.map(|i| i.file.as_str()).unwrap_or(""),
+                    info.map(|i| i.line).unwrap_or(0),
+                    &mut frames,
+                )
+            })
+            .collect();
         samples.push(stack);
     }
     let n = samples.len() as u64;
