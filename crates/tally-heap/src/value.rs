@@ -29,6 +29,9 @@ use std::fmt;
 #[repr(transparent)]
 pub struct Value(pub u64);
 
+// SAFETY: a `Value` is one `u64`; all-zero is `Value::NONE`, a valid value.
+unsafe impl bytemuck::Zeroable for Value {}
+
 const INT_TAG: u64 = 0b1;
 const TAG_MASK: u64 = 0b111;
 const SYMBOL_TAG: u64 = 0b010;

@@ -61,6 +61,8 @@ impl Frame {
 pub struct FrameStack {
     /// The number of live frames. Boxed with the array in `Runtime` so its address is stable.
     len: usize,
+    /// The first frame of `frames`, for compiled code.
+    base: *mut Frame,
     frames: Box<[Frame]>,
     /// How many frames `push_within_limit` allows: the capacity, or 0 while tripped.
     limit: TripWord,
@@ -73,13 +75,24 @@ impl FrameStack {
     /// Reserves room for `capacity` frames; zeroed pages cost nothing until used.
     pub fn with_capacity(capacity: usize) -> Box<FrameStack> {
         let capacity = capacity.max(1);
+        let mut frames: Box<[Frame]> = bytemuck::zeroed_slice_box(capacity);
         Box::new(FrameStack {
             len: 0,
-            frames: bytemuck::zeroed_slice_box(capacity),
+            base: frames.as_mut_ptr(),
+            frames,
             limit: TripWord::new(capacity, 0),
             exit_depth: TripWord::new(0, usize::MAX),
         })
     }
+
+    /// Where compiled code finds the first frame and the number of live frames.
+    pub(crate) const BASE_OFFSET: usize = std::mem::offset_of!(FrameStack, base);
+    pub(crate) const LEN_OFFSET: usize = std::mem::offset_of!(FrameStack, len);
+    /// The push limit's and the exit depth's current values (`TripWord`s).
+    pub(crate) const LIMIT_OFFSET: usize =
+        std::mem::offset_of!(FrameStack, limit) + TripWord::VALUE_OFFSET;
+    pub(crate) const EXIT_DEPTH_OFFSET: usize =
+        std::mem::offset_of!(FrameStack, exit_depth) + TripWord::VALUE_OFFSET;
 
     /// Lets `flag` trip the depth bounds.
     ///

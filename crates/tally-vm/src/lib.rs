@@ -8,6 +8,7 @@ mod disasm;
 mod error;
 mod frames;
 mod interpreter;
+pub mod jit;
 mod loader;
 pub mod numbers;
 pub mod objects;
@@ -20,6 +21,7 @@ mod scoped_names;
 mod stdlib;
 #[cfg(test)]
 mod test_process;
+mod value_stack;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -74,6 +76,7 @@ pub struct Vm {
     pub(crate) running_loop: Option<profiling::Dispatch>,
     pub heap: Heap,
     pub rt: Runtime,
+    pub(crate) jit: jit::Jit,
     pub options: VmOptions,
     out: std::io::BufWriter<std::io::Stdout>,
     clock: clock::Clock,
@@ -97,6 +100,7 @@ impl Vm {
             running_loop: None,
             heap,
             rt: Runtime::new(options.max_stack_depth),
+            jit: Default::default(),
             options,
             out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
             clock: clock::Clock::start(options_clock),

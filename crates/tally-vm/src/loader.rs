@@ -447,10 +447,13 @@ impl Vm {
                     source,
                     source_line: line,
                     plain_frame: false,
+                    max_height: 0,
+                    compiled: Default::default(),
+                    trivial_kind: crate::runtime::TRIVIAL_NONE,
+                    trivial_operand: 0,
+                    room_above_arguments: crate::value_stack::HEADROOM as u32,
                 };
-                let id = self.rt.codes.len() as CodeId;
-                self.rt.codes.push(Box::leak(Box::new(code)));
-                Ok(id)
+                Ok(self.rt.add_code(code))
             }
             MethodBody::Code(body) => {
                 let info = &self.rt.classes[holder as usize];
@@ -513,13 +516,12 @@ impl CompileEnv for Env<'_> {
     }
 
     fn add_site(&mut self, selector: u32, argc: u8, super_lookup: Option<u32>) -> SiteId {
-        let id = self.vm.rt.sites.len() as SiteId;
         let int_op = if argc == 1 && super_lookup.is_none() {
             IntOp::for_selector(self.vm.rt.symbols.name(selector))
         } else {
             IntOp::None
         };
-        self.vm.rt.sites.push(Site {
+        self.vm.rt.add_site(Site {
             selector,
             int_op,
             argc,
@@ -528,8 +530,7 @@ impl CompileEnv for Env<'_> {
             cached_code: 0,
             cached_class2: NO_CLASS,
             cached_code2: 0,
-        });
-        id
+        })
     }
 
     fn add_literal(&mut self, literal: &Literal) -> Result<u32, String> {
@@ -563,11 +564,16 @@ impl CompileEnv for Env<'_> {
             sites[site as usize].int_op.is_comparison()
         });
         crate::peephole::superinstructions(&mut code.ops, &mut code.positions);
+        let start = 1 + code.num_args as usize + code.num_locals as usize;
+        let (_, max_height) = crate::bytecode::stack_heights(&code.ops, start, |site| {
+            sites[site as usize].argc as usize
+        })
+        .unwrap_or_else(|e| panic!("the bytecode compiler emitted unbalanced code: {e}"));
         let id = self.vm.rt.codes.len() as CodeId;
         self.vm
             .rt
-            .codes
-            .push(Box::leak(Box::new(Code::from_compiled(id, code))));
+            .add_code(Code::from_compiled(id, code, max_height));
+        self.vm.request_compiles(id as usize);
         id
     }
 }

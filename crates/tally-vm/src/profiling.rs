@@ -76,6 +76,20 @@ pub(crate) trait LoopMode {
     const ENTRY_HOOKS: bool;
     /// Flag tests at back-edges and around primitive calls.
     const LOOP_HOOKS: bool;
+    /// Whether frames may have compiled code (a code generator is set): the loop then tests
+    /// each frame it switches to, and runs compiled ones (`Vm::run_compiled`). Off, the
+    /// interpreter carries no such test.
+    const RUNS_COMPILED: bool = false;
+}
+
+/// Loop mode `L` with compiled frames run too (`LoopMode::RUNS_COMPILED`).
+pub(crate) struct WithCompiled<L>(std::marker::PhantomData<L>);
+
+impl<L: LoopMode> LoopMode for WithCompiled<L> {
+    const COUNT_BYTECODES: bool = L::COUNT_BYTECODES;
+    const ENTRY_HOOKS: bool = L::ENTRY_HOOKS;
+    const LOOP_HOOKS: bool = L::LOOP_HOOKS;
+    const RUNS_COMPILED: bool = true;
 }
 
 /// [`Dispatch::Plain`].

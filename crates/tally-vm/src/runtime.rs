@@ -10,11 +10,12 @@ use std::rc::Rc;
 use tally_heap::{RootSet, Value};
 use tally_syntax::Source;
 
-use crate::bytecode::{CodeId, Op};
+use crate::bytecode::{CodeId, Op, SiteId};
 use crate::compiler::{CodeKind, CompiledCode};
 pub use crate::frames::{Frame, FrameStack};
 use crate::objects::{CoreClasses, Kind};
 use crate::primitives::Primitive;
+pub use crate::value_stack::ValueStack;
 use crate::VmOptions;
 
 pub type ClassId = u32;
@@ -129,6 +130,38 @@ pub struct Code {
     pub source_line: u32,
     /// Bytecode that is neither a primitive nor trivial (see `is_plain_frame`).
     pub plain_frame: bool,
+    /// The most values this code's frame holds on the value stack (receiver, arguments,
+    /// locals and operands; `bytecode::stack_heights`).
+    pub max_height: u32,
+    /// The free value-stack slots a frame needs once its receiver and arguments are pushed:
+    /// checked on entry, so compiled code and the interpreter push without checks.
+    pub room_above_arguments: u32,
+    /// Compiled code for this method or block, or whether to compile it at its next call.
+    pub compiled: crate::jit::CompiledSlot,
+    /// `trivial` as two plain words, for compiled code that does trivial methods inline:
+    /// the kind (`TRIVIAL_*`) and its field index or constant's bits.
+    pub trivial_kind: u8,
+    pub trivial_operand: u64,
+}
+
+/// `Code::trivial_kind` values.
+pub const TRIVIAL_NONE: u8 = 0;
+pub const TRIVIAL_GETTER: u8 = 1;
+pub const TRIVIAL_SETTER: u8 = 2;
+pub const TRIVIAL_CONSTANT: u8 = 3;
+pub const TRIVIAL_RECEIVER: u8 = 4;
+
+impl Trivial {
+    /// The (kind, operand) pair compiled code reads; literals stay with the interpreter.
+    fn encoded(self) -> (u8, u64) {
+        match self {
+            Trivial::Getter(i) => (TRIVIAL_GETTER, i as u64),
+            Trivial::Setter(i) => (TRIVIAL_SETTER, i as u64),
+            Trivial::Constant(v) => (TRIVIAL_CONSTANT, v.0),
+            Trivial::Receiver => (TRIVIAL_RECEIVER, 0),
+            Trivial::No | Trivial::Literal(_) => (TRIVIAL_NONE, 0),
+        }
+    }
 }
 
 impl Code {
@@ -139,9 +172,18 @@ impl Code {
         self.plain_frame && argc == self.num_args as usize
     }
 
-    pub fn from_compiled(id: CodeId, c: CompiledCode) -> Code {
+    /// `max_height` is the frame's greatest stack height (`bytecode::stack_heights`).
+    pub fn from_compiled(id: CodeId, c: CompiledCode, max_height: usize) -> Code {
         let trivial = Trivial::recognize(c.kind, &c.ops);
+        let room =
+            (max_height + crate::value_stack::HEADROOM).saturating_sub(1 + c.num_args as usize);
+        let (trivial_kind, trivial_operand) = trivial.encoded();
         Code {
+            trivial_kind,
+            trivial_operand,
+            compiled: Default::default(),
+            max_height: max_height as u32,
+            room_above_arguments: room as u32,
             id,
             plain_frame: trivial == Trivial::No && !c.ops.is_empty(),
             trivial,
@@ -350,7 +392,7 @@ pub struct Site {
 pub const NO_CLASS: ClassId = u32::MAX;
 
 pub struct Runtime {
-    pub stack: Vec<Value>,
+    pub stack: ValueStack,
     pub frames: Box<FrameStack>,
     pub symbols: Symbols,
     pub classes: Vec<ClassInfo>,
@@ -375,6 +417,10 @@ pub struct Runtime {
     pub block_classes: Vec<ClassId>,
     /// Whether `isNil`/`notNil` sends may be answered without a lookup.
     pub nil_tests: NilTests,
+    /// The first entries of `sites` and `codes`, kept current as they grow (`add_site`,
+    /// `add_code`), for compiled code, which probes inline caches and finds callees itself.
+    pub(crate) sites_base: *const Site,
+    pub(crate) codes_base: *const &'static Code,
 }
 
 impl RootSet for Runtime {
@@ -406,7 +452,9 @@ impl Runtime {
     /// `max_frames` is the deepest call stack; the frame array is reserved for it up front.
     pub fn new(max_frames: usize) -> Runtime {
         Runtime {
-            stack: Vec::with_capacity(1 << 16),
+            // A frame holds a handful of values on average; deep recursion through wide frames
+            // overflows here before the frame stack does, reported the same way.
+            stack: ValueStack::with_capacity(max_frames.saturating_mul(16).saturating_add(1 << 16)),
             frames: FrameStack::with_capacity(max_frames),
             symbols: Symbols::default(),
             classes: Vec::new(),
@@ -423,7 +471,25 @@ impl Runtime {
             lookup_cache: Default::default(),
             block_classes: Vec::new(),
             nil_tests: NilTests::default(),
+            sites_base: std::ptr::null(),
+            codes_base: std::ptr::null(),
         }
+    }
+
+    /// Installs `code` (never freed: `codes` hands out `&'static` references).
+    pub fn add_code(&mut self, code: Code) -> CodeId {
+        let id = self.codes.len() as CodeId;
+        debug_assert_eq!(code.id, id);
+        self.codes.push(Box::leak(Box::new(code)));
+        self.codes_base = self.codes.as_ptr();
+        id
+    }
+
+    pub fn add_site(&mut self, site: Site) -> SiteId {
+        let id = self.sites.len() as SiteId;
+        self.sites.push(site);
+        self.sites_base = self.sites.as_ptr();
+        id
     }
 
     pub fn global_slot(&mut self, name: Symbol) -> u32 {

@@ -136,6 +136,17 @@ struct Cli {
     #[arg(long, help_heading = "Profiling")]
     force: bool,
 
+    /// Which code runs methods and blocks: `interp`, the bytecode interpreter; `baseline`,
+    /// machine code from the baseline compiler (Cranelift), made for each method and block at
+    /// its first call (anything it cannot compile stays interpreted; see `--tier-log`).
+    #[arg(long, value_enum, default_value_t = TierChoice::Interp)]
+    tier: TierChoice,
+
+    /// Print one line on stderr for every compile: tier, method, bytecodes, machine-code
+    /// bytes, compile time; and for every method that could not be compiled, why.
+    #[arg(long)]
+    tier_log: bool,
+
     /// Deepest SOM call stack before "stack overflow" is reported.
     #[arg(long, value_name = "FRAMES", default_value_t = 100_000)]
     max_stack_depth: usize,
@@ -154,6 +165,13 @@ struct Cli {
         value_name = "CLASS|FILE.som [ARGS]"
     )]
     program: Vec<String>,
+}
+
+/// `--tier`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TierChoice {
+    Interp,
+    Baseline,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -511,7 +529,17 @@ fn main() -> ExitCode {
             ClockKind::Wall
         },
     };
+    if cli.exhaustive && cli.tier != TierChoice::Interp {
+        say!("error: --exhaustive counts bytecodes in the interpreter; it needs --tier=interp");
+        return ExitCode::from(2);
+    }
     let result = Vm::new(options).and_then(|mut vm| {
+        if cli.tier == TierChoice::Baseline {
+            let generator = tally_jit::Baseline::new().map_err(|e| {
+                VmError::Fatal(format!("--tier=baseline: {e}"))
+            })?;
+            vm.set_code_generator(Box::new(generator), cli.tier_log);
+        }
         let r = vm.run_main(&cli.program);
         vm.flush();
         let exit_code = match &r {

@@ -81,6 +81,19 @@ fn som_programs_survive_gc_stress() {
     run_all(&["--gc-stress", "400"]);
 }
 
+/// Compiled code prints what the interpreter prints: every program with every method and block
+/// compiled by the baseline tier at its first call.
+#[test]
+fn som_programs_give_the_same_output_in_the_baseline_tier() {
+    run_all(&["--tier=baseline"]);
+}
+
+/// The same with objects moving under compiled frames every few allocations.
+#[test]
+fn som_programs_in_the_baseline_tier_survive_gc_stress() {
+    run_all(&["--tier=baseline", "--gc-stress", "400"]);
+}
+
 /// Profiling never changes what a program prints: every program under each trigger ×
 /// mechanism of method sampling at a high rate, and under counter-based sampling with
 /// exhaustive counts.
@@ -103,6 +116,17 @@ fn som_programs_are_unchanged_by_profiling() {
     }
     configs.push(vec!["--sampler", "none", "--cbs", "3:16", "--exhaustive"]);
     configs.push(vec!["--sampler", "perf", "--cbs", "1:1"]);
+    // Yieldpoints in compiled code: polled samples at back-edges, CBS windows, drains.
+    configs.push(vec![
+        "--tier=baseline",
+        "--sampler",
+        "timer",
+        "--rate",
+        "10000",
+        "--mechanism",
+        "polling",
+    ]);
+    configs.push(vec!["--tier=baseline", "--sampler", "perf", "--cbs", "1:1"]);
     for config in &configs {
         let mut flags = vec![profile.as_str(), "--force"];
         flags.extend_from_slice(config);

@@ -89,6 +89,12 @@ impl YieldpointFlag {
         self.bits.load(Ordering::Relaxed)
     }
 
+    /// The flag's byte, for compiled code that tests it with a plain load (as relaxed as
+    /// [`YieldpointFlag::load`]).
+    pub fn bits_address(&self) -> *const u8 {
+        self.bits.as_ptr()
+    }
+
     #[inline(always)]
     pub fn level(&self) -> Level {
         level_of(self.load())
@@ -202,6 +208,10 @@ pub struct TripWord {
 }
 
 impl TripWord {
+    /// Where the current value (what [`TripWord::get`] reads) sits in the word, for compiled
+    /// code that checks it inline.
+    pub const VALUE_OFFSET: usize = std::mem::offset_of!(TripWord, value);
+
     pub const fn new(armed: usize, tripped: usize) -> TripWord {
         TripWord {
             value: AtomicUsize::new(armed),

@@ -141,6 +141,9 @@ impl Vm {
     /// The rest of an activation once its frame is pushed: stack locals and context.
     #[inline(always)]
     pub(super) fn set_up_frame(&mut self, code: &'static Code) -> Result<(), VmError> {
+        if !self.rt.stack.has_room(code.room_above_arguments as usize) {
+            return Err(self.stack_overflow());
+        }
         let locals = code.num_locals as usize;
         if locals > 0 {
             let len = self.rt.stack.len();
@@ -153,7 +156,7 @@ impl Vm {
     }
 
     #[cold]
-    pub(super) fn stack_overflow(&self) -> VmError {
+    pub(crate) fn stack_overflow(&self) -> VmError {
         VmError::StackOverflow {
             depth: self.options.max_stack_depth,
             trace: self.stack_trace(),

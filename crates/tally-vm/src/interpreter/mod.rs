@@ -8,8 +8,11 @@ use tally_heap::Value;
 use tally_profile::flag;
 
 use crate::bytecode::{CodeId, Op};
-use crate::objects::{block, context, Kind};
-use crate::profiling::{CountingLoop, Dispatch, EntriesLoop, HooksLoop, LoopMode, PlainLoop};
+use crate::jit::Exit;
+use crate::objects::context;
+use crate::profiling::{
+    CountingLoop, Dispatch, EntriesLoop, HooksLoop, LoopMode, PlainLoop, WithCompiled,
+};
 use crate::runtime::{Code, Trivial};
 use crate::{Vm, VmError};
 
@@ -48,11 +51,18 @@ impl Vm {
             let dispatch = self.running_dispatch();
             self.running_loop = Some(dispatch);
             self.sync_loop_handoff();
-            let result = match dispatch {
-                Dispatch::Plain => self.execute_loop::<PlainLoop>(base_depth),
-                Dispatch::Entries => self.execute_loop::<EntriesLoop>(base_depth),
-                Dispatch::Hooks => self.execute_loop::<HooksLoop>(base_depth),
-                Dispatch::Counting => self.execute_loop::<CountingLoop>(base_depth),
+            // Exhaustive counting counts bytecodes in the interpreter, so it never runs
+            // compiled code.
+            let result = match (dispatch, self.jit.is_on()) {
+                (Dispatch::Plain, false) => self.execute_loop::<PlainLoop>(base_depth),
+                (Dispatch::Plain, true) => self.execute_loop::<WithCompiled<PlainLoop>>(base_depth),
+                (Dispatch::Entries, false) => self.execute_loop::<EntriesLoop>(base_depth),
+                (Dispatch::Entries, true) => {
+                    self.execute_loop::<WithCompiled<EntriesLoop>>(base_depth)
+                }
+                (Dispatch::Hooks, false) => self.execute_loop::<HooksLoop>(base_depth),
+                (Dispatch::Hooks, true) => self.execute_loop::<WithCompiled<HooksLoop>>(base_depth),
+                (Dispatch::Counting, _) => self.execute_loop::<CountingLoop>(base_depth),
             };
             if !matches!(result, Err(VmError::SwitchLoop)) {
                 break result;
@@ -90,6 +100,18 @@ impl Vm {
         let mut ip: usize = top.ip as usize;
         let mut bp: usize = top.bp();
         let mut executed: u64 = 0;
+        if M::RUNS_COMPILED && code.compiled.is_set() {
+            match self.run_compiled::<M>(base_depth)? {
+                Exit::Returned(v) => return Ok(v),
+                Exit::Interpret => {
+                    let f = self.rt.frames.top();
+                    code = self.rt.codes[f.code as usize];
+                    ops = &code.ops;
+                    ip = f.ip as usize;
+                    bp = f.bp();
+                }
+            }
+        }
         macro_rules! flush_counts {
             () => {
                 if M::COUNT_BYTECODES {
@@ -106,14 +128,33 @@ impl Vm {
                 }
             };
         }
-        macro_rules! reload {
+        // The running frame's state into the loop's locals.
+        macro_rules! load_frame {
             () => {{
-                flush_counts!();
                 let f = self.rt.frames.top();
                 code = self.rt.codes[f.code as usize];
                 ops = &code.ops;
                 ip = f.ip as usize;
                 bp = f.bp();
+            }};
+        }
+        // Compiled frames run in the JIT's dispatcher until one must be interpreted (or the
+        // loop's base frame returns): one test of the running code on each frame change.
+        macro_rules! run_compiled_if_any {
+            () => {{
+                if M::RUNS_COMPILED && code.compiled.is_set() {
+                    match self.run_compiled::<M>(base_depth)? {
+                        Exit::Returned(v) => return Ok(v),
+                        Exit::Interpret => load_frame!(),
+                    }
+                }
+            }};
+        }
+        macro_rules! reload {
+            () => {{
+                flush_counts!();
+                load_frame!();
+                run_compiled_if_any!();
             }};
         }
         macro_rules! save {
@@ -169,6 +210,7 @@ impl Vm {
                     ops = &callee.ops;
                     ip = 0;
                     bp = new_bp;
+                    run_compiled_if_any!();
                 } else {
                     // A raised flag sends even a trivial method through the call below, so
                     // that the loop has one call site here and its hot path one more test.
@@ -338,18 +380,7 @@ impl Vm {
                 }
                 Op::PushBlock(id) => {
                     save!();
-                    let b = self.alloc(
-                        self.block_class_for(id),
-                        Kind::Block,
-                        block::SLOTS,
-                        Value::NIL,
-                        0,
-                    )?;
-                    let f = self.rt.frames.top();
-                    b.set_slot(block::CODE, Value::from_small_int(id as i64));
-                    b.set_slot(block::CONTEXT, f.ctx);
-                    b.set_slot(block::RECEIVER, self.rt.stack[f.bp()]);
-                    self.push(b);
+                    self.push_block(id)?;
                 }
                 Op::Pop => {
                     self.pop();

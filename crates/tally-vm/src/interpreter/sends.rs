@@ -41,7 +41,7 @@ impl Vm {
     // and the loop that runs with profiling off would differ from the compiled-out one.
     #[inline(always)]
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
-    pub(super) fn send(&mut self, site_id: SiteId, is_super: bool) -> Result<(), VmError> {
+    pub(crate) fn send(&mut self, site_id: SiteId, is_super: bool) -> Result<(), VmError> {
         let site = &self.rt.sites[site_id as usize];
         let argc = site.argc as usize;
         let selector = site.selector;
@@ -231,6 +231,48 @@ impl Vm {
         self.rt.stack.truncate(len - argc);
         self.rt.stack[len - 1 - argc] = result;
         true
+    }
+
+    /// Answers a binary send from `site` in place when IntOp knows the answer for its operands
+    /// (small integers, immediate doubles, Booleans); false when it must be sent.
+    #[inline]
+    pub(crate) fn answer_binary_in_place(&mut self, site: SiteId) -> bool {
+        let int_op = self.rt.sites[site as usize].int_op;
+        let len = self.rt.stack.len();
+        let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
+        let answer = if a.is_int() && b.is_int() {
+            int_op.apply(a.int_unchecked(), b.int_unchecked())
+        } else if a.is_small_float() || b.is_small_float() {
+            int_op.apply_float(a, b)
+        } else {
+            int_op.apply_bool(a, b)
+        };
+        match answer {
+            Some(r) => {
+                self.rt.stack.truncate(len - 1);
+                self.rt.stack[len - 2] = r;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Pushes a new closure of block `id` over the top frame (its context and receiver).
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
+    pub(crate) fn push_block(&mut self, id: CodeId) -> Result<(), VmError> {
+        let b = self.alloc(
+            self.block_class_for(id),
+            Kind::Block,
+            block::SLOTS,
+            Value::NIL,
+            0,
+        )?;
+        let f = self.rt.frames.top();
+        b.set_slot(block::CODE, Value::from_small_int(id as i64));
+        b.set_slot(block::CONTEXT, f.ctx);
+        b.set_slot(block::RECEIVER, self.rt.stack[f.bp()]);
+        self.push(b);
+        Ok(())
     }
 
     /// Evaluates the closure at the bottom of the `argc + 1` values on top of the stack.

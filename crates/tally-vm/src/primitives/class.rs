@@ -136,6 +136,9 @@ fn invoke_on_with(vm: &mut Vm, _: usize) -> Result<(), VmError> {
         .map_err(|_| vm.error("invokeOn:with: needs an Array of arguments"))?;
     let n = args.map_or(0, |a| a.len);
     vm.check_invocation(code, recv, n)?;
+    if !vm.rt.stack.has_room(n + crate::value_stack::HEADROOM) {
+        return Err(vm.stack_overflow());
+    }
     let base = vm.rt.stack.len() - 3;
     vm.rt.stack.truncate(base);
     vm.rt.stack.push(recv);

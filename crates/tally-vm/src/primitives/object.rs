@@ -162,6 +162,13 @@ fn spread(vm: &mut Vm, args: Value) -> Result<usize, VmError> {
     let args = vm
         .array_ref(args)
         .map_err(|_| vm.error("Expected an Array of arguments."))?;
+    if !vm
+        .rt
+        .stack
+        .has_room(args.len + crate::value_stack::HEADROOM)
+    {
+        return Err(vm.stack_overflow());
+    }
     for i in 0..args.len {
         vm.rt.stack.push(args.get(i));
     }

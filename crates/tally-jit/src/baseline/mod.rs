@@ -1,0 +1,116 @@
+//! The baseline tier: every bytecode of a method or block becomes straight-line machine code
+//! (Cranelift, no optimisation), keeping the interpreter's frame and value-stack layout.
+//! Locals, fields, constants, jumps and small-integer arithmetic and comparisons are done
+//! inline; sends, closures, literals, globals and yieldpoints with a raised flag go through
+//! the VM's stubs; rare instructions and every error path hand the frame to the interpreter.
+
+mod translate;
+
+use std::time::Instant;
+
+use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Module};
+use tally_vm::jit::{CodeGenerator, EntryPoint, Layout, NativeCode, Tier};
+use tally_vm::runtime::{Code, Runtime};
+
+/// The baseline compiler: one Cranelift JIT module holding every baseline function.
+pub struct Baseline {
+    module: JITModule,
+    context: Context,
+    builder_context: FunctionBuilderContext,
+    /// Total time spent compiling, for reports.
+    pub compile_time: std::time::Duration,
+}
+
+impl Baseline {
+    /// A compiler for the machine this runs on; an error when Cranelift does not support it.
+    pub fn new() -> Result<Baseline, String> {
+        let mut flags = settings::builder();
+        let set = |flags: &mut settings::Builder, k: &str, v: &str| {
+            flags
+                .set(k, v)
+                .map_err(|e| format!("cranelift setting {k}={v}: {e}"))
+        };
+        set(&mut flags, "opt_level", "none")?;
+        // Frame pointers, so native profilers can walk through compiled code.
+        set(&mut flags, "preserve_frame_pointers", "true")?;
+        let isa_builder =
+            cranelift_native::builder().map_err(|e| format!("no code generator here: {e}"))?;
+        let isa = isa_builder
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| format!("cannot set up the code generator: {e}"))?;
+        let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let context = module.make_context();
+        Ok(Baseline {
+            module,
+            context,
+            builder_context: FunctionBuilderContext::new(),
+            compile_time: Default::default(),
+        })
+    }
+
+    fn signature(&self) -> Signature {
+        entry_signature(&self.module)
+    }
+}
+
+/// `EntryPoint`'s signature: (vm, frame, bp, resume) -> status.
+pub(crate) fn entry_signature(module: &JITModule) -> Signature {
+    let mut sig = module.make_signature();
+    for t in [types::I64, types::I64, types::I64, types::I32] {
+        sig.params.push(AbiParam::new(t));
+    }
+    sig.returns.push(AbiParam::new(types::I32));
+    sig
+}
+
+impl CodeGenerator for Baseline {
+    fn tier(&self) -> Tier {
+        Tier::Baseline
+    }
+
+    fn compile(
+        &mut self,
+        code: &Code,
+        rt: &Runtime,
+        layout: &Layout,
+    ) -> Result<NativeCode, String> {
+        let started = Instant::now();
+        self.module.clear_context(&mut self.context);
+        self.context.func.signature = self.signature();
+        self.context.func.name = UserFuncName::user(0, code.id);
+        translate::translate(
+            &mut self.context.func,
+            &mut self.builder_context,
+            &self.module,
+            code,
+            rt,
+            layout,
+        )?;
+        let sig = self.context.func.signature.clone();
+        let id = self
+            .module
+            .declare_anonymous_function(&sig)
+            .map_err(|e| e.to_string())?;
+        self.module
+            .define_function(id, &mut self.context)
+            .map_err(|e| format!("{e:?}"))?;
+        let size = self
+            .context
+            .compiled_code()
+            .map_or(0, |c| c.code_info().total_size as usize);
+        self.module
+            .finalize_definitions()
+            .map_err(|e| e.to_string())?;
+        let address = self.module.get_finalized_function(id);
+        self.compile_time += started.elapsed();
+        // SAFETY: the function was declared with the `EntryPoint` signature
+        // (`entry_signature`, the platform's C calling convention) and is finalized.
+        let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(address) };
+        Ok(NativeCode { entry, size })
+    }
+}

@@ -1,0 +1,1124 @@
+//! Bytecode → Cranelift IR for the baseline tier: one block per instruction, entered from a
+//! jump table on the frame's saved `ip`, so an activation can start or resume at any
+//! instruction the interpreter or a stub left it at.
+//!
+//! Invariant: no heap reference is held in an SSA value across a stub call. Every value lives
+//! in its value-stack slot (the frame's base `fp` plus the instruction's static stack height),
+//! which the collector updates when it moves objects, and is loaded again where it is used.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockCall, Function, InstBuilder, JumpTableData, MemFlagsData, SigRef,
+    Signature, SourceLoc, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::Module;
+use tally_heap::object::HEADER_BYTES;
+use tally_vm::bytecode::{stack_heights, Op};
+use tally_vm::jit::{Layout, Status};
+use tally_vm::objects::context;
+use tally_vm::runtime::{
+    Code, IntOp, Runtime, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
+};
+
+const I64: types::Type = types::I64;
+const I32: types::Type = types::I32;
+const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
+const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
+/// The small-float encoding (`tally_heap::value`): tag `110`, payload = the IEEE bits rotated
+/// left by one, rebased so exponent `SMALL_FLOAT_EXP_BASE` is 0, below `PAYLOAD_LIMIT`.
+const FLOAT_TAG: i64 = 0b110;
+const ROTATED_EXP_OFFSET: u64 = tally_heap::value::SMALL_FLOAT_EXP_BASE << 53;
+const PAYLOAD_LIMIT: u64 = tally_heap::value::SMALL_FLOAT_EXP_COUNT << 53;
+
+/// Writes `code`'s function into `func`.
+pub(super) fn translate(
+    func: &mut Function,
+    builder_context: &mut FunctionBuilderContext,
+    module: &JITModule,
+    code: &Code,
+    rt: &Runtime,
+    layout: &Layout,
+) -> Result<(), String> {
+    let ops = &code.ops;
+    if ops.is_empty() {
+        return Err("no bytecode".into());
+    }
+    let start = 1 + code.num_args as usize + code.num_locals as usize;
+    let (heights, _) = stack_heights(ops, start, |s| rt.sites[s as usize].argc as usize)?;
+    let sigs = StubSignatures::declare(func, module);
+    let mut b = FunctionBuilder::new(func, builder_context);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    let blocks: Vec<Block> = ops.iter().map(|_| b.create_block()).collect();
+    let bad_ip = b.create_block();
+    let exit = b.create_block();
+    b.append_block_param(exit, I32);
+
+    // A new frame (from a direct call) starts at instruction 0 with its frame and base
+    // passed in; a resumed one reads them, and its `ip`, from the top frame.
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (vm, frame_in, bp_in, resume) = (params[0], params[1], params[2], params[3]);
+    let flags = MemFlagsData::trusted();
+    let read_frame = b.create_block();
+    let join = b.create_block();
+    for t in [I64, I64, I32] {
+        b.append_block_param(join, t);
+    }
+    let zero = b.ins().iconst(I32, 0);
+    b.ins().brif(
+        resume,
+        read_frame,
+        &[],
+        join,
+        &[frame_in.into(), bp_in.into(), zero.into()],
+    );
+    b.switch_to_block(read_frame);
+    let frame_stack = b.ins().load(I64, flags, vm, layout.frame_stack);
+    let depth = b.ins().load(I64, flags, frame_stack, layout.frames_len);
+    let frames = b.ins().load(I64, flags, frame_stack, layout.frames_base);
+    let top = add_imm(&mut b, depth, -1);
+    let offset = mul_imm(&mut b, top, layout.frame_size as i64);
+    let frame = b.ins().iadd(frames, offset);
+    let ip = b.ins().load(I32, flags, frame, layout.frame_ip);
+    let bp = b.ins().uload32(flags, frame, layout.frame_bp);
+    b.ins().jump(join, &[frame.into(), bp.into(), ip.into()]);
+
+    b.switch_to_block(join);
+    let params = b.block_params(join).to_vec();
+    let (frame, bp, ip32) = (params[0], params[1], params[2]);
+    let stack = b.ins().load(I64, flags, vm, layout.stack_base);
+    let bp_bytes = mul_imm(&mut b, bp, 8);
+    let fp = b.ins().iadd(stack, bp_bytes);
+    let dispatch = b.create_block();
+    let at_start = cmp_imm(&mut b, IntCC::Equal, ip32, 0);
+    b.ins().brif(at_start, blocks[0], &[], dispatch, &[]);
+    b.switch_to_block(dispatch);
+    let default = b.func.dfg.block_call(bad_ip, &[]);
+    let table: Vec<BlockCall> = blocks
+        .iter()
+        .map(|&blk| b.func.dfg.block_call(blk, &[]))
+        .collect();
+    let jt = b.create_jump_table(JumpTableData::new(default, &table));
+    b.ins().br_table(ip32, jt);
+
+    // An `ip` no instruction block serves (never saved by this code): let the interpreter
+    // have the frame.
+    b.switch_to_block(bad_ip);
+    let status = b.ins().iconst(I32, Status::Interpret as i64);
+    b.ins().return_(&[status]);
+
+    b.switch_to_block(exit);
+    let status = b.block_params(exit)[0];
+    b.ins().return_(&[status]);
+
+    let mut t = Translator {
+        b,
+        vm,
+        frame,
+        fp,
+        bp,
+        layout,
+        rt,
+        sigs,
+        blocks,
+        exit,
+        handovers: Vec::new(),
+    };
+    for (i, &op) in ops.iter().enumerate() {
+        t.b.switch_to_block(t.blocks[i]);
+        t.b.set_srcloc(SourceLoc::new(i as u32));
+        match heights[i] {
+            Some(h) => t.op(i, op, h as i32, ops.len())?,
+            None => {
+                let status = t.b.ins().iconst(I32, Status::Interpret as i64);
+                t.b.ins().return_(&[status]);
+            }
+        }
+    }
+    t.finish_handovers();
+    t.b.seal_all_blocks();
+    let config = module.target_config();
+    t.b.finalize(config);
+    Ok(())
+}
+
+/// Signatures of the stubs, by shape.
+struct StubSignatures {
+    /// `(vm) -> u32`
+    vm: SigRef,
+    /// `(vm, u32) -> u32`
+    status1: SigRef,
+    /// `(vm, u32, u32) -> u32`
+    status2: SigRef,
+    /// `(vm, u32) -> u64`
+    value1: SigRef,
+    /// A compiled function's (`super::entry_signature`).
+    entry: SigRef,
+}
+
+impl StubSignatures {
+    fn declare(func: &mut Function, module: &JITModule) -> StubSignatures {
+        let mut make = |params: &[types::Type], ret: types::Type| {
+            let mut sig: Signature = module.make_signature();
+            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+            sig.returns.push(AbiParam::new(ret));
+            func.import_signature(sig)
+        };
+        StubSignatures {
+            vm: make(&[I64], I32),
+            status1: make(&[I64, I32], I32),
+            status2: make(&[I64, I32, I32], I32),
+            value1: make(&[I64, I32], I64),
+            entry: func.import_signature(super::entry_signature(module)),
+        }
+    }
+}
+
+struct Translator<'a, 'f> {
+    b: FunctionBuilder<'f>,
+    vm: Value,
+    /// The top frame (its address in the frame array).
+    frame: Value,
+    /// The address of the frame's first value-stack slot (its receiver).
+    fp: Value,
+    /// The frame's base index in the value stack (a u64).
+    bp: Value,
+    layout: &'a Layout,
+    rt: &'a Runtime,
+    sigs: StubSignatures,
+    blocks: Vec<Block>,
+    /// Returns its one parameter, a status.
+    exit: Block,
+    /// Blocks that hand the frame to the interpreter: (block, instruction, height).
+    handovers: Vec<(Block, usize, i32)>,
+}
+
+/// `x + imm` (Cranelift's builder has no immediate forms: the constant goes through `iconst`).
+fn add_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().iadd(x, c)
+}
+
+fn mul_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().imul(x, c)
+}
+
+fn and_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().band(x, c)
+}
+
+fn cmp_imm(b: &mut FunctionBuilder, cc: IntCC, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().icmp(cc, x, c)
+}
+
+impl Translator<'_, '_> {
+    fn flags() -> MemFlagsData {
+        MemFlagsData::trusted()
+    }
+
+    fn block(&self, at: usize) -> Result<Block, String> {
+        self.blocks
+            .get(at)
+            .copied()
+            .ok_or_else(|| format!("a jump to {at} leaves the code"))
+    }
+
+    /// The value in stack slot `k` of the frame (0 is the receiver).
+    fn slot(&mut self, k: i32) -> Value {
+        self.b.ins().load(I64, Self::flags(), self.fp, k * 8)
+    }
+
+    fn set_slot(&mut self, k: i32, v: Value) {
+        self.b.ins().store(Self::flags(), v, self.fp, k * 8);
+    }
+
+    fn jump(&mut self, to: Block) {
+        self.b.ins().jump(to, &[]);
+    }
+
+    /// Makes the VM's view exact before a stub or an exit: the stack height (`h` values above
+    /// the frame's base) and the frame's `ip`.
+    fn sync(&mut self, h: i32, ip: usize) {
+        let len = add_imm(&mut self.b, self.bp, h as i64);
+        self.b
+            .ins()
+            .store(Self::flags(), len, self.vm, self.layout.stack_len);
+        let ip = self.b.ins().iconst(I32, ip as i64);
+        self.b
+            .ins()
+            .store(Self::flags(), ip, self.frame, self.layout.frame_ip);
+    }
+
+    fn leave(&mut self, status: Status) {
+        let s = self.b.ins().iconst(I32, status as i64);
+        self.b.ins().return_(&[s]);
+    }
+
+    /// A new block that hands the frame to the interpreter at instruction `at` with `h`
+    /// values on the stack (error paths and rare cases: the interpreter redoes the
+    /// instruction and reports what went wrong).
+    /// Filled in at the end (`finish_handovers`): a block must be complete before the
+    /// builder switches away from it.
+    fn interpret_block(&mut self, at: usize, h: i32) -> Block {
+        let blk = self.b.create_block();
+        self.b.set_cold_block(blk);
+        self.handovers.push((blk, at, h));
+        blk
+    }
+
+    fn finish_handovers(&mut self) {
+        for (blk, at, h) in std::mem::take(&mut self.handovers) {
+            self.b.switch_to_block(blk);
+            self.sync(h, at);
+            self.leave(Status::Interpret);
+        }
+    }
+
+    /// Calls a stub at `address` with signature `sig`.
+    fn call_stub(&mut self, address: usize, sig: SigRef, args: &[Value]) -> Value {
+        let callee = self.b.ins().iconst(I64, address as i64);
+        let mut all = vec![self.vm];
+        all.extend_from_slice(args);
+        let call = self.b.ins().call_indirect(sig, callee, &all);
+        self.b.inst_results(call)[0]
+    }
+
+    /// After a stub that answers a status: on to `next` on `Continue`, else leave with it.
+    fn continue_or_leave(&mut self, status: Value, next: Block) {
+        let go_on = cmp_imm(&mut self.b, IntCC::Equal, status, Status::Continue as i64);
+        let exit = self.exit;
+        self.b.ins().brif(go_on, next, &[], exit, &[status.into()]);
+    }
+
+    /// A send through a status stub; the frame resumes at `i + 1`.
+    fn send_stub(&mut self, address: usize, site: u32, h: i32, i: usize) -> Result<(), String> {
+        self.sync(h, i + 1);
+        let site = self.b.ins().iconst(I32, site as i64);
+        let sig = self.sigs.status1;
+        let status = self.call_stub(address, sig, &[site]);
+        let next = self.block(i + 1)?;
+        self.continue_or_leave(status, next);
+        Ok(())
+    }
+
+    /// A send from `site` (receiver and arguments in the slots below `h`) that, when the
+    /// inline cache holds the receiver's class and the target is compiled bytecode with a
+    /// plain frame, pushes the callee's frame and calls its code directly; anything else
+    /// (a miss, a primitive, a trivial method, a context to make, a tripped push limit, too
+    /// little value stack or native stack) takes the send stub. Resumes at `i + 1`.
+    fn direct_send(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
+        let argc = self.rt.sites[site as usize].argc as i32;
+        let c = &self.layout.calls;
+        let flags = Self::flags();
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        let have_class = self.b.create_block();
+        self.b.append_block_param(have_class, I32);
+        let hit = self.b.create_block();
+        self.b.append_block_param(hit, I32);
+
+        // The receiver's class: small integers and objects inline, other immediates sent.
+        let recv = self.slot(h - 1 - argc);
+        let is_int = and_imm(&mut self.b, recv, 1);
+        let not_int = self.b.create_block();
+        let int_class = self.b.ins().iconst(I32, c.integer_class as i64);
+        self.b
+            .ins()
+            .brif(is_int, have_class, &[int_class.into()], not_int, &[]);
+        self.b.switch_to_block(not_int);
+        let tag = and_imm(&mut self.b, recv, 7);
+        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
+        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
+        let is_object = self.b.ins().band(is_ref, not_none);
+        let object = self.b.create_block();
+        self.b.ins().brif(is_object, object, &[], slow, &[]);
+        self.b.switch_to_block(object);
+        // The class id is the high half of header word 0.
+        let class = self.b.ins().load(I32, flags, recv, 4);
+        self.b.ins().jump(have_class, &[class.into()]);
+
+        // The inline cache's two entries.
+        self.b.switch_to_block(have_class);
+        let class = self.b.block_params(have_class)[0];
+        let sites = self.b.ins().load(I64, flags, self.vm, c.sites_base);
+        let entry = site as i32 * c.site_size;
+        let class1 = self.b.ins().load(I32, flags, sites, entry + c.site_class1);
+        let code1 = self.b.ins().load(I32, flags, sites, entry + c.site_code1);
+        let second = self.b.create_block();
+        let first_hits = self.b.ins().icmp(IntCC::Equal, class, class1);
+        self.b
+            .ins()
+            .brif(first_hits, hit, &[code1.into()], second, &[]);
+        self.b.switch_to_block(second);
+        let class2 = self.b.ins().load(I32, flags, sites, entry + c.site_class2);
+        let code2 = self.b.ins().load(I32, flags, sites, entry + c.site_code2);
+        let second_hits = self.b.ins().icmp(IntCC::Equal, class, class2);
+        self.b
+            .ins()
+            .brif(second_hits, hit, &[code2.into()], slow, &[]);
+
+        // The target: compiled, a plain frame of the right arity, no context to make.
+        self.b.switch_to_block(hit);
+        let target = self.b.block_params(hit)[0];
+        let codes = self.b.ins().load(I64, flags, self.vm, c.codes_base);
+        let target64 = self.b.ins().uextend(I64, target);
+        let index = mul_imm(&mut self.b, target64, 8);
+        let slot = self.b.ins().iadd(codes, index);
+        let code = self.b.ins().load(I64, flags, slot, 0);
+        let function = self.b.ins().load(I64, flags, code, c.code_compiled);
+        let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
+        let plain = self.b.ins().uload8(I32, flags, code, c.code_plain_frame);
+        let nargs = self.b.ins().uload16(I32, flags, code, c.code_num_args);
+        let arity = cmp_imm(&mut self.b, IntCC::Equal, nargs, argc as i64);
+        let context = self.b.ins().uload16(I32, flags, code, c.code_context_size);
+        let no_context = cmp_imm(&mut self.b, IntCC::Equal, context, 0);
+        let plain = cmp_imm(&mut self.b, IntCC::NotEqual, plain, 0);
+        let ok = self.b.ins().band(compiled, plain);
+        let ok = self.b.ins().band(ok, arity);
+        let ok = self.b.ins().band(ok, no_context);
+        // Room: a frame below the push limit (tripped by the yieldpoint flag, so a raised
+        // flag sends the call through the stub's prologue), value stack for the callee's
+        // whole height, and native stack for the call.
+        let frame_stack = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.frame_stack);
+        let depth = self
+            .b
+            .ins()
+            .load(I64, flags, frame_stack, self.layout.frames_len);
+        let limit = self.b.ins().load(I64, flags, frame_stack, c.frames_limit);
+        let below_limit = self.b.ins().icmp(IntCC::UnsignedLessThan, depth, limit);
+        let ok = self.b.ins().band(ok, below_limit);
+        let capacity = self.b.ins().load(I64, flags, self.vm, c.stack_capacity);
+        let height = add_imm(&mut self.b, self.bp, h as i64);
+        let free = self.b.ins().isub(capacity, height);
+        let room = self.b.ins().uload32(flags, code, c.code_room);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, free, room);
+        let ok = self.b.ins().band(ok, fits);
+        let sp = self.b.ins().get_stack_pointer(I64);
+        let native_limit = self.b.ins().load(I64, flags, self.vm, c.native_stack_limit);
+        let deep_enough = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThan, sp, native_limit);
+        let ok = self.b.ins().band(ok, deep_enough);
+        let push = self.b.create_block();
+        let frameless = self.b.create_block();
+        self.b.ins().brif(ok, push, &[], frameless, &[]);
+
+        // A trivial method (getter, setter, constant, `^self`) done in place, as the
+        // interpreter does when no profiler hook is due (a raised flag takes the stub).
+        self.b.switch_to_block(frameless);
+        let kind = self.b.ins().uload8(I32, flags, code, c.code_trivial_kind);
+        let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags, address, 0);
+        let quiet = cmp_imm(&mut self.b, IntCC::Equal, flag, 0);
+        let ok = self.b.ins().band(quiet, arity);
+        let trivial = self.b.create_block();
+        self.b.ins().brif(ok, trivial, &[], slow, &[]);
+        self.b.switch_to_block(trivial);
+        let operand = self.b.ins().load(I64, flags, code, c.code_trivial_operand);
+        let next = self.block(i + 1)?;
+        let recv_slot = h - 1 - argc;
+        let cases = [
+            (TRIVIAL_GETTER, 0),
+            (TRIVIAL_SETTER, 1),
+            (TRIVIAL_CONSTANT, 0),
+            (TRIVIAL_RECEIVER, 0),
+        ];
+        for (want, min_args) in cases {
+            if argc < min_args {
+                continue;
+            }
+            let this = self.b.create_block();
+            let other = self.b.create_block();
+            let is = cmp_imm(&mut self.b, IntCC::Equal, kind, want as i64);
+            self.b.ins().brif(is, this, &[], other, &[]);
+            self.b.switch_to_block(this);
+            match want {
+                TRIVIAL_GETTER | TRIVIAL_SETTER => {
+                    let address = self.dynamic_field_address(recv_slot, operand, slow);
+                    if want == TRIVIAL_GETTER {
+                        let v = self.b.ins().load(I64, flags, address, 0);
+                        self.set_slot(recv_slot, v);
+                    } else {
+                        let v = self.slot(recv_slot + 1);
+                        self.store_into_heap(v, address);
+                    }
+                }
+                TRIVIAL_CONSTANT => self.set_slot(recv_slot, operand),
+                _ => {}
+            }
+            self.jump(next);
+            self.b.switch_to_block(other);
+        }
+        self.jump(slow);
+
+        // The callee's frame, written before the depth that makes it visible to samplers.
+        self.b.switch_to_block(push);
+        self.sync(h, i + 1);
+        let frames = self
+            .b
+            .ins()
+            .load(I64, flags, frame_stack, self.layout.frames_base);
+        let offset = mul_imm(&mut self.b, depth, self.layout.frame_size as i64);
+        let callee_frame = self.b.ins().iadd(frames, offset);
+        let new_bp = add_imm(&mut self.b, self.bp, (h - 1 - argc) as i64);
+        let new_bp32 = self.b.ins().ireduce(I32, new_bp);
+        let zero32 = self.b.ins().iconst(I32, 0);
+        let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
+        let none = self.b.ins().iconst(I64, 0);
+        self.b
+            .ins()
+            .store(flags, target, callee_frame, c.frame_code);
+        self.b
+            .ins()
+            .store(flags, zero32, callee_frame, self.layout.frame_ip);
+        self.b
+            .ins()
+            .store(flags, new_bp32, callee_frame, self.layout.frame_bp);
+        self.b
+            .ins()
+            .store(flags, nil, callee_frame, self.layout.frame_ctx);
+        self.b
+            .ins()
+            .store(flags, none, callee_frame, c.frame_closure);
+        let new_depth = add_imm(&mut self.b, depth, 1);
+        self.b
+            .ins()
+            .store(flags, new_depth, frame_stack, self.layout.frames_len);
+        // Its stack locals, nil.
+        let locals = self.b.ins().uload16(I64, flags, code, c.code_num_locals);
+        let fill = self.b.create_block();
+        self.b.append_block_param(fill, I64);
+        let filled = self.b.create_block();
+        let start = self.b.ins().iconst(I64, 0);
+        self.b.ins().jump(fill, &[start.into()]);
+        self.b.switch_to_block(fill);
+        let k = self.b.block_params(fill)[0];
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, k, locals);
+        let store_one = self.b.create_block();
+        self.b.ins().brif(more, store_one, &[], filled, &[]);
+        self.b.switch_to_block(store_one);
+        let byte = mul_imm(&mut self.b, k, 8);
+        let address = self.b.ins().iadd(self.fp, byte);
+        self.b.ins().store(flags, nil, address, h * 8);
+        let k1 = add_imm(&mut self.b, k, 1);
+        self.b.ins().jump(fill, &[k1.into()]);
+        self.b.switch_to_block(filled);
+        let len = self.b.ins().iadd(height, locals);
+        self.b
+            .ins()
+            .store(flags, len, self.vm, self.layout.stack_len);
+        let sig = self.sigs.entry;
+        let fresh = self.b.ins().iconst(I32, 0);
+        let call =
+            self.b
+                .ins()
+                .call_indirect(sig, function, &[self.vm, callee_frame, new_bp, fresh]);
+        let status = self.b.inst_results(call)[0];
+        let returned = self.b.create_block();
+        let is_return = cmp_imm(&mut self.b, IntCC::Equal, status, Status::Returned as i64);
+        let exit = self.exit;
+        self.b
+            .ins()
+            .brif(is_return, returned, &[], exit, &[status.into()]);
+
+        // The callee returned the value on top of its stack: pop its frame, as
+        // `Vm::pop_frame` does, unless the exit depth is tripped (then the epilogue stub).
+        self.b.switch_to_block(returned);
+        let stack_len = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.stack_len);
+        let stack = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.stack_base);
+        let top = mul_imm(&mut self.b, stack_len, 8);
+        let top = self.b.ins().iadd(stack, top);
+        let result = self.b.ins().load(I64, flags, top, -8);
+        self.set_slot(h - 1 - argc, result);
+        self.b
+            .ins()
+            .store(flags, depth, frame_stack, self.layout.frames_len);
+        self.sync(h - argc, i + 1);
+        let exit_depth = self
+            .b
+            .ins()
+            .load(I64, flags, frame_stack, c.frames_exit_depth);
+        let tripped = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, depth, exit_depth);
+        let next = self.block(i + 1)?;
+        let epilogue = self.b.create_block();
+        self.b.set_cold_block(epilogue);
+        self.b.ins().brif(tripped, epilogue, &[], next, &[]);
+        self.b.switch_to_block(epilogue);
+        let sig = self.sigs.vm;
+        let status = self.call_stub(self.layout.stubs.epilogue, sig, &[]);
+        self.continue_or_leave(status, next);
+
+        self.b.switch_to_block(slow);
+        self.send_stub(self.layout.stubs.send, site, h, i)
+    }
+
+    /// The address of field `index` (a run-time u64) of the object in stack slot `k`, or a
+    /// jump to `miss` when it is not an object with that many fields.
+    fn dynamic_field_address(&mut self, k: i32, index: Value, miss: Block) -> Value {
+        let recv = self.slot(k);
+        let tag = and_imm(&mut self.b, recv, 7);
+        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
+        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
+        let is_object = self.b.ins().band(is_ref, not_none);
+        let has_header = self.b.create_block();
+        self.b.ins().brif(is_object, has_header, &[], miss, &[]);
+        self.b.switch_to_block(has_header);
+        let count = self.b.ins().uload32(Self::flags(), recv, 8);
+        let has_field = self.b.ins().icmp(IntCC::UnsignedGreaterThan, count, index);
+        let ok = self.b.create_block();
+        self.b.ins().brif(has_field, ok, &[], miss, &[]);
+        self.b.switch_to_block(ok);
+        let byte = mul_imm(&mut self.b, index, 8);
+        let address = self.b.ins().iadd(recv, byte);
+        add_imm(&mut self.b, address, HEADER_BYTES as i64)
+    }
+
+    /// The receiver's field `index` (its address), or a jump to `miss` when the receiver is
+    /// not an object with that many fields.
+    fn field_address(&mut self, index: u16, miss: Block) -> Value {
+        let recv = self.slot(0);
+        let tag = and_imm(&mut self.b, recv, 7);
+        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
+        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
+        let is_object = self.b.ins().band(is_ref, not_none);
+        let has_header = self.b.create_block();
+        self.b.ins().brif(is_object, has_header, &[], miss, &[]);
+        self.b.switch_to_block(has_header);
+        let count = self.b.ins().uload32(Self::flags(), recv, 8);
+        let has_field = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, count, index as i64);
+        let ok = self.b.create_block();
+        self.b.ins().brif(has_field, ok, &[], miss, &[]);
+        self.b.switch_to_block(ok);
+        add_imm(
+            &mut self.b,
+            recv,
+            (HEADER_BYTES + index as usize * 8) as i64,
+        )
+    }
+
+    /// Stores `v` into a heap object's slot at `address`. Every store into the heap from
+    /// compiled code goes through here: the place for a write barrier when the collector
+    /// needs one (SemiSpace does not).
+    fn store_into_heap(&mut self, v: Value, address: Value) {
+        self.b.ins().store(Self::flags(), v, address, 0);
+    }
+
+    /// The context `level` hops out from the frame's.
+    fn context(&mut self, level: u8) -> Value {
+        let mut ctx = self
+            .b
+            .ins()
+            .load(I64, Self::flags(), self.frame, self.layout.frame_ctx);
+        let outer = (HEADER_BYTES + context::OUTER * 8) as i32;
+        for _ in 0..level {
+            ctx = self.b.ins().load(I64, Self::flags(), ctx, outer);
+        }
+        ctx
+    }
+
+    fn context_slot_offset(index: u16) -> i32 {
+        (HEADER_BYTES + index as usize * 8) as i32
+    }
+
+    /// `a op b` for two tagged small integers, or a jump to `overflow` when the result does
+    /// not fit; `None` when the operation has no inline form.
+    fn int_arith(&mut self, op: IntOp, a: Value, b: Value, overflow: Block) -> Option<Value> {
+        let tagged = |t: &mut Self, (r, of): (Value, Value)| {
+            let ok = t.b.create_block();
+            t.b.ins().brif(of, overflow, &[], ok, &[]);
+            t.b.switch_to_block(ok);
+            r
+        };
+        Some(match op {
+            // (2x+1) + 2y = 2(x+y)+1; the i64 operation overflows exactly when x+y needs more
+            // than 63 bits.
+            IntOp::Add => {
+                let b2 = add_imm(&mut self.b, b, -1);
+                let r = self.b.ins().sadd_overflow(a, b2);
+                tagged(self, r)
+            }
+            IntOp::Sub => {
+                let b2 = add_imm(&mut self.b, b, -1);
+                let r = self.b.ins().ssub_overflow(a, b2);
+                tagged(self, r)
+            }
+            // x * 2y = 2xy, then the tag.
+            IntOp::Mul => {
+                let one = self.b.ins().iconst(I64, 1);
+                let x = self.b.ins().sshr(a, one);
+                let b2 = add_imm(&mut self.b, b, -1);
+                let r = self.b.ins().smul_overflow(x, b2);
+                let r = tagged(self, r);
+                self.b.ins().bor(r, one)
+            }
+            IntOp::BitAnd => self.b.ins().band(a, b),
+            _ => {
+                let cc = compare_cc(op)?;
+                let c = self.b.ins().icmp(cc, a, b);
+                let t = self.b.ins().iconst(I64, TRUE);
+                let f = self.b.ins().iconst(I64, FALSE);
+                self.b.ins().select(c, t, f)
+            }
+        })
+    }
+
+    /// A branch on `int(a) cc int(b)`: the jump behind a compare-and-branch.
+    fn both_ints(&mut self, a: Value, b: Value) -> Value {
+        let both = self.b.ins().band(a, b);
+        and_imm(&mut self.b, both, 1)
+    }
+
+    /// A binary send from `site` with receiver and argument in slots `h - 2` and `h - 1`,
+    /// resuming at `i + 1`.
+    fn send_binary(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
+        let op = self.rt.sites[site as usize].int_op;
+        let next = self.block(i + 1)?;
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        if op != IntOp::None && op != IntOp::And && op != IntOp::Or {
+            let a = self.slot(h - 2);
+            let b = self.slot(h - 1);
+            let ints = self.both_ints(a, b);
+            let fast = self.b.create_block();
+            let floats = self.b.create_block();
+            self.b.ins().brif(ints, fast, &[], floats, &[]);
+            self.b.switch_to_block(fast);
+            if let Some(r) = self.int_arith(op, a, b, slow) {
+                self.set_slot(h - 2, r);
+                self.jump(next);
+            } else {
+                self.jump(slow);
+            }
+            self.b.switch_to_block(floats);
+            match self.float_operands(op, a, b, slow) {
+                Some((x, y)) => {
+                    let r = match op {
+                        IntOp::Add => Some(self.b.ins().fadd(x, y)),
+                        IntOp::Sub => Some(self.b.ins().fsub(x, y)),
+                        IntOp::Mul => Some(self.b.ins().fmul(x, y)),
+                        _ => None,
+                    };
+                    let v = match r {
+                        Some(r) => self.encode_small_float(r, slow),
+                        None => {
+                            let cc = float_cc(op).expect("float_operands checked");
+                            let c = self.b.ins().fcmp(cc, x, y);
+                            let t = self.b.ins().iconst(I64, TRUE);
+                            let f = self.b.ins().iconst(I64, FALSE);
+                            self.b.ins().select(c, t, f)
+                        }
+                    };
+                    self.set_slot(h - 2, v);
+                    self.jump(next);
+                }
+                None => self.jump(slow),
+            }
+        } else {
+            self.jump(slow);
+        }
+        self.b.switch_to_block(slow);
+        self.send_stub(self.layout.stubs.send_binary, site, h, i)
+    }
+
+    /// The operands of `op` as doubles when `IntOp::apply_float` would answer them in place
+    /// (at least one an immediate double, the other an immediate double or a small integer;
+    /// both doubles for `=` and `~=`), else a jump to `slow`. `None` when `op` has no double
+    /// form at all.
+    fn float_operands(
+        &mut self,
+        op: IntOp,
+        a: Value,
+        b: Value,
+        slow: Block,
+    ) -> Option<(Value, Value)> {
+        let exact = matches!(op, IntOp::Equal | IntOp::NotEqual);
+        if !matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul) && float_cc(op).is_none() {
+            return None;
+        }
+        let is_float = |t: &mut Self, v: Value| {
+            let tag = and_imm(&mut t.b, v, 7);
+            cmp_imm(&mut t.b, IntCC::Equal, tag, FLOAT_TAG)
+        };
+        let (fa, fb) = (is_float(self, a), is_float(self, b));
+        let ok = if exact {
+            self.b.ins().band(fa, fb)
+        } else {
+            let ia = and_imm(&mut self.b, a, 1);
+            let ia = cmp_imm(&mut self.b, IntCC::NotEqual, ia, 0);
+            let ib = and_imm(&mut self.b, b, 1);
+            let ib = cmp_imm(&mut self.b, IntCC::NotEqual, ib, 0);
+            let a_ok = self.b.ins().bor(fa, ia);
+            let b_ok = self.b.ins().bor(fb, ib);
+            let any = self.b.ins().bor(fa, fb);
+            let ok = self.b.ins().band(a_ok, b_ok);
+            self.b.ins().band(ok, any)
+        };
+        let go = self.b.create_block();
+        self.b.ins().brif(ok, go, &[], slow, &[]);
+        self.b.switch_to_block(go);
+        let x = self.number_as_double(a, fa);
+        let y = self.number_as_double(b, fb);
+        Some((x, y))
+    }
+
+    /// `v` as a double: decoded if `is_float`, else converted from a small integer.
+    fn number_as_double(&mut self, v: Value, is_float: Value) -> Value {
+        // Decoding (the inverse of `encode_small_float`): payload 0 and 1 are ±0.0.
+        let three = self.b.ins().iconst(I64, 3);
+        let payload = self.b.ins().ushr(v, three);
+        let small = cmp_imm(&mut self.b, IntCC::UnsignedLessThanOrEqual, payload, 1);
+        let rebased = add_imm(&mut self.b, payload, ROTATED_EXP_OFFSET as i64);
+        let rotated = self.b.ins().select(small, payload, rebased);
+        let one = self.b.ins().iconst(I64, 1);
+        let bits = self.b.ins().rotr(rotated, one);
+        let decoded = self.b.ins().bitcast(types::F64, MemFlagsData::new(), bits);
+        let int = self.b.ins().sshr(v, one);
+        let converted = self.b.ins().fcvt_from_sint(types::F64, int);
+        self.b.ins().select(is_float, decoded, converted)
+    }
+
+    /// The immediate encoding of double `r` (as `Value::from_small_float`), or a jump to
+    /// `slow` when it needs a boxed double.
+    fn encode_small_float(&mut self, r: Value, slow: Block) -> Value {
+        let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), r);
+        let one = self.b.ins().iconst(I64, 1);
+        let rotated = self.b.ins().rotl(bits, one);
+        let zero = cmp_imm(&mut self.b, IntCC::UnsignedLessThanOrEqual, rotated, 1);
+        let p = add_imm(
+            &mut self.b,
+            rotated,
+            (ROTATED_EXP_OFFSET as i64).wrapping_neg(),
+        );
+        let p2 = add_imm(&mut self.b, p, -2);
+        let in_window = cmp_imm(
+            &mut self.b,
+            IntCC::UnsignedLessThan,
+            p2,
+            (PAYLOAD_LIMIT - 2) as i64,
+        );
+        let ok = self.b.ins().bor(zero, in_window);
+        let fits = self.b.create_block();
+        self.b.ins().brif(ok, fits, &[], slow, &[]);
+        self.b.switch_to_block(fits);
+        let payload = self.b.ins().select(zero, rotated, p);
+        let three = self.b.ins().iconst(I64, 3);
+        let shifted = self.b.ins().ishl(payload, three);
+        let tag = self.b.ins().iconst(I64, FLOAT_TAG);
+        self.b.ins().bor(shifted, tag)
+    }
+
+    /// A comparison answered and branched on at once for small integers (to `target` when
+    /// its truth is `jump_if`, else past the conditional jump at `i + 1`); sent otherwise, and
+    /// that jump tests the answer.
+    fn compare_and_branch(
+        &mut self,
+        site: u32,
+        target: u32,
+        jump_if: bool,
+        h: i32,
+        i: usize,
+    ) -> Result<(), String> {
+        let op = self.rt.sites[site as usize].int_op;
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        if let Some(cc) = compare_cc(op) {
+            let a = self.slot(h - 2);
+            let b = self.slot(h - 1);
+            let ints = self.both_ints(a, b);
+            let fast = self.b.create_block();
+            let floats = self.b.create_block();
+            self.b.ins().brif(ints, fast, &[], floats, &[]);
+            self.b.switch_to_block(fast);
+            let c = self.b.ins().icmp(cc, a, b);
+            let (taken, not_taken) = (self.block(target as usize)?, self.block(i + 2)?);
+            let branch = |t: &mut Self, c: Value| {
+                if jump_if {
+                    t.b.ins().brif(c, taken, &[], not_taken, &[]);
+                } else {
+                    t.b.ins().brif(c, not_taken, &[], taken, &[]);
+                }
+            };
+            branch(self, c);
+            self.b.switch_to_block(floats);
+            match self.float_operands(op, a, b, slow) {
+                Some((x, y)) => {
+                    let cc = float_cc(op).expect("float_operands checked");
+                    let c = self.b.ins().fcmp(cc, x, y);
+                    branch(self, c);
+                }
+                None => self.jump(slow),
+            }
+        } else {
+            self.jump(slow);
+        }
+        self.b.switch_to_block(slow);
+        self.send_stub(self.layout.stubs.send_binary, site, h, i)
+    }
+
+    fn conditional_jump(
+        &mut self,
+        target: u32,
+        if_true: bool,
+        h: i32,
+        i: usize,
+    ) -> Result<(), String> {
+        let v = self.slot(h - 1);
+        let (taken, next) = (self.block(target as usize)?, self.block(i + 1)?);
+        let (jump_on, fall_on) = if if_true {
+            (TRUE, FALSE)
+        } else {
+            (FALSE, TRUE)
+        };
+        let jumps = cmp_imm(&mut self.b, IntCC::Equal, v, jump_on);
+        let other = self.b.create_block();
+        self.b.ins().brif(jumps, taken, &[], other, &[]);
+        self.b.switch_to_block(other);
+        let falls = cmp_imm(&mut self.b, IntCC::Equal, v, fall_on);
+        let not_boolean = self.interpret_block(i, h);
+        self.b.ins().brif(falls, next, &[], not_boolean, &[]);
+        Ok(())
+    }
+
+    /// Pushes the receiver's field `index` at slot `h`, or hands over to the interpreter at
+    /// `i` (which reports the missing field).
+    fn push_field(&mut self, index: u16, h_at: i32, i: usize, h: i32) {
+        let miss = self.interpret_block(i, h);
+        let address = self.field_address(index, miss);
+        let v = self.b.ins().load(I64, Self::flags(), address, 0);
+        self.set_slot(h_at, v);
+    }
+
+    fn op(&mut self, i: usize, op: Op, h: i32, len: usize) -> Result<(), String> {
+        let next = if i + 1 < len {
+            self.blocks.get(i + 1).copied()
+        } else {
+            None
+        };
+        let next_block =
+            |n: Option<Block>| n.ok_or_else(|| "execution runs off the end".to_string());
+        match op {
+            Op::PushLocal(k) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::StoreLocal(k) | Op::PopLocal(k) => {
+                let v = self.slot(h - 1);
+                self.set_slot(k as i32, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushCtx { level, index } => {
+                let ctx = self.context(level);
+                let v =
+                    self.b
+                        .ins()
+                        .load(I64, Self::flags(), ctx, Self::context_slot_offset(index));
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::StoreCtx { level, index } | Op::PopCtx { level, index } => {
+                let ctx = self.context(level);
+                let v = self.slot(h - 1);
+                let address = add_imm(&mut self.b, ctx, Self::context_slot_offset(index) as i64);
+                self.store_into_heap(v, address);
+                self.jump(next_block(next)?);
+            }
+            Op::PushField(k) => {
+                self.push_field(k, h, i, h);
+                self.jump(next_block(next)?);
+            }
+            Op::StoreField(k) | Op::PopField(k) => {
+                let miss = self.interpret_block(i, h);
+                let address = self.field_address(k, miss);
+                let v = self.slot(h - 1);
+                self.store_into_heap(v, address);
+                self.jump(next_block(next)?);
+            }
+            Op::PushLiteral(k) => {
+                let index = self.b.ins().iconst(I32, k as i64);
+                let sig = self.sigs.value1;
+                let v = self.call_stub(self.layout.stubs.literal, sig, &[index]);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushConst(v) => {
+                let v = self.b.ins().iconst(I64, v.0 as i64);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushGlobal(slot) => {
+                let index = self.b.ins().iconst(I32, slot as i64);
+                let sig = self.sigs.value1;
+                let v = self.call_stub(self.layout.stubs.global, sig, &[index]);
+                let undefined = cmp_imm(&mut self.b, IntCC::Equal, v, 0);
+                let defined = self.b.create_block();
+                let unknown = self.interpret_block(i, h);
+                self.b.ins().brif(undefined, unknown, &[], defined, &[]);
+                self.b.switch_to_block(defined);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushBlock(code) => {
+                self.sync(h, i + 1);
+                let code = self.b.ins().iconst(I32, code as i64);
+                let sig = self.sigs.status1;
+                let status = self.call_stub(self.layout.stubs.push_block, sig, &[code]);
+                self.continue_or_leave(status, next_block(next)?);
+            }
+            Op::Pop => self.jump(next_block(next)?),
+            Op::Dup => {
+                let v = self.slot(h - 1);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::Send(site) => self.direct_send(site, h, i)?,
+            Op::SuperSend(site) => self.send_stub(self.layout.stubs.super_send, site, h, i)?,
+            Op::SendBinary(site) => self.send_binary(site, h, i)?,
+            Op::SendIsNil(site) | Op::SendNotNil(site) => {
+                self.sync(h, i + 1);
+                let site = self.b.ins().iconst(I32, site as i64);
+                let is_nil = self
+                    .b
+                    .ins()
+                    .iconst(I32, matches!(op, Op::SendIsNil(_)) as i64);
+                let sig = self.sigs.status2;
+                let status = self.call_stub(self.layout.stubs.send_nil_test, sig, &[site, is_nil]);
+                self.continue_or_leave(status, next_block(next)?);
+            }
+            Op::Return => {
+                self.sync(h, i + 1);
+                self.leave(Status::Returned);
+            }
+            Op::ReturnSelf | Op::ReturnLocal(_) => {
+                let k = if let Op::ReturnLocal(k) = op {
+                    k as i32
+                } else {
+                    0
+                };
+                let v = self.slot(k);
+                self.set_slot(h, v);
+                self.sync(h + 1, i + 1);
+                self.leave(Status::Returned);
+            }
+            Op::ReturnField(k) => {
+                self.push_field(k, h, i, h);
+                self.sync(h + 1, i + 1);
+                self.leave(Status::Returned);
+            }
+            Op::ReturnNonLocal => {
+                self.sync(h, i);
+                self.leave(Status::Interpret);
+            }
+            Op::Jump(t) => {
+                let to = self.block(t as usize)?;
+                self.jump(to);
+            }
+            Op::JumpBack(t) => {
+                let to = self.block(t as usize)?;
+                let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
+                let bits = self
+                    .b
+                    .ins()
+                    .uload8(I32, MemFlagsData::trusted(), address, 0);
+                let raised = and_imm(&mut self.b, bits, self.layout.yieldpoint_bits as i64);
+                let yieldpoint = self.b.create_block();
+                self.b.set_cold_block(yieldpoint);
+                self.b.ins().brif(raised, yieldpoint, &[], to, &[]);
+                self.b.switch_to_block(yieldpoint);
+                self.sync(h, t as usize);
+                let sig = self.sigs.vm;
+                let status = self.call_stub(self.layout.stubs.back_edge, sig, &[]);
+                self.continue_or_leave(status, to);
+            }
+            Op::JumpIfTrue(t) => self.conditional_jump(t, true, h, i)?,
+            Op::JumpIfFalse(t) => self.conditional_jump(t, false, h, i)?,
+            Op::PushLocal2(a, c) => {
+                let x = self.slot(a as i32);
+                let y = self.slot(c as i32);
+                self.set_slot(h, x);
+                self.set_slot(h + 1, y);
+                self.jump(next_block(next)?);
+            }
+            Op::PopPushLocal(k) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h - 1, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PopPushField(k) => {
+                self.push_field(k, h - 1, i, h);
+                self.jump(next_block(next)?);
+            }
+            Op::PushLocalSend(k, site) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h, v);
+                self.direct_send(site, h + 1, i)?;
+            }
+            Op::PushLocalSendBinary(k, site) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h, v);
+                self.send_binary(site, h + 1, i)?;
+            }
+            Op::PushConstSendBinary(v, site) => {
+                let v = self.b.ins().iconst(I64, v.0 as i64);
+                self.set_slot(h, v);
+                self.send_binary(site, h + 1, i)?;
+            }
+            Op::SendCompareJumpIfFalse(site, t) => self.compare_and_branch(site, t, false, h, i)?,
+            Op::SendCompareJumpIfTrue(site, t) => self.compare_and_branch(site, t, true, h, i)?,
+        }
+        Ok(())
+    }
+}
+
+/// The double condition of a comparison selector (immediate doubles are never NaN).
+fn float_cc(op: IntOp) -> Option<FloatCC> {
+    Some(match op {
+        IntOp::Less => FloatCC::LessThan,
+        IntOp::Greater => FloatCC::GreaterThan,
+        IntOp::LessEq => FloatCC::LessThanOrEqual,
+        IntOp::GreaterEq => FloatCC::GreaterThanOrEqual,
+        IntOp::Equal => FloatCC::Equal,
+        IntOp::NotEqual => FloatCC::NotEqual,
+        _ => return None,
+    })
+}
+
+/// The integer condition of a comparison selector (tagged small integers order like their
+/// values), or `None` for the others.
+fn compare_cc(op: IntOp) -> Option<IntCC> {
+    Some(match op {
+        IntOp::Less => IntCC::SignedLessThan,
+        IntOp::Greater => IntCC::SignedGreaterThan,
+        IntOp::LessEq => IntCC::SignedLessThanOrEqual,
+        IntOp::GreaterEq => IntCC::SignedGreaterThanOrEqual,
+        IntOp::Equal => IntCC::Equal,
+        IntOp::NotEqual => IntCC::NotEqual,
+        _ => return None,
+    })
+}

@@ -1,0 +1,394 @@
+//! Compiled code: the interface to a code generator (the `tally-jit` crate implements it; this
+//! crate never depends on a compiler back end), the entry state of each `Code`, and the
+//! dispatcher that runs compiled frames.
+//!
+//! Compiled code keeps the interpreter's frames and value-stack layout: a compiled activation
+//! is an ordinary `Frame` whose receiver, arguments, locals and operands sit in the value
+//! stack at the heights `bytecode::stack_heights` gives, so interpreted and compiled frames mix
+//! freely and the collector finds every root where it always does. A compiled function runs
+//! the top frame from its saved `ip` (one entry block per instruction) until it must leave:
+//! a send that pushed a frame, a return, an instruction it leaves to the interpreter, or an
+//! error. It then answers a [`Status`] to [`Vm::run_compiled`], which does what the status
+//! asks and runs the new top frame, compiled or not. SOM calls therefore never nest on the
+//! native stack, as in the interpreter.
+
+mod stubs;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use tally_heap::Value;
+use tally_profile::flag;
+
+use crate::profiling::LoopMode;
+use crate::runtime::{Code, Runtime};
+use crate::{Vm, VmError};
+
+pub use stubs::Stubs;
+
+/// Which code runs the program's methods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Tier {
+    /// Everything interpreted.
+    #[default]
+    Interp,
+    /// Every method and block compiled by the baseline compiler at its first call.
+    Baseline,
+}
+
+impl Tier {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Interp => "interp",
+            Tier::Baseline => "baseline",
+        }
+    }
+}
+
+/// What a compiled function (or a stub it called) answers.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// A stub finished in place; the compiled code goes on. Never answered by a function.
+    Continue = 0,
+    /// A frame was pushed (or the frames changed otherwise): run the new top frame.
+    Called = 1,
+    /// The top frame returns the value on top of its stack.
+    Returned = 2,
+    /// The interpreter takes over at the saved `ip` (rare instructions, error paths).
+    Interpret = 3,
+    /// An error, parked in `Vm::jit_error`.
+    Error = 4,
+}
+
+/// A compiled function: runs the top frame of `vm` from its saved `ip` when `resume` is 1.
+/// With `resume` 0 the frame is new (its `ip` 0), at `frame` with base `bp`: compiled code
+/// calling compiled code directly passes what it just wrote instead of having the callee read
+/// it back.
+pub type EntryPoint = unsafe extern "C" fn(
+    vm: *mut Vm,
+    frame: *mut crate::frames::Frame,
+    bp: u64,
+    resume: u32,
+) -> u32;
+
+/// Where compiled code finds the VM's state: byte offsets from the `*mut Vm` it is given,
+/// offsets inside the frame stack and frames, the yieldpoint flag, and the stubs.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// `vm.rt.stack`'s first slot (a pointer) and its height (a `usize`).
+    pub stack_base: i32,
+    pub stack_len: i32,
+    /// `vm.rt.frames` (a pointer to the `FrameStack`), and in it the frame array's first
+    /// frame (a pointer) and the number of live frames (a `usize`).
+    pub frame_stack: i32,
+    pub frames_base: i32,
+    pub frames_len: i32,
+    /// Size of a `Frame` and the offsets of its fields `ip` (u32), `bp` (u32), `ctx` (Value).
+    pub frame_size: i32,
+    pub frame_ip: i32,
+    pub frame_bp: i32,
+    pub frame_ctx: i32,
+    /// The yieldpoint flag's byte and the bits that ask a back-edge to call
+    /// `Stubs::back_edge`.
+    pub yieldpoint_flag: usize,
+    pub yieldpoint_bits: u8,
+    pub stubs: Stubs,
+    /// For sends that push the callee's frame and call its code directly:
+    pub calls: CallLayout,
+}
+
+/// What compiled code needs to do a send itself: probe the site's inline cache, find the
+/// callee's code, push its frame (as `Vm::enter` does) and call its compiled function.
+#[derive(Clone, Debug)]
+pub struct CallLayout {
+    /// Offsets from the `*mut Vm`: the value stack's capacity (a `usize`), the first send site
+    /// and the first `&Code` (pointers), the lowest native stack pointer at which compiled
+    /// code may still call compiled code directly (a `usize`).
+    pub stack_capacity: i32,
+    pub sites_base: i32,
+    pub codes_base: i32,
+    pub native_stack_limit: i32,
+    /// In the frame stack: the push limit and the exit depth (`usize`s; see `FrameStack`).
+    pub frames_limit: i32,
+    pub frames_exit_depth: i32,
+    /// A frame's `code` (u32) and `closure` (Value) fields.
+    pub frame_code: i32,
+    pub frame_closure: i32,
+    /// A send site's size and its two cache entries (class ids and code ids, u32 each).
+    pub site_size: i32,
+    pub site_class1: i32,
+    pub site_code1: i32,
+    pub site_class2: i32,
+    pub site_code2: i32,
+    /// In a `Code`: the compiled entry (`usize`), `plain_frame` (u8), `num_args`,
+    /// `num_locals`, `context_size` (u16 each), `room_above_arguments` (u32).
+    pub code_compiled: i32,
+    pub code_plain_frame: i32,
+    pub code_num_args: i32,
+    pub code_num_locals: i32,
+    pub code_context_size: i32,
+    pub code_room: i32,
+    /// `trivial_kind` (u8) and `trivial_operand` (u64).
+    pub code_trivial_kind: i32,
+    pub code_trivial_operand: i32,
+    /// The class id of small integers.
+    pub integer_class: u32,
+}
+
+impl Layout {
+    pub fn new(rt: &Runtime) -> Layout {
+        use std::mem::offset_of;
+        let stack = offset_of!(Vm, rt.stack);
+        let frame = |o: usize| o as i32;
+        let calls = CallLayout {
+            stack_capacity: (stack + crate::value_stack::ValueStack::CAPACITY_OFFSET) as i32,
+            sites_base: offset_of!(Vm, rt.sites_base) as i32,
+            codes_base: offset_of!(Vm, rt.codes_base) as i32,
+            native_stack_limit: offset_of!(Vm, jit.native_stack_limit) as i32,
+            frames_limit: crate::frames::FrameStack::LIMIT_OFFSET as i32,
+            frames_exit_depth: crate::frames::FrameStack::EXIT_DEPTH_OFFSET as i32,
+            frame_code: frame(offset_of!(crate::frames::Frame, code)),
+            frame_closure: frame(offset_of!(crate::frames::Frame, closure)),
+            site_size: std::mem::size_of::<crate::runtime::Site>() as i32,
+            site_class1: offset_of!(crate::runtime::Site, cached_class) as i32,
+            site_code1: offset_of!(crate::runtime::Site, cached_code) as i32,
+            site_class2: offset_of!(crate::runtime::Site, cached_class2) as i32,
+            site_code2: offset_of!(crate::runtime::Site, cached_code2) as i32,
+            code_compiled: offset_of!(Code, compiled) as i32,
+            code_plain_frame: offset_of!(Code, plain_frame) as i32,
+            code_num_args: offset_of!(Code, num_args) as i32,
+            code_num_locals: offset_of!(Code, num_locals) as i32,
+            code_context_size: offset_of!(Code, context_size) as i32,
+            code_room: offset_of!(Code, room_above_arguments) as i32,
+            code_trivial_kind: offset_of!(Code, trivial_kind) as i32,
+            code_trivial_operand: offset_of!(Code, trivial_operand) as i32,
+            integer_class: rt.core.integer,
+        };
+        Layout {
+            calls,
+            stack_base: (stack + crate::value_stack::ValueStack::BASE_OFFSET) as i32,
+            stack_len: (stack + crate::value_stack::ValueStack::LEN_OFFSET) as i32,
+            frame_stack: offset_of!(Vm, rt.frames) as i32,
+            frames_base: crate::frames::FrameStack::BASE_OFFSET as i32,
+            frames_len: crate::frames::FrameStack::LEN_OFFSET as i32,
+            frame_size: std::mem::size_of::<crate::frames::Frame>() as i32,
+            frame_ip: offset_of!(crate::frames::Frame, ip) as i32,
+            frame_bp: offset_of!(crate::frames::Frame, bp) as i32,
+            frame_ctx: offset_of!(crate::frames::Frame, ctx) as i32,
+            yieldpoint_flag: crate::profiling::YIELDPOINT.bits_address() as usize,
+            yieldpoint_bits: flag::ALL_YIELDPOINTS,
+            stubs: Stubs::new(),
+        }
+    }
+}
+
+/// Machine code made for one `Code`.
+pub struct NativeCode {
+    pub entry: EntryPoint,
+    /// Bytes of machine code.
+    pub size: usize,
+}
+
+/// A compiler back end. The VM asks it for code when a method or block is first called under
+/// a compiling tier; what it answers must keep the contract in the module docs.
+pub trait CodeGenerator {
+    /// The tier this generator compiles for.
+    fn tier(&self) -> Tier;
+
+    /// Compiles `code`, whose send sites and literals are in `rt`.
+    fn compile(&mut self, code: &Code, rt: &Runtime, layout: &Layout)
+        -> Result<NativeCode, String>;
+}
+
+/// A `Code`'s compiled state: 0 to interpret, [`CompiledSlot::REQUESTED`] to compile at the
+/// next call, else the entry point. One load tells the interpreter whether to look further.
+#[derive(Default)]
+pub struct CompiledSlot(AtomicUsize);
+
+impl CompiledSlot {
+    const REQUESTED: usize = 1;
+
+    /// Whether there is compiled code or a compile is due: the interpreter's one test.
+    #[inline(always)]
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed) != 0
+    }
+
+    fn entry(&self) -> Option<EntryPoint> {
+        match self.0.load(Ordering::Relaxed) {
+            0 | Self::REQUESTED => None,
+            // SAFETY: only `install` stores other values, and it stores entry points.
+            a => Some(unsafe { std::mem::transmute::<usize, EntryPoint>(a) }),
+        }
+    }
+
+    fn request(&self) {
+        let _ = self
+            .0
+            .compare_exchange(0, Self::REQUESTED, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn install(&self, entry: EntryPoint) {
+        self.0.store(entry as usize, Ordering::Relaxed);
+    }
+
+    fn clear(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
+/// The VM's compiling state.
+#[derive(Default)]
+pub(crate) struct Jit {
+    generator: Option<Box<dyn CodeGenerator>>,
+    layout: Option<Layout>,
+    /// Print one line per compile (and failure) on stderr.
+    log: bool,
+    /// The error a stub met, for the dispatcher to return.
+    pub(crate) error: Option<VmError>,
+    /// Below this native stack pointer, compiled code stops calling compiled code directly
+    /// and lets the dispatcher run the callee, which unwinds the chain of native frames: SOM
+    /// recursion may go far deeper than the native stack. Set when the generator is set.
+    pub(crate) native_stack_limit: usize,
+}
+
+/// Native stack that chains of direct calls between compiled functions may use below the
+/// point where the code generator was set (the program's start).
+const NATIVE_STACK_BUDGET: usize = 1 << 20;
+
+/// How [`Vm::run_compiled`] hands back to the interpreter.
+pub(crate) enum Exit {
+    /// The loop's base frame returned this value.
+    Returned(Value),
+    /// The top frame runs interpreted from its saved `ip`.
+    Interpret,
+}
+
+impl Jit {
+    /// Whether a code generator is set (the dispatch loops then run compiled frames).
+    pub(crate) fn is_on(&self) -> bool {
+        self.generator.is_some()
+    }
+}
+
+impl Vm {
+    /// Makes `generator` compile every method and block at its first call from now on
+    /// (`log`: one line on stderr per compile).
+    pub fn set_code_generator(&mut self, generator: Box<dyn CodeGenerator>, log: bool) {
+        self.jit.generator = Some(generator);
+        self.jit.layout = Some(Layout::new(&self.rt));
+        let here = std::hint::black_box(0u8);
+        self.jit.native_stack_limit =
+            (std::ptr::addr_of!(here) as usize).saturating_sub(NATIVE_STACK_BUDGET);
+        self.jit.log = log;
+        self.request_compiles(0);
+    }
+
+    /// Marks code from `from` on for compiling at its first call, when a generator is set.
+    pub(crate) fn request_compiles(&self, from: usize) {
+        if self.jit.generator.is_none() {
+            return;
+        }
+        for code in &self.rt.codes[from..] {
+            if code.plain_frame {
+                code.compiled.request();
+            }
+        }
+    }
+
+    /// Compiles `code` now; false (and interpreted for good) when it cannot be compiled.
+    #[inline(never)]
+    fn compile_native(&mut self, code: &'static Code) -> bool {
+        let Some(generator) = self.jit.generator.as_mut() else {
+            code.compiled.clear();
+            return false;
+        };
+        let Some(layout) = self.jit.layout.as_ref() else {
+            code.compiled.clear();
+            return false;
+        };
+        let started = Instant::now();
+        // A compiler bug must not take the VM down: the code stays interpreted.
+        let rt = &self.rt;
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            generator.compile(code, rt, layout)
+        }))
+        .unwrap_or_else(|_| Err("the code generator panicked".into()));
+        let micros = started.elapsed().as_secs_f64() * 1e6;
+        let tier = generator.tier().name();
+        match result {
+            Ok(native) => {
+                code.compiled.install(native.entry);
+                if self.jit.log {
+                    let line = format!(
+                        "[tier] {tier} {} ({} bytecodes, {} bytes, {micros:.0} us)\n",
+                        self.rt.code_name(code),
+                        code.ops.len(),
+                        native.size
+                    );
+                    self.write_err(line.as_bytes());
+                }
+                true
+            }
+            Err(why) => {
+                code.compiled.clear();
+                if self.jit.log {
+                    let line = format!(
+                        "[tier] {tier} failed for {}, stays interpreted: {why}\n",
+                        self.rt.code_name(code)
+                    );
+                    self.write_err(line.as_bytes());
+                }
+                false
+            }
+        }
+    }
+
+    /// Runs compiled frames from the top frame on, for the dispatch loop in mode `M` whose
+    /// base depth is `base_depth`, until a frame must be interpreted or the base frame returns.
+    #[inline(never)]
+    #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
+    pub(crate) fn run_compiled<M: LoopMode>(&mut self, base_depth: usize) -> Result<Exit, VmError> {
+        loop {
+            let code: &'static Code = self.rt.codes[self.rt.frames.top().code as usize];
+            let entry = match code.compiled.entry() {
+                Some(e) => e,
+                None => {
+                    if !code.compiled.is_set() || !self.compile_native(code) {
+                        return Ok(Exit::Interpret);
+                    }
+                    code.compiled.entry().expect("just installed")
+                }
+            };
+            // SAFETY: the entry point was made by the code generator for this code under the
+            // contract of the module docs; the top frame is this code's and its `ip` is one
+            // the code was left at (an instruction boundary of the same code).
+            let status = unsafe { entry(self as *mut Vm, std::ptr::null_mut(), 0, 1) };
+            match status {
+                s if s == Status::Called as u32 => {}
+                s if s == Status::Returned as u32 => {
+                    let result = self.rt.stack.pop().expect("a returned value");
+                    self.pop_frame(result);
+                    let depth = self.rt.frames.len();
+                    if depth <= self.rt.frames.exit_depth() {
+                        let f = self.entry_flag::<M>();
+                        let done = depth <= base_depth;
+                        if f & flag::ALL_YIELDPOINTS != 0 {
+                            self.profile_yieldpoint(f)?;
+                        }
+                        if done {
+                            return Ok(Exit::Returned(result));
+                        }
+                    }
+                }
+                s if s == Status::Interpret as u32 => return Ok(Exit::Interpret),
+                _ => {
+                    return Err(self.jit.error.take().unwrap_or_else(|| {
+                        VmError::Fatal("compiled code failed without an error".into())
+                    }))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The runtime stubs compiled code calls: `extern "C"` functions over the same routines the
+//! interpreter uses (sends, blocks, yieldpoints), so each semantic exists once. Each takes the
+//! VM first; the caller has saved the top frame's `ip` and the stack height, and every heap
+//! reference it needs afterwards is re-read from the value stack (a stub may collect).
+
+use tally_heap::Value;
+use tally_profile::flag;
+
+use super::Status;
+use crate::profiling::Dispatch;
+use crate::{Vm, VmError};
+
+/// Addresses of the stubs, for code generators.
+#[derive(Clone, Debug)]
+pub struct Stubs {
+    /// `(vm, site) -> Status`: a send from a site (inline cache, lookup, primitive, frame).
+    pub send: usize,
+    /// `(vm, site) -> Status`: a super send.
+    pub super_send: usize,
+    /// `(vm, site) -> Status`: a binary send whose small-integer fast path failed: doubles
+    /// and Booleans answered in place, anything else sent.
+    pub send_binary: usize,
+    /// `(vm, site, is_nil) -> Status`: `isNil` (1) or `notNil` (0).
+    pub send_nil_test: usize,
+    /// `(vm, code) -> Status`: pushes a new closure of block `code` over the top frame.
+    pub push_block: usize,
+    /// `(vm, index) -> Value`: a literal.
+    pub literal: usize,
+    /// `(vm, slot) -> Value`: a global's value, `Value::NONE` when undefined.
+    pub global: usize,
+    /// `(vm) -> Status`: a loop back-edge whose flag test found a bit raised.
+    pub back_edge: usize,
+    /// `(vm) -> Status`: the epilogue yieldpoint after compiled code popped a directly
+    /// called frame and found the exit depth tripped.
+    pub epilogue: usize,
+}
+
+impl Stubs {
+    pub(super) fn new() -> Stubs {
+        Stubs {
+            send: send as *const () as usize,
+            super_send: super_send as *const () as usize,
+            send_binary: send_binary as *const () as usize,
+            send_nil_test: send_nil_test as *const () as usize,
+            push_block: push_block as *const () as usize,
+            literal: literal as *const () as usize,
+            global: global as *const () as usize,
+            back_edge: back_edge as *const () as usize,
+            epilogue: epilogue as *const () as usize,
+        }
+    }
+}
+
+/// Runs `body` on the VM behind `vm` and turns its outcome into a status: `Continue` when the
+/// frames are as they were (the same depth, the top one still at the `ip` the compiled code
+/// saved), `Called` when they changed (a frame pushed, or `restart` moved the top one back to
+/// its start), `Error` with the error parked. A panic (a VM bug) must not unwind through
+/// compiled frames: it becomes a fatal error.
+fn guarded(vm: *mut Vm, body: impl FnOnce(&mut Vm) -> Result<(), VmError>) -> u32 {
+    // SAFETY: compiled code passes on the `*mut Vm` the dispatcher gave it, which points at
+    // the live VM; the dispatcher holds no other reference while compiled code runs.
+    let vm = unsafe { &mut *vm };
+    let depth = vm.rt.frames.len();
+    let ip = vm.rt.frames.top().ip;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut *vm)));
+    let result = match outcome {
+        Ok(r) => r,
+        Err(_) => Err(VmError::Fatal("the VM failed inside compiled code".into())),
+    };
+    match result {
+        Ok(()) if vm.rt.frames.len() == depth && vm.rt.frames.top().ip == ip => {
+            Status::Continue as u32
+        }
+        Ok(()) => Status::Called as u32,
+        Err(e) => {
+            vm.jit.error = Some(e);
+            Status::Error as u32
+        }
+    }
+}
+
+extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {
+    guarded(vm, |vm| vm.send(site, false))
+}
+
+extern "C" fn super_send(vm: *mut Vm, site: u32) -> u32 {
+    guarded(vm, |vm| vm.send(site, true))
+}
+
+extern "C" fn send_binary(vm: *mut Vm, site: u32) -> u32 {
+    guarded(vm, |vm| {
+        if vm.answer_binary_in_place(site) {
+            return Ok(());
+        }
+        vm.send(site, false)
+    })
+}
+
+extern "C" fn send_nil_test(vm: *mut Vm, site: u32, is_nil: u32) -> u32 {
+    guarded(vm, |vm| {
+        if vm.rt.nil_tests.standard() {
+            let top = vm.rt.stack.last_mut().expect("receiver");
+            *top = Value::from_bool((*top == Value::NIL) == (is_nil != 0));
+            return Ok(());
+        }
+        vm.send(site, false)
+    })
+}
+
+extern "C" fn push_block(vm: *mut Vm, code: u32) -> u32 {
+    guarded(vm, |vm| vm.push_block(code))
+}
+
+extern "C" fn literal(vm: *mut Vm, index: u32) -> u64 {
+    // SAFETY: as in `guarded`.
+    let vm = unsafe { &*vm };
+    vm.rt.literals[index as usize].0
+}
+
+extern "C" fn global(vm: *mut Vm, slot: u32) -> u64 {
+    // SAFETY: as in `guarded`.
+    let vm = unsafe { &*vm };
+    vm.rt.globals[slot as usize].0
+}
+
+extern "C" fn back_edge(vm: *mut Vm) -> u32 {
+    guarded(vm, |vm| {
+        let f = vm.yieldpoint_flag();
+        // A loop that tests the flag at back-edges serves everything there; the others serve
+        // only ring drains and stop requests, which would otherwise wait for the next call.
+        let wanted = match vm.running_loop {
+            Some(Dispatch::Hooks | Dispatch::Counting) => f,
+            _ => f & (flag::DRAIN | flag::STOP),
+        };
+        if wanted != 0 {
+            vm.profile_yieldpoint(wanted)?;
+        }
+        Ok(())
+    })
+}
+
+extern "C" fn epilogue(vm: *mut Vm) -> u32 {
+    guarded(vm, |vm| {
+        // What the dispatch loop running now would do at a tripped return.
+        let f = match vm.running_loop {
+            Some(Dispatch::Plain) | None => 0,
+            Some(_) => vm.yieldpoint_flag(),
+        };
+        if f & flag::ALL_YIELDPOINTS != 0 {
+            vm.profile_yieldpoint(f)?;
+        }
+        Ok(())
+    })
+}
