@@ -147,6 +147,11 @@ struct Cli {
     #[arg(long)]
     tier_log: bool,
 
+    /// Write /tmp/perf-PID.map as methods are compiled (address, size and name of each
+    /// compiled function, the name carrying its tier), so `perf report` names compiled code.
+    #[arg(long)]
+    perf_map: bool,
+
     /// Deepest SOM call stack before "stack overflow" is reported.
     #[arg(long, value_name = "FRAMES", default_value_t = 100_000)]
     max_stack_depth: usize,
@@ -539,6 +544,9 @@ fn main() -> ExitCode {
                 VmError::Fatal(format!("--tier=baseline: {e}"))
             })?;
             vm.set_code_generator(Box::new(generator), cli.tier_log);
+        }
+        if cli.perf_map {
+            vm.write_perf_map()?;
         }
         let r = vm.run_main(&cli.program);
         vm.flush();

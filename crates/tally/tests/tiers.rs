@@ -149,3 +149,48 @@ fn generated_programs_print_the_same_in_every_tier() {
         }
     }
 }
+
+/// `--perf-map` writes `/tmp/perf-PID.map` in perf's format: one `START SIZE NAME` line per
+/// compiled function, hexadecimal, the name carrying the tier, ranges disjoint.
+#[test]
+fn the_perf_map_names_every_compiled_function() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Fib.som"),
+        "Fib = ( fib: n = ( n < 2 ifTrue: [^n]. ^(self fib: n - 1) + (self fib: n - 2) ) run = ( (self fib: 15) println ) )",
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["--tier=baseline", "--perf-map"])
+        .arg(dir.path().join("Fib.som"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tally");
+    let map_path = format!("/tmp/perf-{}.map", child.id());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "610");
+    let map = std::fs::read_to_string(&map_path).expect("the perf map was written");
+    std::fs::remove_file(&map_path).ok();
+    let mut ranges = Vec::new();
+    for line in map.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let start = u64::from_str_radix(parts.next().unwrap(), 16).expect("hex start");
+        let size = u64::from_str_radix(parts.next().unwrap(), 16).expect("hex size");
+        let name = parts.next().expect("a name");
+        assert!(size > 0, "{line}");
+        assert!(name.ends_with(" [baseline]"), "{line}");
+        ranges.push((start, start + size, name.to_string()));
+    }
+    assert!(
+        ranges.iter().any(|(_, _, n)| n == "Fib>>fib: [baseline]"),
+        "{map}"
+    );
+    assert!(
+        ranges.iter().any(|(_, _, n)| n == "Fib>>run [baseline]"),
+        "{map}"
+    );
+    ranges.sort();
+    for pair in ranges.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "overlapping: {pair:?}");
+    }
+}

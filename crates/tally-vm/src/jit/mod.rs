@@ -251,6 +251,9 @@ pub(crate) struct Jit {
     /// and lets the dispatcher run the callee, which unwinds the chain of native frames: SOM
     /// recursion may go far deeper than the native stack. Set when the generator is set.
     pub(crate) native_stack_limit: usize,
+    /// `--perf-map`: one line per compiled function for `perf report` and other profilers
+    /// that read `/tmp/perf-PID.map`.
+    perf_map: Option<std::io::BufWriter<std::fs::File>>,
 }
 
 /// Native stack that chains of direct calls between compiled functions may use below the
@@ -283,6 +286,17 @@ impl Vm {
             (std::ptr::addr_of!(here) as usize).saturating_sub(NATIVE_STACK_BUDGET);
         self.jit.log = log;
         self.request_compiles(0);
+    }
+
+    /// Writes a perf map (`START SIZE NAME`, hexadecimal, one line per compiled function;
+    /// names carry the tier) to `/tmp/perf-PID.map` as functions are compiled; answers its path.
+    pub fn write_perf_map(&mut self) -> Result<std::path::PathBuf, VmError> {
+        let path = std::path::PathBuf::from(format!("/tmp/perf-{}.map", std::process::id()));
+        let file = std::fs::File::create(&path).map_err(|e| {
+            VmError::Fatal(format!("--perf-map: cannot create {}: {e}", path.display()))
+        })?;
+        self.jit.perf_map = Some(std::io::BufWriter::new(file));
+        Ok(path)
     }
 
     /// Marks code from `from` on for compiling at its first call, when a generator is set.
@@ -320,6 +334,17 @@ impl Vm {
         match result {
             Ok(native) => {
                 code.compiled.install(native.entry);
+                if let Some(map) = self.jit.perf_map.as_mut() {
+                    use std::io::Write;
+                    let name = self.rt.code_name(code);
+                    // A map line that cannot be written loses a symbol, not the run.
+                    let _ = writeln!(
+                        map,
+                        "{:x} {:x} {name} [{tier}]",
+                        native.entry as usize, native.size
+                    )
+                    .and_then(|()| map.flush());
+                }
                 if self.jit.log {
                     let line = format!(
                         "[tier] {tier} {} ({} bytecodes, {} bytes, {micros:.0} us)\n",
