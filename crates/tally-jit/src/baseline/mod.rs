@@ -36,6 +36,11 @@ impl Baseline {
                 .map_err(|e| format!("cranelift setting {k}={v}: {e}"))
         };
         set(&mut flags, "opt_level", "none")?;
+        // Cranelift's IR verifier costs a tenth of compile time; debug builds (and so the test
+        // suite's) keep it, release builds trust the translator.
+        if !cfg!(debug_assertions) {
+            set(&mut flags, "enable_verifier", "false")?;
+        }
         // Frame pointers, so native profilers can walk through compiled code.
         set(&mut flags, "preserve_frame_pointers", "true")?;
         let isa_builder =
