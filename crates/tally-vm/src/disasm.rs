@@ -10,7 +10,13 @@ impl Vm {
     /// The bytecode of the methods named by `target`: `Class>>selector`, `Class class>>selector`
     /// or `Class` (every method of the class and its metaclass). The class is loaded from the
     /// class path (or the embedded library) if it is not loaded yet.
-    pub fn disassemble(&mut self, target: &str) -> Result<String, VmError> {
+    /// With `generator`, each bytecode method is followed by what that compiler makes of it
+    /// (`CodeGenerator::listing`).
+    pub fn disassemble(
+        &mut self,
+        target: &str,
+        mut generator: Option<&mut dyn crate::jit::CodeGenerator>,
+    ) -> Result<String, VmError> {
         let (class_part, selector) = match target.split_once(">>") {
             Some((c, s)) => (c.trim(), Some(s.trim())),
             None => (target.trim(), None),
@@ -45,6 +51,16 @@ impl Vm {
             for code in codes {
                 found += 1;
                 self.write_code(&mut out, code);
+                let bytecode: &'static crate::runtime::Code = self.rt.codes[code as usize];
+                if let (Some(g), false) = (generator.as_deref_mut(), bytecode.ops.is_empty()) {
+                    let layout = crate::jit::Layout::new(&self.rt);
+                    match g.listing(bytecode, &self.rt, &layout) {
+                        Ok(text) => out.push_str(&text),
+                        Err(why) => {
+                            let _ = writeln!(out, "--- {}: not compiled: {why}", g.tier().name());
+                        }
+                    }
+                }
             }
         }
         if found == 0 {

@@ -12,7 +12,7 @@ use tally_vm::{Vm, VmOptions};
 #[derive(Parser)]
 #[command(
     name = "tally disasm",
-    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm Vector                    every method of Vector and of Vector class"
+    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm --tier=baseline 'Integer>>max:'   with Cranelift IR and machine code\n  tally disasm Vector                    every method of Vector and of Vector class"
 )]
 struct DisasmArgs {
     /// `Class>>selector`, `Class class>>selector`, or `Class` for all of a class's methods
@@ -21,6 +21,10 @@ struct DisasmArgs {
     /// serves classes it does not define
     #[arg(long, value_name = "DIR:DIR…")]
     classpath: Vec<String>,
+    /// Also show what this tier compiles each method into: `baseline` prints Cranelift's IR
+    /// and the machine code, annotated with bytecode indices
+    #[arg(long, value_enum, default_value_t = crate::TierChoice::Interp)]
+    tier: crate::TierChoice,
 }
 
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
@@ -33,7 +37,15 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         class_path: crate::class_path(&args.classpath),
         ..VmOptions::default()
     };
-    match Vm::new(options).and_then(|mut vm| vm.disassemble(&args.method)) {
+    let run = |mut vm: Vm| match args.tier {
+        crate::TierChoice::Interp => vm.disassemble(&args.method, None),
+        crate::TierChoice::Baseline => {
+            let mut generator = tally_jit::Baseline::new()
+                .map_err(|e| tally_vm::VmError::Fatal(format!("--tier=baseline: {e}")))?;
+            vm.disassemble(&args.method, Some(&mut generator))
+        }
+    };
+    match Vm::new(options).and_then(run) {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS

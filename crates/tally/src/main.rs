@@ -174,7 +174,7 @@ struct Cli {
 
 /// `--tier`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum TierChoice {
+pub(crate) enum TierChoice {
     Interp,
     Baseline,
 }

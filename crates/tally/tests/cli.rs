@@ -242,3 +242,46 @@ fn disasm_prints_bytecode_with_source_positions_and_blocks() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("Dis has no method nothing"));
 }
+
+/// `disasm --tier=baseline` adds what the baseline compiler makes of the method: Cranelift IR
+/// whose instructions carry their bytecode index, and the machine code by bytecode index.
+#[test]
+fn disasm_shows_the_baseline_ir_and_machine_code_by_bytecode_index() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Inc.som"),
+        "Inc = ( inc: x = ( ^x + 1 ) )
+",
+    )
+    .unwrap();
+    let out = tally(
+        d.path(),
+        &["disasm", "-cp", ".", "--tier=baseline", "Inc>>inc:"],
+    );
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("PushConstSendBinary"), "{text}");
+    let ir = text
+        .split("--- baseline: Cranelift IR")
+        .nth(1)
+        .expect("an IR section");
+    assert!(ir.contains("function "), "{ir}");
+    assert!(
+        ir.contains("sadd_overflow"),
+        "the inline small-integer add: {ir}"
+    );
+    assert!(
+        ir.contains("@0001"),
+        "instructions of bytecode 1 are marked: {ir}"
+    );
+    let machine = text
+        .split("--- baseline: machine code")
+        .nth(1)
+        .expect("a machine-code section");
+    assert!(machine.contains("@0"), "{machine}");
+    assert!(machine.contains("@1"), "{machine}");
+    assert!(
+        text.contains("--- baseline: machine instructions"),
+        "{text}"
+    );
+}

@@ -337,6 +337,46 @@ fn immediate_samples_tell_primitives_from_interpretation() {
     assert!(interpreting > 0.8, "{report}");
 }
 
+/// Samples interrupted in compiled code count as compiled code, not as native code the
+/// interpreter called: the compiled functions' ranges are registered with the profiler.
+#[test]
+fn immediate_samples_in_compiled_code_count_as_compiled() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Fib.som"),
+        "Fib = (
+            run = ( 1 to: 3 do: [:i | (self fib: 31) println ] )
+            fib: n = ( n < 2 ifTrue: [ ^n ]. ^(self fib: n - 1) + (self fib: n - 2) )
+        )",
+    )
+    .unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--tier=baseline",
+            "--profile=p.profile",
+            // CBS windows send every call through the stubs (they must count each one),
+            // native code; without them the time is the compiled code's.
+            "--cbs",
+            "off",
+            "--sampler",
+            "perf",
+            "--rate",
+            "5000",
+            "Fib.som",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = run_in(d.path(), &["report", "p.profile"]);
+    let report = text(&r.stdout);
+    let (compiled, samples) = state_share(&report, "compiled");
+    // Compiling is a state of its own (a large one in unoptimised builds of Cranelift).
+    let (compiling, _) = state_share(&report, "compiling");
+    assert!(compiling > 0.0, "{report}");
+    assert!(samples >= 10, "too few samples to judge: {report}");
+    assert!(compiled / (1.0 - compiling) > 0.8, "{report}");
+}
+
 #[test]
 fn the_default_trigger_is_chosen_for_the_rate_and_the_report_says_which_and_why() {
     let d = tempfile::tempdir().unwrap();

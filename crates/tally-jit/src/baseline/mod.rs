@@ -118,4 +118,50 @@ impl CodeGenerator for Baseline {
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(address) };
         Ok(NativeCode { entry, size })
     }
+
+    fn listing(&mut self, code: &Code, rt: &Runtime, layout: &Layout) -> Result<String, String> {
+        use std::fmt::Write as _;
+        let mut context = self.module.make_context();
+        context.func.signature = self.signature();
+        context.func.name = UserFuncName::user(0, code.id);
+        context.set_disasm(true);
+        translate::translate(
+            &mut context.func,
+            &mut self.builder_context,
+            &self.module,
+            code,
+            rt,
+            layout,
+        )?;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "--- baseline: Cranelift IR (@N: the bytecode index an instruction comes from)"
+        );
+        let _ = write!(out, "{}", context.func.display());
+        let compiled = context
+            .compile(self.module.isa(), &mut Default::default())
+            .map_err(|e| format!("{:?}", e.inner))?;
+        let _ = writeln!(
+            out,
+            "--- baseline: machine code ({} bytes), by bytecode index",
+            compiled.code_info().total_size
+        );
+        for loc in compiled.buffer.get_srclocs_sorted() {
+            if !loc.loc.is_default() {
+                let _ = writeln!(
+                    out,
+                    "  {:#06x}..{:#06x}  @{}",
+                    loc.start,
+                    loc.end,
+                    loc.loc.bits()
+                );
+            }
+        }
+        if let Some(vcode) = &compiled.vcode {
+            let _ = writeln!(out, "--- baseline: machine instructions");
+            out.push_str(vcode);
+        }
+        Ok(out)
+    }
 }

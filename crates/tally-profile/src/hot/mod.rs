@@ -7,6 +7,7 @@
 //! `Arc` to it, and hands a clone to [`crate::Sampler::start`].
 
 pub mod cbs;
+pub mod code_ranges;
 pub mod exact;
 pub mod flag;
 pub mod published;

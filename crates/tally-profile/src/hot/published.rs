@@ -121,6 +121,8 @@ pub struct PublishedState {
     /// The interpreter's code, `[start, end)`; `end == 0` while none is registered.
     interpreter_start: AtomicUsize,
     interpreter_end: AtomicUsize,
+    /// Compiled code: samples there record `VmState::Compiled`.
+    compiled: super::code_ranges::CodeRanges,
     mask: u32,
     frames: Box<[std::sync::atomic::AtomicU64]>,
 }
@@ -144,6 +146,7 @@ impl PublishedState {
             owner_tid: AtomicI32::new(0),
             interpreter_start: AtomicUsize::new(0),
             interpreter_end: AtomicUsize::new(0),
+            compiled: Default::default(),
             mask: cap as u32 - 1,
             frames: (0..cap).map(|_| Default::default()).collect(),
         }
@@ -244,6 +247,12 @@ impl PublishedState {
         self.interpreter_end.store(end, Ordering::Release);
     }
 
+    /// Registers a compiled function's code: samples interrupted there record
+    /// [`VmState::Compiled`]. False when the table is full (such code then counts as native).
+    pub fn add_compiled_code(&self, code: Range<usize>) -> bool {
+        self.compiled.add(code)
+    }
+
     /// Whether an interpreter range is registered.
     pub fn classifies_by_pc(&self) -> bool {
         self.interpreter_end.load(Ordering::Acquire) != 0
@@ -261,6 +270,7 @@ impl PublishedState {
         }
         let end = self.interpreter_end.load(Ordering::Acquire);
         match pc {
+            Some(pc) if self.compiled.contains(pc) => VmState::Compiled,
             Some(pc)
                 if end != 0
                     && !(self.interpreter_start.load(Ordering::Acquire)..end).contains(&pc) =>

@@ -199,6 +199,11 @@ pub trait CodeGenerator {
     /// Compiles `code`, whose send sites and literals are in `rt`.
     fn compile(&mut self, code: &Code, rt: &Runtime, layout: &Layout)
         -> Result<NativeCode, String>;
+
+    /// What compiling `code` makes, as text for people (`tally disasm`): the back end's IR
+    /// and the machine code, each annotated with the bytecode index it came from. Nothing is
+    /// installed.
+    fn listing(&mut self, code: &Code, rt: &Runtime, layout: &Layout) -> Result<String, String>;
 }
 
 /// A `Code`'s compiled state: 0 to interpret, [`CompiledSlot::REQUESTED`] to compile at the
@@ -322,6 +327,10 @@ impl Vm {
             code.compiled.clear();
             return false;
         };
+        let previous = self
+            .profiler
+            .is_some()
+            .then(|| crate::profiling::VM_STATE.set(tally_profile::VmState::Compiling));
         let started = Instant::now();
         // A compiler bug must not take the VM down: the code stays interpreted.
         let rt = &self.rt;
@@ -329,11 +338,22 @@ impl Vm {
             generator.compile(code, rt, layout)
         }))
         .unwrap_or_else(|_| Err("the code generator panicked".into()));
+        if let Some(state) = previous {
+            crate::profiling::VM_STATE.set(state);
+        }
         let micros = started.elapsed().as_secs_f64() * 1e6;
         let tier = generator.tier().name();
         match result {
             Ok(native) => {
                 code.compiled.install(native.entry);
+                if let Some(p) = self.profiler.as_deref() {
+                    let start = native.entry as usize;
+                    // A full table leaves this code counted as native code in samples.
+                    let _ = p
+                        .hot
+                        .published
+                        .add_compiled_code(start..start + native.size);
+                }
                 if let Some(map) = self.jit.perf_map.as_mut() {
                     use std::io::Write;
                     let name = self.rt.code_name(code);
