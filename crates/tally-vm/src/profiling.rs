@@ -627,12 +627,7 @@ impl Vm {
         };
         let mut r = p.recorder();
         for code in &self.rt.codes[from..] {
-            let file = self
-                .rt
-                .sources
-                .get(code.source as usize)
-                .map(|s| s.path().to_string())
-                .unwrap_or_default();
+            let file = self.rt.source_path(code);
             r.event(EventKind::MethodCompiled {
                 method: MethodId(code.id),
                 class: ClassId(code.holder),

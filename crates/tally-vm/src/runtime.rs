@@ -564,6 +564,14 @@ impl Runtime {
         }
     }
 
+    /// The path of the file `code` was compiled from (empty when unknown).
+    pub fn source_path(&self, code: &Code) -> String {
+        self.sources
+            .get(code.source as usize)
+            .map(|s| s.path().to_string())
+            .unwrap_or_default()
+    }
+
     /// `Holder>>selector`, as stack traces and method printing show it.
     pub fn code_name(&self, code: &Code) -> String {
         let base = format!(

@@ -152,6 +152,12 @@ struct Cli {
     #[arg(long)]
     perf_map: bool,
 
+    /// Write perf's jitdump file jit-PID.dump into DIR (default: the current directory) as
+    /// methods are compiled: each function's machine code, name (with its tier) and source
+    /// lines. Record with `perf record -k mono`, then `perf inject --jit` makes the symbols.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = ".")]
+    jitdump: Option<PathBuf>,
+
     /// Deepest SOM call stack before "stack overflow" is reported.
     #[arg(long, value_name = "FRAMES", default_value_t = 100_000)]
     max_stack_depth: usize,
@@ -547,6 +553,9 @@ fn main() -> ExitCode {
         }
         if cli.perf_map {
             vm.write_perf_map()?;
+        }
+        if let Some(dir) = &cli.jitdump {
+            vm.write_jitdump(dir)?;
         }
         let r = vm.run_main(&cli.program);
         vm.flush();

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{run_in, text};
+use common::{run_in, state_share, text};
 
 const FIB: &[u8] = b"Fib = (
     run = ( 1 to: 3 do: [:i | (self fib: 24) println ] )
@@ -271,25 +271,6 @@ fn samples_line(report: &str) -> &str {
         .expect("a samples line")
 }
 
-/// The share of `state` among the samples of `tally report`'s VM-state table, and the count.
-fn state_share(report: &str, state: &str) -> (f64, u64) {
-    let total: u64 = report
-        .lines()
-        .find_map(|l| l.strip_prefix("VM states: "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .expect("a VM-state table");
-    let count: u64 = report
-        .lines()
-        .find_map(|l| {
-            let mut words = l.split_whitespace();
-            let (_share, count, name) = (words.next()?, words.next()?, words.next()?);
-            (name == state).then(|| count.parse().ok()).flatten()
-        })
-        .expect("a row for the state");
-    (count as f64 / total.max(1) as f64, total)
-}
-
 #[test]
 fn immediate_samples_tell_primitives_from_interpretation() {
     // Concatenating ever longer strings spends its time copying them in the `concatenate:`
@@ -335,46 +316,6 @@ fn immediate_samples_tell_primitives_from_interpretation() {
     assert!(primitive > 0.8, "{report}");
     let (interpreting, report) = share_of("Fib.som", "interpreting");
     assert!(interpreting > 0.8, "{report}");
-}
-
-/// Samples interrupted in compiled code count as compiled code, not as native code the
-/// interpreter called: the compiled functions' ranges are registered with the profiler.
-#[test]
-fn immediate_samples_in_compiled_code_count_as_compiled() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(
-        d.path().join("Fib.som"),
-        "Fib = (
-            run = ( 1 to: 3 do: [:i | (self fib: 31) println ] )
-            fib: n = ( n < 2 ifTrue: [ ^n ]. ^(self fib: n - 1) + (self fib: n - 2) )
-        )",
-    )
-    .unwrap();
-    let o = run_in(
-        d.path(),
-        &[
-            "--tier=baseline",
-            "--profile=p.profile",
-            // CBS windows send every call through the stubs (they must count each one),
-            // native code; without them the time is the compiled code's.
-            "--cbs",
-            "off",
-            "--sampler",
-            "perf",
-            "--rate",
-            "5000",
-            "Fib.som",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let r = run_in(d.path(), &["report", "p.profile"]);
-    let report = text(&r.stdout);
-    let (compiled, samples) = state_share(&report, "compiled");
-    // Compiling is a state of its own (a large one in unoptimised builds of Cranelift).
-    let (compiling, _) = state_share(&report, "compiling");
-    assert!(compiling > 0.0, "{report}");
-    assert!(samples >= 10, "too few samples to judge: {report}");
-    assert!(compiled / (1.0 - compiling) > 0.8, "{report}");
 }
 
 #[test]

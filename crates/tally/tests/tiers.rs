@@ -6,6 +6,14 @@
 use std::fmt::Write as _;
 use std::process::Command;
 
+mod common;
+use common::{run_in, state_share};
+
+/// Method samples at a high rate and nothing else. CBS windows send every call of compiled
+/// code through the stubs (they must count each one), which is native code; without them the
+/// time is the compiled code's.
+const METHOD_SAMPLES_ONLY: [&str; 6] = ["--cbs", "off", "--sampler", "perf", "--rate", "5000"];
+
 /// A small deterministic generator (xorshift64*), so a failing program is reproducible from
 /// its seed.
 struct Rng(u64);
@@ -150,25 +158,33 @@ fn generated_programs_print_the_same_in_every_tier() {
     }
 }
 
+/// Runs `Fib.som` (written into `dir`; `fib:` on lines 3 and 4) in the baseline tier with
+/// `flag`, checks its output and answers the process id (which names perf's files).
+fn run_fib(dir: &std::path::Path, flag: &str) -> u32 {
+    std::fs::write(
+        dir.join("Fib.som"),
+        "Fib = (\n  fib: n = (\n    n < 2 ifTrue: [^n].\n    ^(self fib: n - 1) + (self fib: n - 2) )\n  run = ( (self fib: 15) println ) )\n",
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["--tier=baseline", flag])
+        .arg(dir.join("Fib.som"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tally");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "610");
+    pid
+}
+
 /// `--perf-map` writes `/tmp/perf-PID.map` in perf's format: one `START SIZE NAME` line per
 /// compiled function, hexadecimal, the name carrying the tier, ranges disjoint.
 #[test]
 fn the_perf_map_names_every_compiled_function() {
     let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(
-        dir.path().join("Fib.som"),
-        "Fib = ( fib: n = ( n < 2 ifTrue: [^n]. ^(self fib: n - 1) + (self fib: n - 2) ) run = ( (self fib: 15) println ) )",
-    )
-    .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(["--tier=baseline", "--perf-map"])
-        .arg(dir.path().join("Fib.som"))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("run tally");
-    let map_path = format!("/tmp/perf-{}.map", child.id());
-    let out = child.wait_with_output().expect("wait");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "610");
+    let pid = run_fib(dir.path(), "--perf-map");
+    let map_path = format!("/tmp/perf-{pid}.map");
     let map = std::fs::read_to_string(&map_path).expect("the perf map was written");
     std::fs::remove_file(&map_path).ok();
     let mut ranges = Vec::new();
@@ -193,4 +209,158 @@ fn the_perf_map_names_every_compiled_function() {
     for pair in ranges.windows(2) {
         assert!(pair[0].1 <= pair[1].0, "overlapping: {pair:?}");
     }
+}
+
+/// Samples resolve to the right place in compiled code: a loop whose body is one line puts
+/// at least 90 % of the method's samples on that line, interpreted and compiled alike (compiled
+/// code maps the interrupted pc through its code version's pc map to a bytecode index).
+#[test]
+fn a_hot_loop_body_gets_its_samples_in_every_tier() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Loop.som"),
+        "Loop = (\n    run = (\n        | s |\n        s := 0.\n        1 to: 3000000 do: [:i |\n            s := s + (i * 3) - (i / 7) ].\n        s println\n    )\n)\n",
+    )
+    .unwrap();
+    for tier in ["--tier=interp", "--tier=baseline"] {
+        let profile = dir.path().join("loop.profile");
+        let profile_flag = format!("--profile={}", profile.display());
+        let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args([tier, profile_flag.as_str(), "--force"])
+            .args(METHOD_SAMPLES_ONLY)
+            .arg(dir.path().join("Loop.som"))
+            .output()
+            .expect("run tally");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let listing = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args(["report", "--lines", "Loop>>run"])
+            .arg(&profile)
+            .output()
+            .expect("run tally report");
+        let text = String::from_utf8_lossy(&listing.stdout).into_owned();
+        // Rows: self, total, line number, source.
+        let mut selves = std::collections::HashMap::new();
+        for row in text.lines().skip(2) {
+            let words: Vec<&str> = row.split_whitespace().collect();
+            if let [s, _, line, ..] = words[..] {
+                if let (Ok(line), Ok(n)) = (line.parse::<u32>(), s.parse::<u64>()) {
+                    selves.insert(line, n);
+                }
+            }
+        }
+        let all: u64 = selves.values().sum();
+        let body = selves.get(&6).copied().unwrap_or(0);
+        assert!(all >= 30, "{tier}: too few samples to judge:\n{text}");
+        assert!(
+            body as f64 >= 0.9 * all as f64,
+            "{tier}: {body} of {all} samples on the loop body:\n{text}"
+        );
+    }
+}
+
+/// `--jitdump=DIR` writes perf's jitdump format: the header, then for each compiled function
+/// a debug-info record (machine address → source line) before its code-load record (name with
+/// the tier, the machine code itself).
+#[test]
+fn the_jitdump_holds_every_compiled_function_with_its_lines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jitdump = format!("--jitdump={}", dir.path().display());
+    let pid = run_fib(dir.path(), &jitdump);
+    let path = dir.path().join(format!("jit-{pid}.dump"));
+    let bytes = std::fs::read(&path).expect("the dump was written");
+    let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().unwrap());
+    let u64_at = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().unwrap());
+    let c_str = |at: usize| {
+        let end = at
+            + bytes[at..]
+                .iter()
+                .position(|&b| b == 0)
+                .expect("a terminated name");
+        (
+            String::from_utf8_lossy(&bytes[at..end]).into_owned(),
+            end + 1,
+        )
+    };
+    assert_eq!(u32_at(0), 0x4A69_5444, "magic");
+    assert_eq!(u32_at(4), 1, "version");
+    let mut at = u32_at(8) as usize;
+    let mut loads = Vec::new();
+    let mut lines_for: Option<Vec<(u64, u32, String)>> = None;
+    while at < bytes.len() {
+        let (id, size) = (u32_at(at), u32_at(at + 4) as usize);
+        let body = at + 16;
+        match id {
+            2 => {
+                let n = u64_at(body + 8) as usize;
+                let mut entries = Vec::new();
+                let mut e = body + 16;
+                for _ in 0..n {
+                    let (file, next) = c_str(e + 16);
+                    entries.push((u64_at(e), u32_at(e + 8), file));
+                    e = next;
+                }
+                assert_eq!(e, at + size, "a debug-info record's size");
+                lines_for = Some(entries);
+            }
+            0 => {
+                let (address, code_size) = (u64_at(body + 16), u64_at(body + 24));
+                let (name, code) = c_str(body + 40);
+                assert_eq!(
+                    code + code_size as usize,
+                    at + size,
+                    "{name}: the code follows"
+                );
+                let lines = lines_for.take().unwrap_or_default();
+                for (a, _, _) in &lines {
+                    assert!((address..address + code_size).contains(a), "{name}");
+                }
+                loads.push((name, code_size, lines));
+            }
+            other => panic!("unexpected record {other}"),
+        }
+        at += size;
+    }
+    let (_, size, lines) = loads
+        .iter()
+        .find(|(n, _, _)| n == "Fib>>fib: [baseline]")
+        .expect("fib: was compiled");
+    assert!(*size > 0);
+    assert!(
+        lines.iter().all(|(_, _, f)| f.ends_with("Fib.som")),
+        "{lines:?}"
+    );
+    let lines: std::collections::BTreeSet<u32> = lines.iter().map(|(_, l, _)| *l).collect();
+    assert_eq!(lines, [3, 4].into(), "fib:'s code comes from lines 3 and 4");
+}
+
+/// Samples interrupted in compiled code count as compiled code, not as native code the
+/// interpreter called: the compiled functions' ranges are registered with the profiler.
+#[test]
+fn immediate_samples_in_compiled_code_count_as_compiled() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Fib.som"),
+        "Fib = (
+            run = ( 1 to: 3 do: [:i | (self fib: 31) println ] )
+            fib: n = ( n < 2 ifTrue: [ ^n ]. ^(self fib: n - 1) + (self fib: n - 2) )
+        )",
+    )
+    .unwrap();
+    let mut args = vec!["--tier=baseline", "--profile=p.profile"];
+    args.extend(METHOD_SAMPLES_ONLY);
+    args.push("Fib.som");
+    let o = run_in(d.path(), &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = run_in(d.path(), &["report", "p.profile"]);
+    let report = String::from_utf8_lossy(&r.stdout).into_owned();
+    let (compiled, samples) = state_share(&report, "compiled");
+    // Compiling is a state of its own (a large one in unoptimised builds of Cranelift).
+    let (compiling, _) = state_share(&report, "compiling");
+    assert!(compiling > 0.0, "{report}");
+    assert!(samples >= 10, "too few samples to judge: {report}");
+    assert!(compiled / (1.0 - compiling) > 0.8, "{report}");
 }

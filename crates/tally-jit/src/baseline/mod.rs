@@ -63,6 +63,24 @@ impl Baseline {
     }
 }
 
+/// Machine code offset → bytecode index, from the source locations the translator set (one
+/// per instruction); stretches without one (the entry's dispatch, shared exits) map to `None`.
+fn pc_map(compiled: &cranelift_codegen::CompiledCode) -> Vec<(u32, Option<u32>)> {
+    let mut map: Vec<(u32, Option<u32>)> = Vec::new();
+    let mut end = 0;
+    for loc in compiled.buffer.get_srclocs_sorted() {
+        if loc.start > end {
+            map.push((end, None));
+        }
+        let bci = (!loc.loc.is_default()).then(|| loc.loc.bits());
+        map.push((loc.start, bci));
+        end = loc.end;
+    }
+    map.push((end, None));
+    map.dedup_by(|later, earlier| later.1 == earlier.1);
+    map
+}
+
 /// `EntryPoint`'s signature: (vm, frame, bp, resume) -> status.
 pub(crate) fn entry_signature(module: &JITModule) -> Signature {
     let mut sig = module.make_signature();
@@ -104,10 +122,10 @@ impl CodeGenerator for Baseline {
         self.module
             .define_function(id, &mut self.context)
             .map_err(|e| format!("{e:?}"))?;
-        let size = self
-            .context
-            .compiled_code()
-            .map_or(0, |c| c.code_info().total_size as usize);
+        let (size, pc_map) = match self.context.compiled_code() {
+            Some(c) => (c.code_info().total_size as usize, pc_map(c)),
+            None => (0, Vec::new()),
+        };
         self.module
             .finalize_definitions()
             .map_err(|e| e.to_string())?;
@@ -116,7 +134,11 @@ impl CodeGenerator for Baseline {
         // SAFETY: the function was declared with the `EntryPoint` signature
         // (`entry_signature`, the platform's C calling convention) and is finalized.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(address) };
-        Ok(NativeCode { entry, size })
+        Ok(NativeCode {
+            entry,
+            size,
+            pc_map,
+        })
     }
 
     fn listing(&mut self, code: &Code, rt: &Runtime, layout: &Layout) -> Result<String, String> {

@@ -305,7 +305,14 @@ impl HotState {
         let foreign = owner != 0 && owner != current_tid();
         let published = &self.published;
         let result = self.ring.try_push(|w| {
-            let (n, depth) = published.snapshot(|i, word| w.set_frame(i, word), w.max_frames());
+            let pc_here = if foreign { None } else { pc };
+            let (n, depth) = published.snapshot(
+                |i, word| match pc_here {
+                    Some(pc) if i == 0 => w.set_frame(i, published.innermost_at(word, pc)),
+                    _ => w.set_frame(i, word),
+                },
+                w.max_frames(),
+            );
             let mut flags = SampleFlags::NONE;
             if depth as usize > n {
                 flags = flags.with(SampleFlags::TRUNCATED);

@@ -58,7 +58,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use crate::ids::{RawFrame, VmState};
+use crate::ids::{MethodId, RawFrame, VmState};
 
 /// Where a VM keeps its frames, for handlers to read in place.
 ///
@@ -249,8 +249,31 @@ impl PublishedState {
 
     /// Registers a compiled function's code: samples interrupted there record
     /// [`VmState::Compiled`]. False when the table is full (such code then counts as native).
-    pub fn add_compiled_code(&self, code: Range<usize>) -> bool {
-        self.compiled.add(code)
+    pub fn add_compiled_code(
+        &self,
+        code: Range<usize>,
+        version: crate::ids::CodeVersionId,
+        method: MethodId,
+    ) -> bool {
+        self.compiled.add(code, version, method)
+    }
+
+    /// The innermost frame of a sample interrupted at `pc`: when `pc` lies in a compiled
+    /// version of the frame's own method, that version at `pc`'s offset (resolved later through
+    /// its pc map to a bytecode index and a tier), else the frame as the stack holds it (its
+    /// last saved position). The check against the method covers the few instructions of a
+    /// direct call where the callee's frame is pushed but the caller's code still runs.
+    /// Async-signal-safe.
+    #[inline]
+    pub fn innermost_at(&self, word: u64, pc: usize) -> u64 {
+        match (self.compiled.find(pc), RawFrame::unpack(word)) {
+            (Some((code, owner, pc_offset)), RawFrame::Interpreted { method, .. })
+                if method == owner =>
+            {
+                RawFrame::Compiled { code, pc_offset }.pack()
+            }
+            _ => word,
+        }
     }
 
     /// Whether an interpreter range is registered.

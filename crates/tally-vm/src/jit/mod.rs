@@ -12,6 +12,7 @@
 //! asks and runs the new top frame, compiled or not. SOM calls therefore never nest on the
 //! native stack, as in the interpreter.
 
+mod jitdump;
 mod stubs;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -188,6 +189,10 @@ pub struct NativeCode {
     pub entry: EntryPoint,
     /// Bytes of machine code.
     pub size: usize,
+    /// (offset of the first byte, bytecode index) for each run of machine code, sorted; a
+    /// run goes on to the next entry's offset. `None`: code of no one instruction (the
+    /// entry's dispatch, shared exits).
+    pub pc_map: Vec<(u32, Option<u32>)>,
 }
 
 /// A compiler back end. The VM asks it for code when a method or block is first called under
@@ -252,6 +257,8 @@ pub(crate) struct Jit {
     log: bool,
     /// The error a stub met, for the dispatcher to return.
     pub(crate) error: Option<VmError>,
+    /// Compiles so far: the next code version's id (profiles name versions by it).
+    compiles: u32,
     /// Below this native stack pointer, compiled code stops calling compiled code directly
     /// and lets the dispatcher run the callee, which unwinds the chain of native frames: SOM
     /// recursion may go far deeper than the native stack. Set when the generator is set.
@@ -259,6 +266,8 @@ pub(crate) struct Jit {
     /// `--perf-map`: one line per compiled function for `perf report` and other profilers
     /// that read `/tmp/perf-PID.map`.
     perf_map: Option<std::io::BufWriter<std::fs::File>>,
+    /// `--jitdump`.
+    jitdump: Option<jitdump::JitDump>,
 }
 
 /// Native stack that chains of direct calls between compiled functions may use below the
@@ -304,6 +313,20 @@ impl Vm {
         Ok(path)
     }
 
+    /// Writes perf's jitdump file `dir/jit-PID.dump` as functions are compiled (their code,
+    /// names with the tier, and source lines); answers its path. An existing file is an error.
+    pub fn write_jitdump(&mut self, dir: &std::path::Path) -> Result<std::path::PathBuf, VmError> {
+        let (dump, path) = jitdump::JitDump::create(dir).map_err(|e| {
+            VmError::Fatal(format!(
+                "--jitdump: cannot create jit-{}.dump in {}: {e}",
+                std::process::id(),
+                dir.display()
+            ))
+        })?;
+        self.jit.jitdump = Some(dump);
+        Ok(path)
+    }
+
     /// Marks code from `from` on for compiling at its first call, when a generator is set.
     pub(crate) fn request_compiles(&self, from: usize) {
         if self.jit.generator.is_none() {
@@ -346,13 +369,61 @@ impl Vm {
         match result {
             Ok(native) => {
                 code.compiled.install(native.entry);
+                self.jit.compiles += 1;
+                let compile_id = self.jit.compiles;
                 if let Some(p) = self.profiler.as_deref() {
+                    use tally_profile::{CodeVersion, CodeVersionId, MethodId, PcMapEntry};
                     let start = native.entry as usize;
+                    let version = CodeVersionId(compile_id);
+                    let method = MethodId(code.id);
                     // A full table leaves this code counted as native code in samples.
-                    let _ = p
-                        .hot
-                        .published
-                        .add_compiled_code(start..start + native.size);
+                    let _ = p.hot.published.add_compiled_code(
+                        start..start + native.size,
+                        version,
+                        method,
+                    );
+                    let pc_map = native
+                        .pc_map
+                        .iter()
+                        .map(|&(pc_offset, bci)| PcMapEntry {
+                            pc_offset,
+                            chain: bci.map(|b| vec![(method, b)]).unwrap_or_default(),
+                        })
+                        .collect();
+                    p.recorder()
+                        .event(tally_profile::EventKind::CodeInstalled(CodeVersion {
+                            id: version,
+                            method,
+                            tier: tally_profile::Tier::Baseline,
+                            compile_id,
+                            compile_time_ns: (micros * 1e3) as u64,
+                            code_start: start as u64,
+                            code_len: native.size as u64,
+                            pc_map,
+                        }));
+                }
+                if let Some(dump) = self.jit.jitdump.as_mut() {
+                    let start = native.entry as usize;
+                    // SAFETY: the generator answered `size` bytes of finalized (readable and
+                    // executable) machine code at the entry point, never freed.
+                    let bytes =
+                        unsafe { std::slice::from_raw_parts(start as *const u8, native.size) };
+                    let file = self.rt.source_path(code);
+                    let lines: Vec<jitdump::DebugLine> = native
+                        .pc_map
+                        .iter()
+                        .filter_map(|&(offset, bci)| {
+                            let (line, _) = *code.positions.get(bci? as usize)?;
+                            Some(jitdump::DebugLine {
+                                address: (start + offset as usize) as u64,
+                                line,
+                                file: &file,
+                            })
+                        })
+                        .collect();
+                    let name = format!("{} [{tier}]", self.rt.code_name(code));
+                    // A record that cannot be written loses a symbol, not the run.
+                    let _ = dump.code_loaded(&name, bytes, &lines);
                 }
                 if let Some(map) = self.jit.perf_map.as_mut() {
                     use std::io::Write;

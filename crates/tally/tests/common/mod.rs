@@ -72,3 +72,22 @@ pub fn interrupt_once_measured(child: Child, json: &Path, key: &str, at_least: u
     assert!(status.success());
     child.wait_with_output().unwrap()
 }
+
+/// The share of `state` among the samples of `tally report`'s VM-state table, and the count.
+pub fn state_share(report: &str, state: &str) -> (f64, u64) {
+    let total: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("VM states: "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("a VM-state table");
+    let count: u64 = report
+        .lines()
+        .find_map(|l| {
+            let mut words = l.split_whitespace();
+            let (_share, count, name) = (words.next()?, words.next()?, words.next()?);
+            (name == state).then(|| count.parse().ok()).flatten()
+        })
+        .expect("a row for the state");
+    (count as f64 / total.max(1) as f64, total)
+}
