@@ -152,6 +152,13 @@ struct Cli {
     #[arg(long)]
     perf_map: bool,
 
+    /// Print the Cranelift IR and machine code (annotated with bytecode indices) of every
+    /// compiled method or block whose name contains PATTERN, on stderr, as it is compiled
+    /// (e.g. `--print-code='Vector>>'`). `tally disasm --tier=baseline` shows the same without
+    /// running anything.
+    #[arg(long, value_name = "PATTERN")]
+    print_code: Option<String>,
+
     /// Write perf's jitdump file jit-PID.dump into DIR (default: the current directory) as
     /// methods are compiled: each function's machine code, name (with its tier) and source
     /// lines. Record with `perf record -k mono`, then `perf inject --jit` makes the symbols.
@@ -540,6 +547,20 @@ fn main() -> ExitCode {
             ClockKind::Wall
         },
     };
+    if cli.tier == TierChoice::Interp {
+        let compiled_only = [
+            ("--print-code", cli.print_code.is_some()),
+            ("--perf-map", cli.perf_map),
+            ("--jitdump", cli.jitdump.is_some()),
+            ("--tier-log", cli.tier_log),
+        ];
+        if let Some((flag, _)) = compiled_only.iter().find(|(_, set)| *set) {
+            say!(
+                "error: {flag} is about compiled code; it needs a compiling tier (--tier=baseline)"
+            );
+            return ExitCode::from(2);
+        }
+    }
     if cli.exhaustive && cli.tier != TierChoice::Interp {
         say!("error: --exhaustive counts bytecodes in the interpreter; it needs --tier=interp");
         return ExitCode::from(2);
@@ -553,6 +574,9 @@ fn main() -> ExitCode {
         }
         if cli.perf_map {
             vm.write_perf_map()?;
+        }
+        if let Some(pattern) = &cli.print_code {
+            vm.print_code(pattern);
         }
         if let Some(dir) = &cli.jitdump {
             vm.write_jitdump(dir)?;

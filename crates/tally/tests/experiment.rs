@@ -115,6 +115,40 @@ fn cbs_experiment_on_the_smoke_suite() {
     );
 }
 
+/// `--tier baseline` runs the measured runs compiled; the exhaustive reference still
+/// interprets (exact bytecode counts come from the interpreter).
+#[test]
+fn cbs_experiment_measures_the_chosen_tier() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("cbs");
+    let o = run(&[
+        "experiment",
+        "cbs",
+        "--suite",
+        &smoke_suite(),
+        "--benchmarks",
+        "Fibonacci",
+        "--config",
+        "3:4",
+        "-n",
+        "1",
+        "--tier",
+        "baseline",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let json = read_json(&out.join("cbs.json"));
+    for r in json["runs"].as_array().unwrap() {
+        let argv = r["argv"].as_array().unwrap();
+        let compiled = argv.iter().any(|a| a == "--tier=baseline");
+        assert_eq!(compiled, r["kind"] != "exact", "{r}");
+        if r["kind"] == "cbs" {
+            assert!((0.0..=1.0).contains(&num(&r["overlap"])), "{r}");
+        }
+    }
+}
+
 #[test]
 fn sampling_experiment_on_the_smoke_suite() {
     let d = tempfile::tempdir().unwrap();

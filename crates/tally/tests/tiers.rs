@@ -364,3 +364,24 @@ fn immediate_samples_in_compiled_code_count_as_compiled() {
     assert!(samples >= 10, "too few samples to judge: {report}");
     assert!(compiled / (1.0 - compiling) > 0.8, "{report}");
 }
+
+/// `--print-code=PATTERN` prints the compiled code of the methods it names, and only those, as
+/// they are compiled; flags about compiled code are refused in the interpreter tier.
+#[test]
+fn print_code_shows_the_methods_it_names() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run_fib(dir.path(), "--tier-log");
+    let out = run_in(
+        dir.path(),
+        &["--tier=baseline", "--print-code=Fib>>fib", "Fib.som"],
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("=== ").count(), 1, "{err}");
+    assert!(err.contains("=== Fib>>fib: [baseline]"), "{err}");
+    assert!(err.contains("--- baseline: Cranelift IR"), "{err}");
+    assert!(err.contains("--- baseline: machine code"), "{err}");
+    let refused = run_in(dir.path(), &["--print-code=Fib", "Fib.som"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs a compiling tier"));
+}

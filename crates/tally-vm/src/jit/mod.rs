@@ -268,6 +268,9 @@ pub(crate) struct Jit {
     perf_map: Option<std::io::BufWriter<std::fs::File>>,
     /// `--jitdump`.
     jitdump: Option<jitdump::JitDump>,
+    /// `--print-code=PATTERN`: methods whose name contains it get their compiled code
+    /// printed on stderr as they are compiled.
+    print_code: Option<String>,
 }
 
 /// Native stack that chains of direct calls between compiled functions may use below the
@@ -325,6 +328,12 @@ impl Vm {
         })?;
         self.jit.jitdump = Some(dump);
         Ok(path)
+    }
+
+    /// Prints, on stderr, the IR and machine code of every compiled method or block whose
+    /// name (`Class>>selector`, `[] in Class>>selector`) contains `pattern`.
+    pub fn print_code(&mut self, pattern: &str) {
+        self.jit.print_code = Some(pattern.to_string());
     }
 
     /// Marks code from `from` on for compiling at its first call, when a generator is set.
@@ -401,6 +410,21 @@ impl Vm {
                             code_len: native.size as u64,
                             pc_map,
                         }));
+                }
+                let name = self.rt.code_name(code);
+                if let (Some(pattern), Some(generator), Some(layout)) = (
+                    self.jit.print_code.as_deref(),
+                    self.jit.generator.as_mut(),
+                    self.jit.layout.as_ref(),
+                ) {
+                    if name.contains(pattern) {
+                        let text = generator
+                            .listing(code, &self.rt, layout)
+                            .unwrap_or_else(|why| format!("(no listing: {why})\n"));
+                        let text =
+                            format!("=== {name} [{tier}], compile {}\n{text}", self.jit.compiles);
+                        self.write_err(text.as_bytes());
+                    }
                 }
                 if let Some(dump) = self.jit.jitdump.as_mut() {
                     let start = native.entry as usize;

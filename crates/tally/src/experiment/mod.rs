@@ -101,6 +101,11 @@ pub struct CommonArgs {
     #[arg(long, value_name = "PATH")]
     tally: Option<PathBuf>,
 
+    /// The tier of the measured runs (profiled and baseline); the exhaustive reference runs
+    /// are always interpreted.
+    #[arg(long, value_name = "TIER", default_value = "interp", value_parser = ["interp", "baseline"])]
+    tier: String,
+
     /// Output directory [default: tally-experiment-NAME-DATE-TIME].
     #[arg(long, short = 'o', value_name = "DIR")]
     out: Option<PathBuf>,
@@ -227,6 +232,7 @@ impl CommonArgs {
                 keep_profiles: self.keep_profiles,
                 quiet: self.quiet,
                 tool: format!("tally experiment {experiment}"),
+                tier: self.tier.clone(),
             },
         );
         Ok(Setup {

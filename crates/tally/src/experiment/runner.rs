@@ -52,6 +52,9 @@ pub struct RunnerOptions {
     pub quiet: bool,
     /// "tally experiment cbs", for messages.
     pub tool: String,
+    /// The tier the measured runs use (`--tier=…`); the exhaustive reference runs always
+    /// interpret, since exact bytecode counts come from the interpreter.
+    pub tier: String,
 }
 
 /// What the progress estimate groups runs by: benchmark index and kind of run.
@@ -110,6 +113,10 @@ impl Runner {
             return Err(Stop::Interrupted);
         }
         let b = self.suite.benchmarks[bench].clone();
+        let mut flags = flags;
+        if !flags.iter().any(|f| f == "--exhaustive") {
+            flags.push(format!("--tier={}", self.options.tier));
+        }
         let executor = Executor {
             name: "tally".into(),
             kind: ExecutorKind::Tally {
