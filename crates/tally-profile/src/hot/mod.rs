@@ -224,7 +224,10 @@ impl HotState {
     #[inline]
     pub fn on_tick_at(&self, pc: Option<usize>) {
         let mode = self.mode.load(Ordering::Acquire);
-        if mode & MODE_CBS != 0 {
+        // A window samples the calls that follow its tick, so windows must open in proportion
+        // to the program's own running time: a tick while the VM compiles would open one on
+        // the calls after a compile, the first runs of new code, and over-represent warm-up.
+        if mode & MODE_CBS != 0 && self.published.state() != VmState::Compiling {
             self.counters.cbs_ticks.fetch_add(1, Ordering::Relaxed);
             self.flag.raise(flag::CBS_WINDOW);
         }
@@ -372,6 +375,19 @@ impl HotState {
 mod tests {
     use super::*;
     use crate::ids::MethodId;
+
+    #[test]
+    fn ticks_while_compiling_open_no_cbs_window() {
+        let hot = HotState::new(HotConfig::default());
+        hot.set_mode(None, true);
+        hot.published.set_state(VmState::Compiling);
+        hot.on_tick();
+        assert_eq!(hot.flag.load() & flag::CBS_WINDOW, 0);
+        hot.published.set_state(VmState::Interpreting);
+        hot.on_tick();
+        assert_ne!(hot.flag.load() & flag::CBS_WINDOW, 0);
+        assert_eq!(hot.counters().cbs_ticks, 1);
+    }
 
     #[test]
     fn polling_ticks_coalesce_and_settle() {
