@@ -339,6 +339,10 @@ pub struct NilTests {
 }
 
 impl NilTests {
+    /// Where compiled code reads the two fields (`standard` must be `0b1111`, `redefined` 0).
+    pub(crate) const STANDARD_OFFSET: usize = std::mem::offset_of!(NilTests, standard);
+    pub(crate) const REDEFINED_OFFSET: usize = std::mem::offset_of!(NilTests, redefined);
+
     #[inline(always)]
     pub fn standard(self) -> bool {
         self.standard == 0b1111 && !self.redefined

@@ -1001,6 +1001,43 @@ impl Translator<'_, '_> {
             Op::SuperSend(site) => self.send_stub(self.layout.stubs.super_send, site, h, i)?,
             Op::SendBinary(site) => self.send_binary(site, h, i)?,
             Op::SendIsNil(site) | Op::SendNotNil(site) => {
+                // Answered by a comparison with nil while the core library's definitions
+                // stand (as the interpreter does), else sent through the stub.
+                let c = &self.layout.calls;
+                let (standard_at, redefined_at) = (c.nil_tests_standard, c.nil_tests_redefined);
+                let standard = self
+                    .b
+                    .ins()
+                    .uload8(I32, Self::flags(), self.vm, standard_at);
+                let redefined = self
+                    .b
+                    .ins()
+                    .uload8(I32, Self::flags(), self.vm, redefined_at);
+                let all_four = cmp_imm(&mut self.b, IntCC::Equal, standard, 0b1111);
+                let kept = cmp_imm(&mut self.b, IntCC::Equal, redefined, 0);
+                let inline = self.b.ins().band(all_four, kept);
+                let fast = self.b.create_block();
+                let slow = self.b.create_block();
+                self.b.set_cold_block(slow);
+                self.b.ins().brif(inline, fast, &[], slow, &[]);
+                self.b.switch_to_block(fast);
+                let v = self.slot(h - 1);
+                let nil = cmp_imm(
+                    &mut self.b,
+                    IntCC::Equal,
+                    v,
+                    tally_heap::Value::NIL.0 as i64,
+                );
+                let t = self.b.ins().iconst(I64, TRUE);
+                let f = self.b.ins().iconst(I64, FALSE);
+                let answer = if matches!(op, Op::SendIsNil(_)) {
+                    self.b.ins().select(nil, t, f)
+                } else {
+                    self.b.ins().select(nil, f, t)
+                };
+                self.set_slot(h - 1, answer);
+                self.jump(next_block(next)?);
+                self.b.switch_to_block(slow);
                 self.sync(h, i + 1);
                 let site = self.b.ins().iconst(I32, site as i64);
                 let is_nil = self

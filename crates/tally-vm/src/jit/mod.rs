@@ -135,6 +135,11 @@ pub struct CallLayout {
     pub code_trivial_operand: i32,
     /// The class id of small integers.
     pub integer_class: u32,
+    /// Offsets from the `*mut Vm` of the two bytes that say whether `isNil`/`notNil` mean
+    /// what the core library says (`NilTests::standard`): the first must be `0b1111`, the
+    /// second 0.
+    pub nil_tests_standard: i32,
+    pub nil_tests_redefined: i32,
 }
 
 impl Layout {
@@ -165,6 +170,11 @@ impl Layout {
             code_trivial_kind: offset_of!(Code, trivial_kind) as i32,
             code_trivial_operand: offset_of!(Code, trivial_operand) as i32,
             integer_class: rt.core.integer,
+            nil_tests_standard: (offset_of!(Vm, rt.nil_tests)
+                + crate::runtime::NilTests::STANDARD_OFFSET) as i32,
+            nil_tests_redefined: (offset_of!(Vm, rt.nil_tests)
+                + crate::runtime::NilTests::REDEFINED_OFFSET)
+                as i32,
         };
         Layout {
             calls,
