@@ -277,6 +277,20 @@ impl IntOp {
         }))
     }
 
+    /// The answer for any two operands when it needs no send: small integers (`apply`), an
+    /// immediate double with a double or integer (`apply_float`), or Booleans (`apply_bool`).
+    /// The one definition the interpreter and the compiled tiers' stub share.
+    #[inline(always)]
+    pub fn answer(self, a: Value, b: Value) -> Option<Value> {
+        if a.is_int() && b.is_int() {
+            self.apply(a.int_unchecked(), b.int_unchecked())
+        } else if a.is_small_float() || b.is_small_float() {
+            self.apply_float(a, b)
+        } else {
+            self.apply_bool(a, b)
+        }
+    }
+
     /// The result for two small integers, or None when it must take the general path
     /// (overflow into a big integer).
     #[inline(always)]

@@ -6,8 +6,6 @@
 
 mod translate;
 
-use std::time::Instant;
-
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
@@ -22,8 +20,6 @@ pub struct Baseline {
     module: JITModule,
     context: Context,
     builder_context: FunctionBuilderContext,
-    /// Total time spent compiling, for reports.
-    pub compile_time: std::time::Duration,
 }
 
 impl Baseline {
@@ -54,13 +50,22 @@ impl Baseline {
             module,
             context,
             builder_context: FunctionBuilderContext::new(),
-            compile_time: Default::default(),
         })
     }
+}
 
-    fn signature(&self) -> Signature {
-        entry_signature(&self.module)
-    }
+/// Writes `code`'s function into `context` (signature, name, body).
+fn build(
+    module: &JITModule,
+    builder_context: &mut FunctionBuilderContext,
+    context: &mut Context,
+    code: &Code,
+    rt: &Runtime,
+    layout: &Layout,
+) -> Result<(), String> {
+    context.func.signature = entry_signature(module);
+    context.func.name = UserFuncName::user(0, code.id);
+    translate::translate(&mut context.func, builder_context, module, code, rt, layout)
 }
 
 /// Machine code offset → bytecode index, from the source locations the translator set (one
@@ -102,14 +107,11 @@ impl CodeGenerator for Baseline {
         rt: &Runtime,
         layout: &Layout,
     ) -> Result<NativeCode, String> {
-        let started = Instant::now();
         self.module.clear_context(&mut self.context);
-        self.context.func.signature = self.signature();
-        self.context.func.name = UserFuncName::user(0, code.id);
-        translate::translate(
-            &mut self.context.func,
-            &mut self.builder_context,
+        build(
             &self.module,
+            &mut self.builder_context,
+            &mut self.context,
             code,
             rt,
             layout,
@@ -130,7 +132,6 @@ impl CodeGenerator for Baseline {
             .finalize_definitions()
             .map_err(|e| e.to_string())?;
         let address = self.module.get_finalized_function(id);
-        self.compile_time += started.elapsed();
         // SAFETY: the function was declared with the `EntryPoint` signature
         // (`entry_signature`, the platform's C calling convention) and is finalized.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(address) };
@@ -144,13 +145,11 @@ impl CodeGenerator for Baseline {
     fn listing(&mut self, code: &Code, rt: &Runtime, layout: &Layout) -> Result<String, String> {
         use std::fmt::Write as _;
         let mut context = self.module.make_context();
-        context.func.signature = self.signature();
-        context.func.name = UserFuncName::user(0, code.id);
         context.set_disasm(true);
-        translate::translate(
-            &mut context.func,
-            &mut self.builder_context,
+        build(
             &self.module,
+            &mut self.builder_context,
+            &mut context,
             code,
             rt,
             layout,

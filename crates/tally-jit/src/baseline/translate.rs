@@ -681,9 +681,7 @@ impl Translator<'_, '_> {
             _ => {
                 let cc = compare_cc(op)?;
                 let c = self.b.ins().icmp(cc, a, b);
-                let t = self.b.ins().iconst(I64, TRUE);
-                let f = self.b.ins().iconst(I64, FALSE);
-                self.b.ins().select(c, t, f)
+                self.boolean(c)
             }
         })
     }
@@ -702,48 +700,68 @@ impl Translator<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if op != IntOp::None && op != IntOp::And && op != IntOp::Or {
-            let a = self.slot(h - 2);
-            let b = self.slot(h - 1);
-            let ints = self.both_ints(a, b);
-            let fast = self.b.create_block();
-            let floats = self.b.create_block();
-            self.b.ins().brif(ints, fast, &[], floats, &[]);
-            self.b.switch_to_block(fast);
+            let (a, b, ints, doubles) = self.number_operands(op, h, slow);
+            if let Some((x, y)) = doubles {
+                let r = match op {
+                    IntOp::Add => Some(self.b.ins().fadd(x, y)),
+                    IntOp::Sub => Some(self.b.ins().fsub(x, y)),
+                    IntOp::Mul => Some(self.b.ins().fmul(x, y)),
+                    _ => None,
+                };
+                let v = match r {
+                    Some(r) => self.encode_small_float(r, slow),
+                    None => {
+                        let cc = float_cc(op).expect("number_operands checked");
+                        let c = self.b.ins().fcmp(cc, x, y);
+                        self.boolean(c)
+                    }
+                };
+                self.set_slot(h - 2, v);
+                self.jump(next);
+            }
+            self.b.switch_to_block(ints);
             if let Some(r) = self.int_arith(op, a, b, slow) {
                 self.set_slot(h - 2, r);
                 self.jump(next);
             } else {
                 self.jump(slow);
             }
-            self.b.switch_to_block(floats);
-            match self.float_operands(op, a, b, slow) {
-                Some((x, y)) => {
-                    let r = match op {
-                        IntOp::Add => Some(self.b.ins().fadd(x, y)),
-                        IntOp::Sub => Some(self.b.ins().fsub(x, y)),
-                        IntOp::Mul => Some(self.b.ins().fmul(x, y)),
-                        _ => None,
-                    };
-                    let v = match r {
-                        Some(r) => self.encode_small_float(r, slow),
-                        None => {
-                            let cc = float_cc(op).expect("float_operands checked");
-                            let c = self.b.ins().fcmp(cc, x, y);
-                            let t = self.b.ins().iconst(I64, TRUE);
-                            let f = self.b.ins().iconst(I64, FALSE);
-                            self.b.ins().select(c, t, f)
-                        }
-                    };
-                    self.set_slot(h - 2, v);
-                    self.jump(next);
-                }
-                None => self.jump(slow),
-            }
         } else {
             self.jump(slow);
         }
         self.b.switch_to_block(slow);
         self.send_stub(self.layout.stubs.send_binary, site, h, i)
+    }
+
+    /// The operands of a binary `op` in slots `h - 2` and `h - 1`, split by kind: answers them
+    /// tagged, the (empty) block taken when both are small integers, and, when `op` has a
+    /// double form, the two as doubles, with the builder in the block where they are (operands
+    /// of neither kind, and doubles `op` cannot take, jump to `slow`).
+    fn number_operands(
+        &mut self,
+        op: IntOp,
+        h: i32,
+        slow: Block,
+    ) -> (Value, Value, Block, Option<(Value, Value)>) {
+        let a = self.slot(h - 2);
+        let b = self.slot(h - 1);
+        let ints = self.both_ints(a, b);
+        let int_block = self.b.create_block();
+        let others = self.b.create_block();
+        self.b.ins().brif(ints, int_block, &[], others, &[]);
+        self.b.switch_to_block(others);
+        let doubles = self.float_operands(op, a, b, slow);
+        if doubles.is_none() {
+            self.jump(slow);
+        }
+        (a, b, int_block, doubles)
+    }
+
+    /// `true` or `false` as a SOM value, from a condition.
+    fn boolean(&mut self, c: Value) -> Value {
+        let t = self.b.ins().iconst(I64, TRUE);
+        let f = self.b.ins().iconst(I64, FALSE);
+        self.b.ins().select(c, t, f)
     }
 
     /// The operands of `op` as doubles when `IntOp::apply_float` would answer them in place
@@ -848,14 +866,6 @@ impl Translator<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if let Some(cc) = compare_cc(op) {
-            let a = self.slot(h - 2);
-            let b = self.slot(h - 1);
-            let ints = self.both_ints(a, b);
-            let fast = self.b.create_block();
-            let floats = self.b.create_block();
-            self.b.ins().brif(ints, fast, &[], floats, &[]);
-            self.b.switch_to_block(fast);
-            let c = self.b.ins().icmp(cc, a, b);
             let (taken, not_taken) = (self.block(target as usize)?, self.block(i + 2)?);
             let branch = |t: &mut Self, c: Value| {
                 if jump_if {
@@ -864,16 +874,14 @@ impl Translator<'_, '_> {
                     t.b.ins().brif(c, not_taken, &[], taken, &[]);
                 }
             };
-            branch(self, c);
-            self.b.switch_to_block(floats);
-            match self.float_operands(op, a, b, slow) {
-                Some((x, y)) => {
-                    let cc = float_cc(op).expect("float_operands checked");
-                    let c = self.b.ins().fcmp(cc, x, y);
-                    branch(self, c);
-                }
-                None => self.jump(slow),
+            let (a, b, ints, doubles) = self.number_operands(op, h, slow);
+            if let Some((x, y)) = doubles {
+                let c = self.b.ins().fcmp(float_cc(op).expect("a comparison"), x, y);
+                branch(self, c);
             }
+            self.b.switch_to_block(ints);
+            let c = self.b.ins().icmp(cc, a, b);
+            branch(self, c);
         } else {
             self.jump(slow);
         }
@@ -1022,19 +1030,13 @@ impl Translator<'_, '_> {
                 self.b.ins().brif(inline, fast, &[], slow, &[]);
                 self.b.switch_to_block(fast);
                 let v = self.slot(h - 1);
-                let nil = cmp_imm(
-                    &mut self.b,
-                    IntCC::Equal,
-                    v,
-                    tally_heap::Value::NIL.0 as i64,
-                );
-                let t = self.b.ins().iconst(I64, TRUE);
-                let f = self.b.ins().iconst(I64, FALSE);
-                let answer = if matches!(op, Op::SendIsNil(_)) {
-                    self.b.ins().select(nil, t, f)
+                let cc = if matches!(op, Op::SendIsNil(_)) {
+                    IntCC::Equal
                 } else {
-                    self.b.ins().select(nil, f, t)
+                    IntCC::NotEqual
                 };
+                let is = cmp_imm(&mut self.b, cc, v, tally_heap::Value::NIL.0 as i64);
+                let answer = self.boolean(is);
                 self.set_slot(h - 1, answer);
                 self.jump(next_block(next)?);
                 self.b.switch_to_block(slow);

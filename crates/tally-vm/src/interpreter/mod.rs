@@ -100,18 +100,6 @@ impl Vm {
         let mut ip: usize = top.ip as usize;
         let mut bp: usize = top.bp();
         let mut executed: u64 = 0;
-        if M::RUNS_COMPILED && code.compiled.is_set() {
-            match self.run_compiled::<M>(base_depth)? {
-                Exit::Returned(v) => return Ok(v),
-                Exit::Interpret => {
-                    let f = self.rt.frames.top();
-                    code = self.rt.codes[f.code as usize];
-                    ops = &code.ops;
-                    ip = f.ip as usize;
-                    bp = f.bp();
-                }
-            }
-        }
         macro_rules! flush_counts {
             () => {
                 if M::COUNT_BYTECODES {
@@ -157,6 +145,8 @@ impl Vm {
                 run_compiled_if_any!();
             }};
         }
+        // The loop may start on a compiled frame.
+        run_compiled_if_any!();
         macro_rules! save {
             () => {
                 self.rt.frames.top_mut().ip = ip as u32;
@@ -235,19 +225,7 @@ impl Vm {
                 let int_op = self.rt.sites[site_id as usize].int_op;
                 let len = self.rt.stack.len();
                 let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
-                if a.is_int() && b.is_int() {
-                    if let Some(r) = int_op.apply(a.int_unchecked(), b.int_unchecked()) {
-                        self.rt.stack.truncate(len - 1);
-                        self.rt.stack[len - 2] = r;
-                        continue;
-                    }
-                } else if a.is_small_float() || b.is_small_float() {
-                    if let Some(r) = int_op.apply_float(a, b) {
-                        self.rt.stack.truncate(len - 1);
-                        self.rt.stack[len - 2] = r;
-                        continue;
-                    }
-                } else if let Some(r) = int_op.apply_bool(a, b) {
+                if let Some(r) = int_op.answer(a, b) {
                     self.rt.stack.truncate(len - 1);
                     self.rt.stack[len - 2] = r;
                     continue;
@@ -284,14 +262,7 @@ impl Vm {
                 let int_op = self.rt.sites[site_id as usize].int_op;
                 let len = self.rt.stack.len();
                 let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
-                let answer = if a.is_int() && b.is_int() {
-                    int_op.apply(a.int_unchecked(), b.int_unchecked())
-                } else if a.is_small_float() || b.is_small_float() {
-                    int_op.apply_float(a, b)
-                } else {
-                    int_op.apply_bool(a, b)
-                };
-                match answer {
+                match int_op.answer(a, b) {
                     Some(r) => {
                         self.rt.stack.truncate(len - 2);
                         ip = if (r == Value::TRUE) == $jump_if {

@@ -240,14 +240,7 @@ impl Vm {
         let int_op = self.rt.sites[site as usize].int_op;
         let len = self.rt.stack.len();
         let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
-        let answer = if a.is_int() && b.is_int() {
-            int_op.apply(a.int_unchecked(), b.int_unchecked())
-        } else if a.is_small_float() || b.is_small_float() {
-            int_op.apply_float(a, b)
-        } else {
-            int_op.apply_bool(a, b)
-        };
-        match answer {
+        match int_op.answer(a, b) {
             Some(r) => {
                 self.rt.stack.truncate(len - 1);
                 self.rt.stack[len - 2] = r;
