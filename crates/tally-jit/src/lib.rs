@@ -5,3 +5,26 @@
 mod baseline;
 
 pub use baseline::Baseline;
+
+use tally_vm::jit::{AdaptiveConfig, CodeGenerator, Tier};
+use tally_vm::tally_controller::CostModel;
+
+/// Samples per second that drive `--tier=adaptive` when no profile is recorded: enough for
+/// the controller to see a method that runs for a few milliseconds, at a cost below the
+/// noise of a benchmark (the samples are taken in the signal handler, one frame deep).
+pub const ADAPTIVE_SAMPLE_RATE: u32 = 1000;
+
+/// `--tier=adaptive` with this crate's compilers and `model`'s figures.
+pub fn adaptive_config(model: CostModel) -> AdaptiveConfig {
+    AdaptiveConfig {
+        generators: Box::new(|tier| -> Result<Box<dyn CodeGenerator>, String> {
+            match tier {
+                Tier::Baseline => Ok(Box::new(Baseline::new()?)),
+                Tier::Interp => Err("the interpreter is not a compiler".into()),
+            }
+        }),
+        tiers: vec![Tier::Baseline],
+        model,
+        rate_hz: ADAPTIVE_SAMPLE_RATE,
+    }
+}

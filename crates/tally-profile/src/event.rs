@@ -4,7 +4,7 @@
 //! free of strings.
 
 use crate::code::CodeVersion;
-use crate::ids::{ClassId, CodeVersionId, MethodId};
+use crate::ids::{ClassId, CodeVersionId, MethodId, Tier};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -73,6 +73,19 @@ pub enum EventKind {
     },
     /// A compiled code version became executable.
     CodeInstalled(CodeVersion),
+    /// The adaptive controller chose to recompile `method` from tier `from` to tier `to`,
+    /// with the figures of its cost/benefit model (Jikes RVM's): the method's past time as
+    /// if all spent in `from` (the estimate of its future), the predicted compile time and
+    /// the predicted time of the same work in `to`. The compile that follows is a
+    /// `CodeInstalled` with the actual compile time.
+    TierDecision {
+        method: MethodId,
+        from: Tier,
+        to: Tier,
+        past_ns: u64,
+        predicted_compile_ns: u64,
+        predicted_future_ns: u64,
+    },
     /// A code version was discarded; its id is never reused.
     CodeFreed {
         code: CodeVersionId,
@@ -98,6 +111,7 @@ impl EventKind {
             EventKind::MethodCompiled { .. } => "method compiled",
             EventKind::MethodLines { .. } => "method lines",
             EventKind::CodeInstalled(_) => "code installed",
+            EventKind::TierDecision { .. } => "tier decision",
             EventKind::CodeFreed { .. } => "code freed",
             EventKind::GcStart { .. } => "gc start",
             EventKind::GcEnd { .. } => "gc",

@@ -73,6 +73,17 @@ pub fn example_profile() -> Profile {
         lines(1, &[(0, 8, 5), (4, 9, 9), (9, 10, 9), (11, 11, 5)]),
     ];
     events.push(ev(
+        3_700_000,
+        EventKind::TierDecision {
+            method: MethodId(2),
+            from: Tier::Interpreter,
+            to: Tier::Optimizing,
+            past_ns: 3_000_000,
+            predicted_compile_ns: 300_000,
+            predicted_future_ns: 750_000,
+        },
+    ));
+    events.push(ev(
         4_000_000,
         EventKind::CodeInstalled(CodeVersion {
             id: CodeVersionId(1),

@@ -390,12 +390,22 @@ fn chrome_trace_shows_the_event_timeline() {
     assert_eq!(gc["args"]["bytes_after"], 1 << 20);
     let jit = events
         .iter()
-        .find(|e| e["cat"] == "jit")
+        .find(|e| e["cat"] == "jit" && e["ph"] == "X")
         .expect("a compile slice");
     assert_eq!(jit["name"], "compile Bench>>loop [optimizing]");
+    let decision = events
+        .iter()
+        .find(|e| e["cat"] == "jit" && e["ph"] == "i")
+        .expect("the controller's decision");
+    assert_eq!(
+        decision["name"],
+        "decide Bench>>loop interpreter -> optimizing"
+    );
+    assert_eq!(decision["args"]["predicted_compile_ns"], 300_000);
     let instants = events.iter().filter(|e| e["ph"] == "i").count();
-    // start, class, 4 methods, code freed, end (line tables are not events on a timeline)
-    assert_eq!(instants, 8);
+    // start, class, 4 methods, the decision, code freed, end (line tables are not events on
+    // a timeline)
+    assert_eq!(instants, 9);
     assert_eq!(back["otherData"]["truncated_samples"], 1);
 
     // The samples too: one per profile sample, each pointing at its innermost frame, whose

@@ -104,6 +104,23 @@ struct Effect {
 }
 
 impl Op {
+    /// The send site this instruction uses, if it sends.
+    pub fn site(self) -> Option<SiteId> {
+        match self {
+            Op::Send(s)
+            | Op::SendBinary(s)
+            | Op::SuperSend(s)
+            | Op::PushLocalSend(_, s)
+            | Op::PushLocalSendBinary(_, s)
+            | Op::PushConstSendBinary(_, s)
+            | Op::SendCompareJumpIfFalse(s, _)
+            | Op::SendCompareJumpIfTrue(s, _)
+            | Op::SendIsNil(s)
+            | Op::SendNotNil(s) => Some(s),
+            _ => None,
+        }
+    }
+
     fn effect(self, argc: impl Fn(SiteId) -> usize) -> Effect {
         let e = |pops, pushes| Effect {
             pops,

@@ -54,7 +54,10 @@ impl Vm {
                 let bytecode: &'static crate::runtime::Code = self.rt.codes[code as usize];
                 if let (Some(g), false) = (generator.as_deref_mut(), bytecode.ops.is_empty()) {
                     let layout = crate::jit::Layout::new(&self.rt);
-                    match g.listing(bytecode, &self.rt, &layout) {
+                    match g.listing(
+                        &crate::jit::CompileRequest::new(bytecode, &self.rt),
+                        &layout,
+                    ) {
                         Ok(text) => out.push_str(&text),
                         Err(why) => {
                             let _ = writeln!(out, "--- {}: not compiled: {why}", g.tier().name());

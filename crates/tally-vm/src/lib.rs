@@ -29,6 +29,7 @@ use std::path::PathBuf;
 pub use clock::ClockKind;
 pub use error::{TraceEntry, VmError};
 pub use profiling::ProfileOptions;
+pub use tally_controller;
 use tally_heap::{Heap, HeapOptions, Value};
 pub use tally_profile;
 
@@ -106,29 +107,42 @@ impl Vm {
             clock: clock::Clock::start(options_clock),
             rng: 0x2545_f491_4f6c_dd1d,
         };
-        if let Some(p) = &vm.options.profile {
-            if !cfg!(feature = "profiling") {
-                return Err(VmError::Fatal(
-                    "this tally was built without profiling (cargo feature `profiling`)".into(),
-                ));
-            }
-            let profiler = profiling::Profiler::new(p, &vm.rt.frames)?;
-            vm.publishes_primitive_calls = p.trigger.is_some()
-                && p.mechanism == tally_profile::Mechanism::Immediate
-                && !profiler.hot.published.classifies_by_pc();
-            vm.dispatch = profiling::Dispatch::for_profile(Some(p), vm.publishes_primitive_calls);
-            vm.profiler = Some(Box::new(profiler));
-            vm.profile_watch_gc();
+        if let Some(p) = vm.options.profile.clone() {
+            vm.start_profiler(p)?;
         }
         vm.bootstrap()?;
         Ok(vm)
     }
 
+    /// Sets up the profiler (its sampling starts with the program) and the dispatch loop it
+    /// needs.
+    pub(crate) fn start_profiler(&mut self, p: ProfileOptions) -> Result<(), VmError> {
+        if !cfg!(feature = "profiling") {
+            return Err(VmError::Fatal(
+                "this tally was built without profiling (cargo feature `profiling`)".into(),
+            ));
+        }
+        let profiler = profiling::Profiler::new(&p, &self.rt.frames)?;
+        self.publishes_primitive_calls = p.trigger.is_some()
+            && p.mechanism == tally_profile::Mechanism::Immediate
+            && !profiler.hot.published.classifies_by_pc();
+        self.dispatch = profiling::Dispatch::for_profile(Some(&p), self.publishes_primitive_calls);
+        let records = p.output.is_some();
+        self.profiler = Some(Box::new(profiler));
+        if records {
+            self.profile_watch_gc();
+            if !self.rt.codes.is_empty() {
+                self.profile_announce_code(0);
+            }
+        }
+        Ok(())
+    }
+
     /// Runs a program the way SOM VMs do: `args[0]` names a class (or a `.som` file), which is
     /// loaded and sent `run:` with all arguments when it understands it, else `run`.
     pub fn run_main(&mut self, args: &[String]) -> Result<Value, VmError> {
-        if let (Some(p), Some(o)) = (self.profiler.as_deref_mut(), self.options.profile.as_ref()) {
-            p.start_sampling(o)?;
+        if let Some(p) = self.profiler.as_deref_mut() {
+            p.start_sampling()?;
         }
         let result = self.run_main_inner(args);
         self.flush();
@@ -137,6 +151,8 @@ impl Vm {
 
     /// Ends profiling (if on) and writes the profile; answers where it was written.
     pub fn finish_profile(&mut self, exit_code: i32) -> Result<Option<PathBuf>, VmError> {
+        // The compiler thread installs code and records it: it stops first.
+        self.jit.stop();
         let Some(p) = self.profiler.take() else {
             return Ok(None);
         };

@@ -573,7 +573,7 @@ impl CompileEnv for Env<'_> {
         self.vm
             .rt
             .add_code(Code::from_compiled(id, code, max_height));
-        self.vm.request_compiles(id as usize);
+        self.vm.code_added(id as usize);
         id
     }
 }

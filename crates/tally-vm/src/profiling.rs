@@ -145,7 +145,9 @@ impl Dispatch {
 
 #[derive(Debug, Clone)]
 pub struct ProfileOptions {
-    pub output: PathBuf,
+    /// Where the profile goes; `None` records no profile: the samples only feed the
+    /// adaptive optimizer (`Vm::set_adaptive`).
+    pub output: Option<PathBuf>,
     /// The sample trigger; `None` takes no method samples (CBS or exhaustive only).
     pub trigger: Option<Trigger>,
     /// Why `trigger` was chosen when the user left the choice to Tally (`--sampler auto`),
@@ -166,11 +168,35 @@ pub struct ProfileOptions {
     pub settings: Vec<(String, String)>,
 }
 
+impl ProfileOptions {
+    /// Samples for the adaptive optimizer alone, `rate_hz` a second: only the innermost
+    /// frame (all it reads), taken in the signal handler (which costs the interpreter
+    /// nothing between samples), nothing recorded.
+    pub fn for_controller(rate_hz: u32) -> ProfileOptions {
+        let (trigger, why) = tally_profile::trigger::auto_trigger(rate_hz);
+        ProfileOptions {
+            output: None,
+            trigger: Some(trigger),
+            trigger_choice: Some(why),
+            mechanism: Mechanism::Immediate,
+            rate_hz,
+            sample_depth: 1,
+            cbs: None,
+            exhaustive: false,
+            command_line: Vec::new(),
+            settings: Vec::new(),
+        }
+    }
+}
+
 /// Locks the recorder whatever became of an earlier holder: a recorder only ever gains
 /// whole entries, so one left by a panic is still consistent.
 fn lock(recorder: &Mutex<Recorder>) -> MutexGuard<'_, Recorder> {
     recorder.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Reads each batch of samples as it arrives, on the drain thread.
+pub(crate) type SampleObserver = Box<dyn FnMut(&[tally_profile::Sample]) + Send>;
 
 pub(crate) struct Profiler {
     pub hot: Arc<HotState>,
@@ -183,7 +209,14 @@ pub(crate) struct Profiler {
     /// Empties the ring off the VM thread and answers a Ctrl-C the interpreter does not reach.
     drainer: Option<Drainer>,
     _sigint: Option<tally_profile::sigint::SigintGuard>,
-    output: PathBuf,
+    /// `None`: no profile is recorded (the samples only feed `observer`).
+    output: Option<PathBuf>,
+    options: ProfileOptions,
+    /// Who else reads the samples as they arrive (the adaptive controller), on the drain
+    /// thread: the same samples the profile keeps.
+    observer: Option<SampleObserver>,
+    /// How often the observer wants samples, at the longest.
+    observer_period: Option<std::time::Duration>,
     /// Set when the program was interrupted (SIGINT) and must stop at the next yieldpoint.
     pub interrupted: bool,
     /// Set once the main class is loaded and about to run: a run that never got there (no
@@ -255,7 +288,11 @@ impl Profiler {
         };
         let recorder = Arc::new(Mutex::new(Recorder::new(header)));
         hot.published.bind_current_thread();
-        let sigint = install_sigint_flush(&hot).ok();
+        // Without a profile to save, Ctrl-C keeps its ordinary meaning.
+        let sigint = match options.output {
+            Some(_) => install_sigint_flush(&hot).ok(),
+            None => None,
+        };
         Ok(Profiler {
             hot,
             recorder,
@@ -265,27 +302,54 @@ impl Profiler {
             drainer: None,
             _sigint: sigint,
             output: options.output.clone(),
+            options: options.clone(),
+            observer: None,
+            observer_period: None,
             interrupted: false,
             program_started: false,
             _trips: trips,
         })
     }
 
+    /// Whether a profile is recorded (else the samples only feed the observer).
+    pub fn records(&self) -> bool {
+        self.output.is_some()
+    }
+
+    /// The options the profiler was made with.
+    pub fn options(&self) -> &ProfileOptions {
+        &self.options
+    }
+
+    /// Hands every batch of samples to `observer` as well, on the drain thread, which then
+    /// wakes every `period` at least. Set before [`Profiler::start_sampling`].
+    pub fn observe_samples(&mut self, observer: SampleObserver, period: std::time::Duration) {
+        self.observer = Some(observer);
+        self.observer_period = Some(period);
+    }
+
     /// Starts the drain thread and the trigger; called once the VM is ready to run the program.
-    pub fn start_sampling(&mut self, options: &ProfileOptions) -> Result<(), VmError> {
+    pub fn start_sampling(&mut self) -> Result<(), VmError> {
+        let options = self.options.clone();
         self.hot.published.set_state(VmState::Interpreting);
-        self.start_trigger(options)?;
+        self.start_trigger(&options)?;
         // The header is complete now (the trigger has said what it is): the file starts.
-        self.recorder().stream_to(&self.output).map_err(|e| {
-            VmError::Fatal(format!(
-                "cannot write the profile to {}: {e}",
-                tally_profile::format::partial_path(&self.output).display()
-            ))
-        })?;
+        if let Some(output) = &self.output {
+            self.recorder().stream_to(output).map_err(|e| {
+                VmError::Fatal(format!(
+                    "cannot write the profile to {}: {e}",
+                    tally_profile::format::partial_path(output).display()
+                ))
+            })?;
+        }
+        let mut config = DrainerConfig::for_rate(options.rate_hz, HotConfig::default().ring_slots);
+        if let Some(period) = self.observer_period {
+            config.period = config.period.min(period);
+        }
         let last_resort = self.write_on_unserved_stop();
         let drainer = Drainer::start_streaming(
             self.hot.clone(),
-            DrainerConfig::for_rate(options.rate_hz, HotConfig::default().ring_slots),
+            config,
             Some(last_resort),
             Some(self.stream_on_drain()),
         )
@@ -298,16 +362,38 @@ impl Profiler {
     /// that a killed run keeps all but its last period. On the drainer's thread, so the VM
     /// thread does no more than before; a write that fails is said once, and the final write
     /// then writes the whole file.
-    fn stream_on_drain(&self) -> tally_profile::OnPeriod {
+    ///
+    /// The observer then gets the samples that arrived: those the recorder took (also any the
+    /// VM thread drained into it), or, with no profile recorded, the ring's, which are then
+    /// dropped.
+    fn stream_on_drain(&mut self) -> tally_profile::OnPeriod {
         let hot = self.hot.clone();
         let recorder = self.recorder.clone();
         let output = self.output.clone();
-        Box::new(move || {
-            if let Err(e) = lock(&recorder).flush(&hot) {
-                crate::error::say!(
-                    "tally: cannot stream the profile to {}: {e}; it will be written at the end",
-                    tally_profile::format::partial_path(&output).display()
-                );
+        let mut observer = self.observer.take();
+        let mut observed = 0;
+        let mut scratch = Vec::new();
+        Box::new(move || match &output {
+            Some(output) => {
+                let mut r = lock(&recorder);
+                if let Err(e) = r.flush(&hot) {
+                    crate::error::say!(
+                        "tally: cannot stream the profile to {}: {e}; it will be written at the end",
+                        tally_profile::format::partial_path(output).display()
+                    );
+                }
+                if let Some(observe) = observer.as_mut() {
+                    let samples = r.samples();
+                    observe(&samples[observed.min(samples.len())..]);
+                    observed = samples.len();
+                }
+            }
+            None => {
+                hot.drain_into(&mut scratch);
+                if let Some(observe) = observer.as_mut() {
+                    observe(&scratch);
+                }
+                scratch.clear();
             }
         })
     }
@@ -386,6 +472,9 @@ impl Profiler {
                 return; // the VM thread got there first
             }
             let code = interrupted_exit_code();
+            let Some(output) = output else {
+                std::process::exit(code);
+            };
             let mut r = lock(&recorder);
             let profile = r.snapshot(&hot, code);
             match r.write_final(&profile, &output) {
@@ -420,20 +509,20 @@ impl Profiler {
         let recorder = Arc::try_unwrap(self.recorder)
             .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
             .map_err(|_| VmError::Fatal("the profile recorder is still in use".into()))?;
-        if !self.program_started {
+        let Some(output) = self.output.take().filter(|_| self.program_started) else {
             let mut recorder = recorder;
             recorder.discard();
             return Ok(None);
-        }
+        };
         recorder
-            .finish_to_file(&self.hot, self.exact.take(), exit_code, &self.output)
+            .finish_to_file(&self.hot, self.exact.take(), exit_code, &output)
             .map_err(|e| {
                 VmError::Fatal(format!(
                     "cannot write the profile to {}: {e}",
-                    self.output.display()
+                    output.display()
                 ))
             })?;
-        Ok(Some(self.output))
+        Ok(Some(output))
     }
 }
 
@@ -470,7 +559,9 @@ impl Vm {
     /// the loops that do not.
     #[inline(always)]
     pub(crate) fn loop_flag<M: LoopMode>(&self) -> u8 {
-        if M::LOOP_HOOKS {
+        // Loops that run compiled code test it too: the adaptive optimizer raises it when
+        // code was installed that a running loop may move into.
+        if M::LOOP_HOOKS || M::RUNS_COMPILED {
             self.yieldpoint_flag()
         } else {
             0
@@ -574,6 +665,10 @@ impl Vm {
     #[cold]
     #[inline(never)]
     pub(crate) fn profile_yieldpoint(&mut self, f: u8) -> Result<(), VmError> {
+        if f & flag::CONTROLLER != 0 {
+            YIELDPOINT.clear(flag::CONTROLLER);
+            self.serve_controller();
+        }
         let Some(p) = self.profiler.as_deref_mut() else {
             return Ok(());
         };
@@ -581,7 +676,12 @@ impl Vm {
             p.hot.take_polled_sample();
         }
         if f & flag::DRAIN != 0 {
-            p.recorder().drain(&p.hot);
+            if p.records() {
+                p.recorder().drain(&p.hot);
+            } else {
+                // The drain thread takes the samples to their observer.
+                p.hot.flag.clear(flag::DRAIN);
+            }
         }
         if f & flag::STOP != 0 {
             p.hot.flag.clear(flag::STOP);
@@ -614,7 +714,7 @@ impl Vm {
     }
 
     pub(crate) fn profile_event(&self, kind: EventKind) {
-        if let Some(p) = self.profiler.as_deref() {
+        if let Some(p) = self.profiler.as_deref().filter(|p| p.records()) {
             p.recorder().event(kind);
         }
     }
@@ -622,7 +722,7 @@ impl Vm {
     /// Records every code unit the VM has compiled and every class it has loaded so far
     /// (the core classes load before the profiler can see them), then follows new ones.
     pub(crate) fn profile_announce_code(&self, from: usize) {
-        let Some(p) = self.profiler.as_deref() else {
+        let Some(p) = self.profiler.as_deref().filter(|p| p.records()) else {
             return;
         };
         let mut r = p.recorder();
@@ -695,7 +795,7 @@ mod tests {
         ProfileOptions {
             trigger_choice: None,
             sample_depth: HotConfig::default().max_frames,
-            output: PathBuf::from("unused.profile"),
+            output: Some(PathBuf::from("unused.profile")),
             trigger,
             mechanism,
             rate_hz: 250,

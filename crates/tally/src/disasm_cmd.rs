@@ -39,7 +39,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     };
     let run = |mut vm: Vm| match args.tier {
         crate::TierChoice::Interp => vm.disassemble(&args.method, None),
-        crate::TierChoice::Baseline => {
+        crate::TierChoice::Baseline | crate::TierChoice::Adaptive => {
             let mut generator = tally_jit::Baseline::new()
                 .map_err(|e| tally_vm::VmError::Fatal(format!("--tier=baseline: {e}")))?;
             vm.disassemble(&args.method, Some(&mut generator))

@@ -12,6 +12,7 @@ macro_rules! say {
     }};
 }
 
+mod calibrate;
 mod disasm_cmd;
 mod experiment;
 mod profile_cmd;
@@ -138,14 +139,23 @@ struct Cli {
 
     /// Which code runs methods and blocks: `interp`, the bytecode interpreter; `baseline`,
     /// machine code from the baseline compiler (Cranelift), made for each method and block at
-    /// its first call (anything it cannot compile stays interpreted; see `--tier-log`).
+    /// its first call (anything it cannot compile stays interpreted; see `--tier-log`);
+    /// `adaptive`, methods start interpreted and a controller fed by samples recompiles the
+    /// hot ones on a compiler thread when the predicted gain outweighs the compile (Jikes
+    /// RVM's cost/benefit model, with this machine's figures from `tally calibrate`).
     #[arg(long, value_enum, default_value_t = TierChoice::Interp)]
     tier: TierChoice,
 
     /// Print one line on stderr for every compile: tier, method, bytecodes, machine-code
-    /// bytes, compile time; and for every method that could not be compiled, why.
+    /// bytes, compile time; for every method that could not be compiled, why; and under
+    /// `--tier=adaptive` every decision of the controller with its predicted cost and gain.
     #[arg(long)]
     tier_log: bool,
+
+    /// The cost model `--tier=adaptive` decides with (a file written by `tally calibrate`)
+    /// [default: this machine's calibration if there is one, else built-in figures].
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
 
     /// Write /tmp/perf-PID.map as methods are compiled (address, size and name of each
     /// compiled function, the name carrying its tier), so `perf report` names compiled code.
@@ -190,6 +200,7 @@ struct Cli {
 pub(crate) enum TierChoice {
     Interp,
     Baseline,
+    Adaptive,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -301,7 +312,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
         ),
     ];
     Ok(Some(ProfileOptions {
-        output,
+        output: Some(output),
         trigger,
         trigger_choice,
         mechanism,
@@ -442,6 +453,17 @@ fn parse_size(s: &str) -> Result<usize, String> {
 
 /// Other SOM VMs spell the class path `-cp`; clap cannot have a two-letter short flag.
 fn normalize_args(args: Vec<String>) -> Vec<String> {
+    // Options whose value may be the next word: from the parser's own definition, so that a
+    // new option is never read as the program's name.
+    let takes_value: Vec<String> = {
+        use clap::CommandFactory;
+        Cli::command()
+            .get_arguments()
+            .filter(|a| a.get_action().takes_values() && !a.is_positional())
+            .filter(|a| a.get_num_args().is_none_or(|n| n.min_values() > 0))
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect()
+    };
     let mut out = Vec::new();
     let mut program_started = false;
     let mut expect_value = false;
@@ -454,20 +476,7 @@ fn normalize_args(args: Vec<String>) -> Vec<String> {
             }
             if !a.starts_with('-') {
                 program_started = true;
-            } else if !a.contains('=')
-                && [
-                    "--classpath",
-                    "--gc-stress",
-                    "--heap-size",
-                    "--max-stack-depth",
-                    "--sampler",
-                    "--mechanism",
-                    "--rate",
-                    "--cbs",
-                    "--sample-depth",
-                ]
-                .contains(&a.as_str())
-            {
+            } else if !a.contains('=') && takes_value.iter().any(|t| *t == a) {
                 expect_value = true;
                 out.push(a);
                 continue;
@@ -495,6 +504,9 @@ fn main() -> ExitCode {
         if let Some(code) = profile_cmd::dispatch(&command, std::env::args_os().skip(2).collect()) {
             return code;
         }
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "calibrate") {
+        return calibrate::main(std::env::args_os().skip(2).collect());
     }
     if std::env::args_os().nth(1).is_some_and(|a| a == "disasm") {
         return disasm_cmd::main(std::env::args_os().skip(2).collect());
@@ -561,16 +573,43 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if cli.calibration.is_some() && cli.tier != TierChoice::Adaptive {
+        say!("error: --calibration is the adaptive controller's cost model; it needs --tier=adaptive");
+        return ExitCode::from(2);
+    }
     if cli.exhaustive && cli.tier != TierChoice::Interp {
         say!("error: --exhaustive counts bytecodes in the interpreter; it needs --tier=interp");
         return ExitCode::from(2);
     }
+    let model = match cli.tier {
+        TierChoice::Adaptive => match calibrate::load_model(cli.calibration.as_deref()) {
+            Ok((model, note)) => {
+                if cli.tier_log {
+                    say!("[tier] cost model: {note}");
+                }
+                Some(model)
+            }
+            Err(e) => {
+                say!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => None,
+    };
     let result = Vm::new(options).and_then(|mut vm| {
-        if cli.tier == TierChoice::Baseline {
-            let generator = tally_jit::Baseline::new().map_err(|e| {
-                VmError::Fatal(format!("--tier=baseline: {e}"))
-            })?;
-            vm.set_code_generator(Box::new(generator), cli.tier_log);
+        match cli.tier {
+            TierChoice::Interp => {}
+            TierChoice::Baseline => {
+                let generator = tally_jit::Baseline::new()
+                    .map_err(|e| VmError::Fatal(format!("--tier=baseline: {e}")))?;
+                vm.set_code_generator(Box::new(generator), cli.tier_log);
+            }
+            TierChoice::Adaptive => {
+                vm.set_adaptive(
+                    tally_jit::adaptive_config(model.clone().unwrap_or_default()),
+                    cli.tier_log,
+                )?;
+            }
         }
         if cli.perf_map {
             vm.write_perf_map()?;
@@ -620,5 +659,27 @@ fn main() -> ExitCode {
             say!("{e}");
             ExitCode::from(e.exit_code() as u8)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_args;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn option_values_are_not_taken_for_the_program_and_cp_is_a_class_path() {
+        assert_eq!(
+            normalize_args(words("tally --calibration m.toml -cp lib --rate 99 Main -cp x")),
+            words("tally --calibration m.toml --classpath lib --rate 99 Main -cp x")
+        );
+        // A flag without a value, and one whose value is optional, end nothing.
+        assert_eq!(
+            normalize_args(words("tally --tier-log --jitdump -cp lib Main")),
+            words("tally --tier-log --jitdump --classpath lib Main")
+        );
     }
 }

@@ -268,6 +268,13 @@ fn report(args: ReportArgs) -> Result<(), String> {
         outln!(out, "== VM states");
         outln!(out, "{}", report::StateBreakdown::new(&p).render_text());
     }
+    if let Some(tiers) = report::TierReport::new(&p) {
+        outln!(
+            out,
+            "== Tiers (compiled code and the adaptive controller's decisions)"
+        );
+        outln!(out, "{}", tiers.render_text(args.top));
+    }
     for (source, title) in [
         (EdgeSource::Cbs, "sampled by CBS"),
         (EdgeSource::Exact, "exact counts"),

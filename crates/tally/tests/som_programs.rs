@@ -94,6 +94,36 @@ fn som_programs_in_the_baseline_tier_survive_gc_stress() {
     run_all(&["--tier=baseline", "--gc-stress", "400"]);
 }
 
+/// A cost model that makes the adaptive controller compile every method it sees a sample
+/// of: no compile cost, a huge speedup. Written into `dir`; answers its path.
+fn eager_calibration(dir: &Path) -> String {
+    let path = dir.join("eager.toml");
+    std::fs::write(
+        &path,
+        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [optimizing]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
+    )
+    .expect("write the cost model");
+    path.display().to_string()
+}
+
+/// The adaptive tier, with a controller that compiles whatever it sees run (on its compiler
+/// thread, while the program goes on), prints what the interpreter prints; also with objects
+/// moving every few allocations.
+#[test]
+fn som_programs_give_the_same_output_in_the_adaptive_tier() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_calibration(dir.path());
+    run_all(&["--tier=adaptive", "--calibration", &model]);
+    run_all(&[
+        "--tier=adaptive",
+        "--calibration",
+        &model,
+        "--gc-stress",
+        "400",
+    ]);
+}
+
 /// Profiling never changes what a program prints: every program under each trigger ×
 /// mechanism of method sampling at a high rate, and under counter-based sampling with
 /// exhaustive counts.
@@ -127,6 +157,18 @@ fn som_programs_are_unchanged_by_profiling() {
         "polling",
     ]);
     configs.push(vec!["--tier=baseline", "--sampler", "perf", "--cbs", "1:1"]);
+    // The adaptive controller fed by the recorded profile's samples.
+    let model_dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_calibration(model_dir.path());
+    configs.push(vec![
+        "--tier=adaptive",
+        "--calibration",
+        &model,
+        "--sampler",
+        "perf",
+        "--rate",
+        "10000",
+    ]);
     for config in &configs {
         let mut flags = vec![profile.as_str(), "--force"];
         flags.extend_from_slice(config);

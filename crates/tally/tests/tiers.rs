@@ -117,6 +117,19 @@ fn program(seed: u64) -> String {
     s
 }
 
+/// A cost model that makes the adaptive controller compile every method it sees a sample
+/// of (no compile cost, a huge speedup), written into `dir`; answers its path.
+fn eager_calibration(dir: &std::path::Path) -> String {
+    let path = dir.join("eager.toml");
+    std::fs::write(
+        &path,
+        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [optimizing]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
+    )
+    .expect("write the cost model");
+    path.display().to_string()
+}
+
 fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
     let out = Command::new(env!("CARGO_BIN_EXE_tally"))
         .args(flags)
@@ -133,9 +146,18 @@ fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
 #[test]
 fn generated_programs_print_the_same_in_every_tier() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let tiers: [&[&str]; 2] = [
+    let eager = eager_calibration(dir.path());
+    let tiers: [&[&str]; 4] = [
         &["--tier=baseline"],
         &["--tier=baseline", "--gc-stress", "50"],
+        &["--tier=adaptive", "--calibration", &eager],
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &eager,
+            "--gc-stress",
+            "50",
+        ],
     ];
     for seed in 0..40 {
         let source = program(seed);
@@ -384,4 +406,98 @@ fn print_code_shows_the_methods_it_names() {
     let refused = run_in(dir.path(), &["--print-code=Fib", "Fib.som"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("needs a compiling tier"));
+}
+
+/// Under `--tier=adaptive` a method that runs long enough is compiled by the controller's
+/// decision, and a loop that was started interpreted moves into the compiled code at a
+/// back-edge (`Loop>>run` is called once, so only on-stack replacement can get its samples
+/// into the baseline tier). The decision and the compile are in the log and the report. The
+/// body is what the baseline does inline (a division would call a stub, whose samples count
+/// as native code).
+#[test]
+fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Loop.som"),
+        "Loop = (\n    run = (\n        | s |\n        s := 0.\n        1 to: 20000000 do: [:i |\n            s := s + (i * 3) - (i - 7) ].\n        s println\n    )\n)\n",
+    )
+    .unwrap();
+    let profile = dir.path().join("loop.profile");
+    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["--tier=adaptive", "--tier-log", "--force"])
+        .arg(format!("--profile={}", profile.display()))
+        .args(METHOD_SAMPLES_ONLY)
+        .arg(dir.path().join("Loop.som"))
+        .output()
+        .expect("run tally");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "400000160000000\n");
+    assert!(
+        stderr.contains("[tier] decide Loop>>run interpreter -> baseline: ran "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[tier] baseline Loop>>run ("), "{stderr}");
+    let report = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("report")
+        .arg(&profile)
+        .output()
+        .expect("run tally report");
+    let text = String::from_utf8_lossy(&report.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.ends_with("Loop>>run (1 version)"))
+        .unwrap_or_else(|| panic!("no tier row for Loop>>run:\n{text}"));
+    let counts: Vec<u64> = row
+        .split_whitespace()
+        .take(3)
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert!(
+        counts[1] > counts[0],
+        "most of the loop's samples are in compiled code after the move: {row}"
+    );
+    assert!(
+        text.contains("Loop>>run interpreter -> baseline: ran"),
+        "the decision is in the report:\n{text}"
+    );
+}
+
+#[test]
+fn adaptive_options_that_cannot_work_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Hello.som"),
+        "Hello = ( run = ( 'hi' println ) )\n",
+    )
+    .unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[baseline]\nspeedup = -1.0\n").unwrap();
+    let run = |flags: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args(flags)
+            .arg(dir.path().join("Hello.som"))
+            .current_dir(dir.path())
+            .output()
+            .expect("run tally");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let bad_flag = format!("--calibration={}", bad.display());
+    let (status, err) = run(&["--tier=adaptive", &bad_flag]);
+    assert_eq!(status, Some(2), "{err}");
+    assert!(err.contains("bad.toml"), "{err}");
+    let (status, err) = run(&["--tier=baseline", &bad_flag]);
+    assert_eq!(status, Some(2), "{err}");
+    assert!(err.contains("needs --tier=adaptive"), "{err}");
+    let (status, err) = run(&[
+        "--tier=adaptive",
+        "--profile=p.profile",
+        "--sampler=none",
+        "--cbs=3:16",
+    ]);
+    assert_eq!(status, Some(1), "{err}");
+    assert!(err.contains("driven by method samples"), "{err}");
 }

@@ -12,8 +12,7 @@ use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
-use tally_vm::jit::{CodeGenerator, EntryPoint, Layout, NativeCode, Tier};
-use tally_vm::runtime::{Code, Runtime};
+use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCode, Tier};
 
 /// The baseline compiler: one Cranelift JIT module holding every baseline function.
 pub struct Baseline {
@@ -59,13 +58,12 @@ fn build(
     module: &JITModule,
     builder_context: &mut FunctionBuilderContext,
     context: &mut Context,
-    code: &Code,
-    rt: &Runtime,
+    request: &CompileRequest,
     layout: &Layout,
 ) -> Result<(), String> {
     context.func.signature = entry_signature(module);
-    context.func.name = UserFuncName::user(0, code.id);
-    translate::translate(&mut context.func, builder_context, module, code, rt, layout)
+    context.func.name = UserFuncName::user(0, request.code.id);
+    translate::translate(&mut context.func, builder_context, module, request, layout)
 }
 
 /// Machine code offset → bytecode index, from the source locations the translator set (one
@@ -101,19 +99,13 @@ impl CodeGenerator for Baseline {
         Tier::Baseline
     }
 
-    fn compile(
-        &mut self,
-        code: &Code,
-        rt: &Runtime,
-        layout: &Layout,
-    ) -> Result<NativeCode, String> {
+    fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         self.module.clear_context(&mut self.context);
         build(
             &self.module,
             &mut self.builder_context,
             &mut self.context,
-            code,
-            rt,
+            request,
             layout,
         )?;
         let sig = self.context.func.signature.clone();
@@ -142,7 +134,7 @@ impl CodeGenerator for Baseline {
         })
     }
 
-    fn listing(&mut self, code: &Code, rt: &Runtime, layout: &Layout) -> Result<String, String> {
+    fn listing(&mut self, request: &CompileRequest, layout: &Layout) -> Result<String, String> {
         use std::fmt::Write as _;
         let mut context = self.module.make_context();
         context.set_disasm(true);
@@ -150,8 +142,7 @@ impl CodeGenerator for Baseline {
             &self.module,
             &mut self.builder_context,
             &mut context,
-            code,
-            rt,
+            request,
             layout,
         )?;
         let mut out = String::new();

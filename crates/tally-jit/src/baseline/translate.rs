@@ -16,10 +16,10 @@ use cranelift_jit::JITModule;
 use cranelift_module::Module;
 use tally_heap::object::HEADER_BYTES;
 use tally_vm::bytecode::{stack_heights, Op};
-use tally_vm::jit::{Layout, Status};
+use tally_vm::jit::{CompileRequest, Layout, SiteFacts, Status};
 use tally_vm::objects::context;
 use tally_vm::runtime::{
-    Code, IntOp, Runtime, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
+    IntOp, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
 };
 
 const I64: types::Type = types::I64;
@@ -37,16 +37,23 @@ pub(super) fn translate(
     func: &mut Function,
     builder_context: &mut FunctionBuilderContext,
     module: &JITModule,
-    code: &Code,
-    rt: &Runtime,
+    request: &CompileRequest,
     layout: &Layout,
 ) -> Result<(), String> {
+    let code = request.code;
     let ops = &code.ops;
     if ops.is_empty() {
         return Err("no bytecode".into());
     }
     let start = 1 + code.num_args as usize + code.num_locals as usize;
-    let (heights, _) = stack_heights(ops, start, |s| rt.sites[s as usize].argc as usize)?;
+    for op in ops {
+        if let Some(site) = op.site() {
+            request.site(site)?;
+        }
+    }
+    let (heights, _) = stack_heights(ops, start, |s| {
+        request.site(s).map_or(0, |f| f.argc as usize)
+    })?;
     let sigs = StubSignatures::declare(func, module);
     let mut b = FunctionBuilder::new(func, builder_context);
     let entry = b.create_block();
@@ -121,7 +128,7 @@ pub(super) fn translate(
         fp,
         bp,
         layout,
-        rt,
+        request,
         sigs,
         blocks,
         exit,
@@ -187,13 +194,22 @@ struct Translator<'a, 'f> {
     /// The frame's base index in the value stack (a u64).
     bp: Value,
     layout: &'a Layout,
-    rt: &'a Runtime,
+    /// The code's send sites (all checked to be there before translation starts).
+    request: &'a CompileRequest,
     sigs: StubSignatures,
     blocks: Vec<Block>,
     /// Returns its one parameter, a status.
     exit: Block,
     /// Blocks that hand the frame to the interpreter: (block, instruction, height).
     handovers: Vec<(Block, usize, i32)>,
+}
+
+impl Translator<'_, '_> {
+    fn site(&self, site: u32) -> SiteFacts {
+        self.request
+            .site(site)
+            .expect("every site was checked before translation")
+    }
 }
 
 /// `x + imm` (Cranelift's builder has no immediate forms: the constant goes through `iconst`).
@@ -317,7 +333,7 @@ impl Translator<'_, '_> {
     /// (a miss, a primitive, a trivial method, a context to make, a tripped push limit, too
     /// little value stack or native stack) takes the send stub. Resumes at `i + 1`.
     fn direct_send(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
-        let argc = self.rt.sites[site as usize].argc as i32;
+        let argc = self.site(site).argc as i32;
         let c = &self.layout.calls;
         let flags = Self::flags();
         let slow = self.b.create_block();
@@ -695,7 +711,7 @@ impl Translator<'_, '_> {
     /// A binary send from `site` with receiver and argument in slots `h - 2` and `h - 1`,
     /// resuming at `i + 1`.
     fn send_binary(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
-        let op = self.rt.sites[site as usize].int_op;
+        let op = self.site(site).int_op;
         let next = self.block(i + 1)?;
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
@@ -862,7 +878,7 @@ impl Translator<'_, '_> {
         h: i32,
         i: usize,
     ) -> Result<(), String> {
-        let op = self.rt.sites[site as usize].int_op;
+        let op = self.site(site).int_op;
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if let Some(cc) = compare_cc(op) {

@@ -50,6 +50,20 @@ pub fn to_json(p: &Profile) -> Value {
                 "args": {"code_version": v.id.0, "compile_id": v.compile_id,
                          "code_start": v.code_start, "code_len": v.code_len},
             }),
+            // On the compiler's track, where the compile it asks for follows.
+            EventKind::TierDecision {
+                method,
+                from,
+                to,
+                past_ns,
+                predicted_compile_ns,
+                predicted_future_ns,
+            } => json!({
+                "name": format!("decide {} {} -> {}", symbols.method_name(*method), from.name(), to.name()),
+                "cat": "jit", "ph": "i", "s": "t", "pid": PID, "tid": TID_JIT, "ts": t,
+                "args": {"past_ns": past_ns, "predicted_compile_ns": predicted_compile_ns,
+                         "predicted_future_ns": predicted_future_ns},
+            }),
             // The matching GcEnd carries the duration; a start alone would
             // duplicate the slice.
             EventKind::GcStart { .. } => continue,
@@ -68,6 +82,7 @@ pub fn to_json(p: &Profile) -> Value {
                         json!({"method": name, "bytecodes": bytecode_len})
                     }
                     EventKind::CodeFreed { code } => json!({"code_version": code.0}),
+
                     _ => json!({}),
                 };
                 json!({"name": other.label(), "cat": "vm", "ph": "i", "s": "t",

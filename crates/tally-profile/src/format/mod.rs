@@ -50,7 +50,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 2;
+pub const MINOR: u16 = 3;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.
@@ -77,6 +77,8 @@ pub(crate) mod event_tags {
     pub const GC_END: u8 = 7;
     /// A method's bytecode → source position table (since 1.2).
     pub const METHOD_LINES: u8 = 12;
+    /// An adaptive controller's recompilation decision (since 1.3).
+    pub const TIER_DECISION: u8 = 13;
 }
 
 #[cfg(test)]

@@ -345,6 +345,14 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
             },
             et::METHOD_LINES => method_lines(d)?,
             et::CODE_INSTALLED => EventKind::CodeInstalled(code_version(d)?),
+            et::TIER_DECISION => EventKind::TierDecision {
+                method: MethodId(d.u32()?),
+                from: Tier::from_u8(d.u8()?),
+                to: Tier::from_u8(d.u8()?),
+                past_ns: d.uv()?,
+                predicted_compile_ns: d.uv()?,
+                predicted_future_ns: d.uv()?,
+            },
             et::CODE_FREED => EventKind::CodeFreed {
                 code: CodeVersionId(d.u32()?),
             },

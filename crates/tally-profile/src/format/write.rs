@@ -227,6 +227,22 @@ fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
             e.u8(et::CODE_INSTALLED);
             code_version(e, v);
         }
+        EventKind::TierDecision {
+            method,
+            from,
+            to,
+            past_ns,
+            predicted_compile_ns,
+            predicted_future_ns,
+        } => {
+            e.u8(et::TIER_DECISION);
+            e.uv(method.0.into());
+            e.u8(from.to_u8());
+            e.u8(to.to_u8());
+            e.uv(*past_ns);
+            e.uv(*predicted_compile_ns);
+            e.uv(*predicted_future_ns);
+        }
         EventKind::CodeFreed { code } => {
             e.u8(et::CODE_FREED);
             e.uv(code.0.into());

@@ -47,7 +47,7 @@ impl CodeRanges {
     }
 
     /// Adds the range of code version `version` of `method`; false when the table is full.
-    /// One writer (the VM thread).
+    /// One writer at a time (the VM thread, or the thread that installs compiled code).
     pub fn add(&self, code: Range<usize>, version: CodeVersionId, method: MethodId) -> bool {
         let n = self.len.load(Ordering::Relaxed);
         if n >= CODE_RANGES_CAPACITY || code.is_empty() {

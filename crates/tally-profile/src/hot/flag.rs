@@ -42,9 +42,15 @@ pub const EXACT: u8 = 1 << 4;
 /// until the next tick.
 pub const HANDOFF: u8 = 1 << 5;
 
+/// The VM's adaptive optimizer wants the VM thread: recompilation decisions
+/// wait to be turned into compile requests, or code was installed that a
+/// running loop may move into (on-stack replacement). Raised by the
+/// optimizer's threads, served at any yieldpoint.
+pub const CONTROLLER: u8 = 1 << 6;
+
 /// The bits that loop back-edges must act on. `CBS_WINDOW` is absent on
 /// purpose: that is the "prologue/epilogue-only" level of the flag.
-pub const ALL_YIELDPOINTS: u8 = SAMPLE | DRAIN | STOP;
+pub const ALL_YIELDPOINTS: u8 = SAMPLE | DRAIN | STOP | CONTROLLER;
 
 /// What a yieldpoint of a given kind must do, given one load of the flag.
 /// Three levels: 0 (nothing), prologue/epilogue-only, all yieldpoints.

@@ -6,6 +6,7 @@ mod edges;
 mod flat;
 mod lines;
 mod states;
+mod tiers;
 mod tree;
 
 pub use compare::{
@@ -15,6 +16,7 @@ pub use edges::{hottest_edges, render_edges, EdgeRow, EdgeSource};
 pub use flat::{FlatProfile, FlatRow};
 pub use lines::LineProfile;
 pub use states::{StateBreakdown, StateRow};
+pub use tiers::{DecisionRow, MethodTiers, TierReport, TierRow};
 pub use tree::render_call_tree;
 
 fn pct(part: u64, total: u64) -> f64 {

@@ -2,6 +2,7 @@ use super::*;
 use crate::fixtures::example_profile;
 use crate::metrics::TopN;
 use crate::Cct;
+use crate::Tier;
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
@@ -182,4 +183,42 @@ fn sampled_profile_is_judged_against_its_own_ground_truth() {
     let mut p = example_profile();
     p.exact = None;
     assert!(accuracy_against_exact(&p, TopN::Count(2)).is_none());
+}
+
+#[test]
+fn the_tier_report_pairs_each_decision_with_its_compile() {
+    let r = TierReport::new(&example_profile()).expect("the fixture compiles a method");
+    assert_eq!(r.tiers.len(), 1);
+    let t = &r.tiers[0];
+    assert_eq!(
+        (t.tier, t.versions, t.compile_ns, t.code_bytes),
+        (Tier::Optimizing, 1, 250_000, 0x200)
+    );
+    assert_eq!(t.samples, 2, "the samples in the optimized code");
+    assert_eq!(r.methods.len(), 1);
+    assert_eq!(r.methods[0].name, "Bench>>loop");
+    assert_eq!(r.decisions.len(), 1);
+    let d = &r.decisions[0];
+    assert_eq!((d.from, d.to), (Tier::Interpreter, Tier::Optimizing));
+    assert_eq!(d.predicted_compile_ns, 300_000);
+    assert_eq!(
+        d.actual_compile_ns,
+        Some(250_000),
+        "the compile that followed"
+    );
+    let text = r.render_text(10);
+    assert!(
+        text.contains(
+            "Bench>>loop interpreter -> optimizing: ran 3.00; compile 0.30 / 0.25; then 0.75"
+        ),
+        "{text}"
+    );
+    let mut none = example_profile();
+    none.events.retain(|e| {
+        !matches!(
+            e.kind,
+            crate::EventKind::CodeInstalled(_) | crate::EventKind::TierDecision { .. }
+        )
+    });
+    assert_eq!(TierReport::new(&none), None);
 }

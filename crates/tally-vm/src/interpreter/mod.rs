@@ -479,6 +479,10 @@ impl Vm {
                     if f & flag::ALL_YIELDPOINTS != 0 {
                         save!();
                         self.profile_yieldpoint(f)?;
+                        // On-stack replacement: code compiled for this method meanwhile
+                        // takes the frame over at the loop's head (compiled code resumes
+                        // a frame at any instruction boundary).
+                        run_compiled_if_any!();
                     }
                 }
                 Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {

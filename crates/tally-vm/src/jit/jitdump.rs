@@ -32,8 +32,9 @@ pub(crate) struct JitDump {
     out: BufWriter<File>,
     pid: u32,
     next_index: u64,
-    /// The executable mapping of the file's first page, kept for the life of the dump.
-    marker: *mut libc::c_void,
+    /// The address of the executable mapping of the file's first page, kept for the life of
+    /// the dump (an address, so the dump may move to the compiler thread).
+    marker: usize,
 }
 
 fn monotonic_ns() -> u64 {
@@ -86,7 +87,7 @@ impl JitDump {
                 out,
                 pid,
                 next_index: 0,
-                marker,
+                marker: marker as usize,
             },
             path,
         ))
@@ -147,6 +148,6 @@ impl Drop for JitDump {
     fn drop(&mut self) {
         let _ = self.out.flush();
         // SAFETY: `marker` is the mapping made in `create`, unmapped only here.
-        unsafe { libc::munmap(self.marker, 4096) };
+        unsafe { libc::munmap(self.marker as *mut libc::c_void, 4096) };
     }
 }

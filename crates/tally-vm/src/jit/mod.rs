@@ -12,11 +12,14 @@
 //! asks and runs the new top frame, compiled or not. SOM calls therefore never nest on the
 //! native stack, as in the interpreter.
 
+mod adaptive;
+mod install;
 mod jitdump;
+mod request;
 mod stubs;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
 
 use tally_heap::Value;
 use tally_profile::flag;
@@ -25,7 +28,11 @@ use crate::profiling::LoopMode;
 use crate::runtime::{Code, Runtime};
 use crate::{Vm, VmError};
 
+pub use adaptive::{AdaptiveConfig, GeneratorFactory};
+pub use request::{CompileRequest, SiteFacts};
 pub use stubs::Stubs;
+
+use install::{lock, Installer};
 
 /// Which code runs the program's methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -42,6 +49,23 @@ impl Tier {
         match self {
             Tier::Interp => "interp",
             Tier::Baseline => "baseline",
+        }
+    }
+
+    /// The tier as profiles and the controller name it.
+    pub fn profile_tier(self) -> tally_profile::Tier {
+        match self {
+            Tier::Interp => tally_profile::Tier::Interpreter,
+            Tier::Baseline => tally_profile::Tier::Baseline,
+        }
+    }
+
+    /// The VM's tier for a profile's, if the VM has it.
+    pub fn from_profile_tier(tier: tally_profile::Tier) -> Option<Tier> {
+        match tier {
+            tally_profile::Tier::Interpreter => Some(Tier::Interp),
+            tally_profile::Tier::Baseline => Some(Tier::Baseline),
+            _ => None,
         }
     }
 }
@@ -211,14 +235,14 @@ pub trait CodeGenerator {
     /// The tier this generator compiles for.
     fn tier(&self) -> Tier;
 
-    /// Compiles `code`, whose send sites and literals are in `rt`.
-    fn compile(&mut self, code: &Code, rt: &Runtime, layout: &Layout)
-        -> Result<NativeCode, String>;
+    /// Compiles the request's code. May run on a thread other than the VM's: everything it
+    /// reads of the VM is in the request.
+    fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String>;
 
-    /// What compiling `code` makes, as text for people (`tally disasm`): the back end's IR
-    /// and the machine code, each annotated with the bytecode index it came from. Nothing is
-    /// installed.
-    fn listing(&mut self, code: &Code, rt: &Runtime, layout: &Layout) -> Result<String, String>;
+    /// What compiling the request's code makes, as text for people (`tally disasm`): the
+    /// back end's IR and the machine code, each annotated with the bytecode index it came
+    /// from. Nothing is installed.
+    fn listing(&mut self, request: &CompileRequest, layout: &Layout) -> Result<String, String>;
 }
 
 /// A `Code`'s compiled state: 0 to interpret, [`CompiledSlot::REQUESTED`] to compile at the
@@ -261,26 +285,20 @@ impl CompiledSlot {
 /// The VM's compiling state.
 #[derive(Default)]
 pub(crate) struct Jit {
+    /// The generator of a compile-at-first-call tier (`--tier=baseline`), run on the VM
+    /// thread.
     generator: Option<Box<dyn CodeGenerator>>,
+    /// `--tier=adaptive`: the controller and the compiler thread.
+    adaptive: Option<adaptive::Adaptive>,
     layout: Option<Layout>,
-    /// Print one line per compile (and failure) on stderr.
-    log: bool,
+    /// Shared with the compiler thread.
+    installer: Arc<Mutex<Installer>>,
     /// The error a stub met, for the dispatcher to return.
     pub(crate) error: Option<VmError>,
-    /// Compiles so far: the next code version's id (profiles name versions by it).
-    compiles: u32,
     /// Below this native stack pointer, compiled code stops calling compiled code directly
     /// and lets the dispatcher run the callee, which unwinds the chain of native frames: SOM
     /// recursion may go far deeper than the native stack. Set when the generator is set.
     pub(crate) native_stack_limit: usize,
-    /// `--perf-map`: one line per compiled function for `perf report` and other profilers
-    /// that read `/tmp/perf-PID.map`.
-    perf_map: Option<std::io::BufWriter<std::fs::File>>,
-    /// `--jitdump`.
-    jitdump: Option<jitdump::JitDump>,
-    /// `--print-code=PATTERN`: methods whose name contains it get their compiled code
-    /// printed on stderr as they are compiled.
-    print_code: Option<String>,
 }
 
 /// Native stack that chains of direct calls between compiled functions may use below the
@@ -296,9 +314,20 @@ pub(crate) enum Exit {
 }
 
 impl Jit {
-    /// Whether a code generator is set (the dispatch loops then run compiled frames).
+    /// Whether code may be compiled (the dispatch loops then run compiled frames).
     pub(crate) fn is_on(&self) -> bool {
-        self.generator.is_some()
+        self.generator.is_some() || self.adaptive.is_some()
+    }
+
+    /// Stops the compiler thread, if any, and lets go of the profile: called before the
+    /// profile is finished.
+    pub(crate) fn stop(&mut self) {
+        if let Some(a) = self.adaptive.as_mut() {
+            a.stop();
+        }
+        let mut installer = lock(&self.installer);
+        installer.profile = None;
+        installer.controller = None;
     }
 }
 
@@ -307,12 +336,25 @@ impl Vm {
     /// (`log`: one line on stderr per compile).
     pub fn set_code_generator(&mut self, generator: Box<dyn CodeGenerator>, log: bool) {
         self.jit.generator = Some(generator);
-        self.jit.layout = Some(Layout::new(&self.rt));
+        self.prepare_compiled_code(log);
+        self.code_added(0);
+    }
+
+    /// What running compiled code needs whoever compiles it: the layout, the native stack
+    /// limit, and the installer's log and profile; answers the layout.
+    fn prepare_compiled_code(&mut self, log: bool) -> Layout {
+        let layout = Layout::new(&self.rt);
+        self.jit.layout = Some(layout.clone());
         let here = std::hint::black_box(0u8);
         self.jit.native_stack_limit =
             (std::ptr::addr_of!(here) as usize).saturating_sub(NATIVE_STACK_BUDGET);
-        self.jit.log = log;
-        self.request_compiles(0);
+        let mut installer = lock(&self.jit.installer);
+        installer.log = log;
+        installer.profile = self.profiler.as_deref().map(|p| install::ProfileLink {
+            hot: p.hot.clone(),
+            recorder: p.recorder.clone(),
+        });
+        layout
     }
 
     /// Writes a perf map (`START SIZE NAME`, hexadecimal, one line per compiled function;
@@ -322,7 +364,7 @@ impl Vm {
         let file = std::fs::File::create(&path).map_err(|e| {
             VmError::Fatal(format!("--perf-map: cannot create {}: {e}", path.display()))
         })?;
-        self.jit.perf_map = Some(std::io::BufWriter::new(file));
+        lock(&self.jit.installer).perf_map = Some(std::io::BufWriter::new(file));
         Ok(path)
     }
 
@@ -336,18 +378,21 @@ impl Vm {
                 dir.display()
             ))
         })?;
-        self.jit.jitdump = Some(dump);
+        lock(&self.jit.installer).jitdump = Some(dump);
         Ok(path)
     }
 
     /// Prints, on stderr, the IR and machine code of every compiled method or block whose
     /// name (`Class>>selector`, `[] in Class>>selector`) contains `pattern`.
     pub fn print_code(&mut self, pattern: &str) {
-        self.jit.print_code = Some(pattern.to_string());
+        lock(&self.jit.installer).print_code = Some(pattern.to_string());
     }
 
-    /// Marks code from `from` on for compiling at its first call, when a generator is set.
-    pub(crate) fn request_compiles(&self, from: usize) {
+    /// New codes from `from` on: under a compile-at-first-call tier they are marked for
+    /// compiling at their first call; under the adaptive one the controller learns their
+    /// sizes.
+    pub(crate) fn code_added(&self, from: usize) {
+        self.announce_to_controller(from);
         if self.jit.generator.is_none() {
             return;
         }
@@ -358,141 +403,34 @@ impl Vm {
         }
     }
 
-    /// Compiles `code` now; false (and interpreted for good) when it cannot be compiled.
+    /// Compiles `code` now, on the VM thread; false (and interpreted for good) when it cannot
+    /// be compiled.
     #[inline(never)]
     fn compile_native(&mut self, code: &'static Code) -> bool {
-        let Some(generator) = self.jit.generator.as_mut() else {
+        let (Some(generator), Some(layout)) =
+            (self.jit.generator.as_deref_mut(), self.jit.layout.as_ref())
+        else {
             code.compiled.clear();
             return false;
         };
-        let Some(layout) = self.jit.layout.as_ref() else {
-            code.compiled.clear();
-            return false;
-        };
+        let request = CompileRequest::new(code, &self.rt);
+        let mut installer = lock(&self.jit.installer);
+        if installer.writes_stderr() {
+            use std::io::Write as _;
+            let _ = self.out.flush();
+        }
         let previous = self
             .profiler
             .is_some()
             .then(|| crate::profiling::VM_STATE.set(tally_profile::VmState::Compiling));
-        let started = Instant::now();
-        // A compiler bug must not take the VM down: the code stays interpreted.
-        let rt = &self.rt;
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            generator.compile(code, rt, layout)
-        }))
-        .unwrap_or_else(|_| Err("the code generator panicked".into()));
+        let installed = installer.compile(generator, layout, &request);
         if let Some(state) = previous {
             crate::profiling::VM_STATE.set(state);
         }
-        let micros = started.elapsed().as_secs_f64() * 1e6;
-        let tier = generator.tier().name();
-        match result {
-            Ok(native) => {
-                code.compiled.install(native.entry);
-                self.jit.compiles += 1;
-                let compile_id = self.jit.compiles;
-                if let Some(p) = self.profiler.as_deref() {
-                    use tally_profile::{CodeVersion, CodeVersionId, MethodId, PcMapEntry};
-                    let start = native.entry as usize;
-                    let version = CodeVersionId(compile_id);
-                    let method = MethodId(code.id);
-                    // A full table leaves this code counted as native code in samples.
-                    let _ = p.hot.published.add_compiled_code(
-                        start..start + native.size,
-                        version,
-                        method,
-                    );
-                    let pc_map = native
-                        .pc_map
-                        .iter()
-                        .map(|&(pc_offset, bci)| PcMapEntry {
-                            pc_offset,
-                            chain: bci.map(|b| vec![(method, b)]).unwrap_or_default(),
-                        })
-                        .collect();
-                    p.recorder()
-                        .event(tally_profile::EventKind::CodeInstalled(CodeVersion {
-                            id: version,
-                            method,
-                            tier: tally_profile::Tier::Baseline,
-                            compile_id,
-                            compile_time_ns: (micros * 1e3) as u64,
-                            code_start: start as u64,
-                            code_len: native.size as u64,
-                            pc_map,
-                        }));
-                }
-                let name = self.rt.code_name(code);
-                if let (Some(pattern), Some(generator), Some(layout)) = (
-                    self.jit.print_code.as_deref(),
-                    self.jit.generator.as_mut(),
-                    self.jit.layout.as_ref(),
-                ) {
-                    if name.contains(pattern) {
-                        let text = generator
-                            .listing(code, &self.rt, layout)
-                            .unwrap_or_else(|why| format!("(no listing: {why})\n"));
-                        let text =
-                            format!("=== {name} [{tier}], compile {}\n{text}", self.jit.compiles);
-                        self.write_err(text.as_bytes());
-                    }
-                }
-                if let Some(dump) = self.jit.jitdump.as_mut() {
-                    let start = native.entry as usize;
-                    // SAFETY: the generator answered `size` bytes of finalized (readable and
-                    // executable) machine code at the entry point, never freed.
-                    let bytes =
-                        unsafe { std::slice::from_raw_parts(start as *const u8, native.size) };
-                    let file = self.rt.source_path(code);
-                    let lines: Vec<jitdump::DebugLine> = native
-                        .pc_map
-                        .iter()
-                        .filter_map(|&(offset, bci)| {
-                            let (line, _) = *code.positions.get(bci? as usize)?;
-                            Some(jitdump::DebugLine {
-                                address: (start + offset as usize) as u64,
-                                line,
-                                file: &file,
-                            })
-                        })
-                        .collect();
-                    let name = format!("{} [{tier}]", self.rt.code_name(code));
-                    // A record that cannot be written loses a symbol, not the run.
-                    let _ = dump.code_loaded(&name, bytes, &lines);
-                }
-                if let Some(map) = self.jit.perf_map.as_mut() {
-                    use std::io::Write;
-                    let name = self.rt.code_name(code);
-                    // A map line that cannot be written loses a symbol, not the run.
-                    let _ = writeln!(
-                        map,
-                        "{:x} {:x} {name} [{tier}]",
-                        native.entry as usize, native.size
-                    )
-                    .and_then(|()| map.flush());
-                }
-                if self.jit.log {
-                    let line = format!(
-                        "[tier] {tier} {} ({} bytecodes, {} bytes, {micros:.0} us)\n",
-                        self.rt.code_name(code),
-                        code.ops.len(),
-                        native.size
-                    );
-                    self.write_err(line.as_bytes());
-                }
-                true
-            }
-            Err(why) => {
-                code.compiled.clear();
-                if self.jit.log {
-                    let line = format!(
-                        "[tier] {tier} failed for {}, stays interpreted: {why}\n",
-                        self.rt.code_name(code)
-                    );
-                    self.write_err(line.as_bytes());
-                }
-                false
-            }
+        if !installed {
+            code.compiled.clear();
         }
+        installed
     }
 
     /// Runs compiled frames from the top frame on, for the dispatch loop in mode `M` whose

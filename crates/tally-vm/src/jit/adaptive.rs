@@ -1,0 +1,228 @@
+//! `--tier=adaptive`: Jikes RVM's adaptive optimization system on Tally's profiler. Data
+//! flows one way:
+//!
+//! 1. the profiler's samples (the same stream a recorded profile keeps) reach the
+//!    controller on the drain thread (`Profiler::observe_samples`), which keeps time per
+//!    method and tier and decides, by cost and benefit, what to recompile at which tier
+//!    (`tally_controller`);
+//! 2. decisions wait for the VM thread, which the controller calls with
+//!    [`flag::CONTROLLER`]: at its next yieldpoint it copies what each compile needs
+//!    ([`CompileRequest`]), records the decision in the profile and queues the request;
+//! 3. the compiler thread compiles and installs; the program keeps running meanwhile, and
+//!    the method's next call (or a running loop's next back-edge) enters the new code.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use tally_controller::{Controller, CostModel, Decision};
+use tally_profile::{flag, EventKind, MethodId};
+
+use super::install::{lock, say, Installer};
+use super::request::CompileRequest;
+use super::{CodeGenerator, Layout, Tier};
+use crate::{Vm, VmError};
+
+/// Makes the code generator of a tier, on the compiler thread (code generators need not be
+/// `Send`: they own their code memory there).
+pub type GeneratorFactory = Box<dyn Fn(Tier) -> Result<Box<dyn CodeGenerator>, String> + Send>;
+
+/// What `--tier=adaptive` runs with.
+pub struct AdaptiveConfig {
+    pub generators: GeneratorFactory,
+    /// The tiers the controller may compile to.
+    pub tiers: Vec<Tier>,
+    /// The tiers' speedups and compile rates (`tally calibrate`).
+    pub model: CostModel,
+    /// Samples per second when no profile is recorded (a recorded profile's rate rules
+    /// otherwise).
+    pub rate_hz: u32,
+}
+
+/// How often the controller looks at new samples at the longest.
+const DECISION_PERIOD: std::time::Duration = std::time::Duration::from_millis(20);
+
+pub(crate) struct Adaptive {
+    controller: Arc<Mutex<Controller>>,
+    /// Decided on the drain thread, waiting for the VM thread.
+    decisions: Arc<Mutex<Vec<Decision>>>,
+    requests: Option<mpsc::Sender<(Tier, CompileRequest)>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Adaptive {
+    /// Stops the compiler thread after the compile it is in; pending requests are dropped.
+    pub(crate) fn stop(&mut self) {
+        self.requests.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Adaptive {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The compiler thread: compiles requests in order, each with its tier's generator.
+fn compiler_thread(
+    requests: mpsc::Receiver<(Tier, CompileRequest)>,
+    factory: GeneratorFactory,
+    layout: Layout,
+    installer: Arc<Mutex<Installer>>,
+) {
+    let mut generators: Vec<(Tier, Box<dyn CodeGenerator>)> = Vec::new();
+    while let Ok((tier, request)) = requests.recv() {
+        let generator = match generators.iter().position(|(t, _)| *t == tier) {
+            Some(i) => &mut generators[i].1,
+            None => match factory(tier) {
+                Ok(g) => {
+                    generators.push((tier, g));
+                    &mut generators.last_mut().expect("just pushed").1
+                }
+                Err(why) => {
+                    let i = lock(&installer);
+                    if let Some(c) = &i.controller {
+                        lock(c).compile_failed(MethodId(request.code.id), tier.profile_tier());
+                    }
+                    if i.log {
+                        say(&format!("[tier] no {} compiler: {why}\n", tier.name()));
+                    }
+                    continue;
+                }
+            },
+        };
+        if lock(&installer).compile(generator.as_mut(), &layout, &request) {
+            // A loop running the method interpreted may move into the new code.
+            crate::profiling::YIELDPOINT.raise(flag::CONTROLLER);
+        }
+    }
+}
+
+impl Vm {
+    /// Runs the program under the adaptive optimizer from now on: methods start
+    /// interpreted and the controller moves the hot ones up the tiers. Samples come from the
+    /// recorded profile when there is one (it must take method samples), else from a
+    /// sampler of the controller's own that records nothing.
+    pub fn set_adaptive(&mut self, config: AdaptiveConfig, log: bool) -> Result<(), VmError> {
+        if !cfg!(feature = "profiling") {
+            return Err(VmError::Fatal(
+                "--tier=adaptive needs the profiler (cargo feature `profiling`)".into(),
+            ));
+        }
+        if self.profiler.is_none() {
+            self.start_profiler(crate::ProfileOptions::for_controller(config.rate_hz))?;
+        }
+        let profiler = self.profiler.as_deref_mut().expect("a profiler was set");
+        let options = profiler.options();
+        if options.trigger.is_none() {
+            return Err(VmError::Fatal(
+                "--tier=adaptive is driven by method samples; this profile takes none (--sampler=none)".into(),
+            ));
+        }
+        let sample_ns = 1e9 / f64::from(options.rate_hz.max(1));
+        let tiers: Vec<_> = config.tiers.iter().map(|t| t.profile_tier()).collect();
+        let controller = Arc::new(Mutex::new(Controller::new(config.model, sample_ns, &tiers)));
+        let decisions = Arc::new(Mutex::new(Vec::new()));
+        {
+            let (controller, decisions) = (controller.clone(), decisions.clone());
+            profiler.observe_samples(
+                Box::new(move |samples| {
+                    let new = lock(&controller).observe(samples);
+                    if !new.is_empty() {
+                        lock(&decisions).extend(new);
+                        crate::profiling::YIELDPOINT.raise(flag::CONTROLLER);
+                    }
+                }),
+                DECISION_PERIOD,
+            );
+        }
+        let layout = self.prepare_compiled_code(log);
+        {
+            let mut installer = lock(&self.jit.installer);
+            installer.controller = Some(controller.clone());
+        }
+        let (tx, rx) = mpsc::channel();
+        let installer = self.jit.installer.clone();
+        let factory = config.generators;
+        let thread = std::thread::Builder::new()
+            .name("tally-compiler".into())
+            .spawn(move || compiler_thread(rx, factory, layout, installer))
+            .map_err(|e| VmError::Fatal(format!("cannot start the compiler thread: {e}")))?;
+        self.jit.adaptive = Some(Adaptive {
+            controller,
+            decisions,
+            requests: Some(tx),
+            thread: Some(thread),
+        });
+        self.code_added(0);
+        Ok(())
+    }
+
+    /// Tells the controller the sizes of codes from `from` on.
+    pub(super) fn announce_to_controller(&self, from: usize) {
+        let Some(a) = self.jit.adaptive.as_ref() else {
+            return;
+        };
+        let mut c = lock(&a.controller);
+        for code in &self.rt.codes[from..] {
+            if code.plain_frame {
+                c.method_defined(MethodId(code.id), code.ops.len() as u32);
+            }
+        }
+    }
+
+    /// The VM thread's part ([`flag::CONTROLLER`] was up): queue the decisions taken since
+    /// the last time, each recorded in the profile.
+    pub(crate) fn serve_controller(&mut self) {
+        let Some(a) = self.jit.adaptive.as_ref() else {
+            return;
+        };
+        let decisions = std::mem::take(&mut *lock(&a.decisions));
+        let log = lock(&self.jit.installer).log;
+        for d in decisions {
+            let code = self.rt.codes[d.method.0 as usize];
+            let Some(tier) = Tier::from_profile_tier(d.to) else {
+                continue;
+            };
+            if let Some(p) = self.profiler.as_deref() {
+                p.recorder().event(EventKind::TierDecision {
+                    method: d.method,
+                    from: d.from,
+                    to: d.to,
+                    past_ns: d.past_ns as u64,
+                    predicted_compile_ns: d.compile_ns as u64,
+                    predicted_future_ns: d.future_ns as u64,
+                });
+            }
+            let request = CompileRequest::new(code, &self.rt);
+            if log {
+                self.write_err(
+                    format!(
+                        "[tier] decide {} {} -> {}: ran {:.2} ms; predicted compile {:.2} ms, then {:.2} ms\n",
+                        request.name,
+                        d.from.name(),
+                        d.to.name(),
+                        d.past_ns / 1e6,
+                        d.compile_ns / 1e6,
+                        d.future_ns / 1e6
+                    )
+                    .as_bytes(),
+                );
+            }
+            let sent = self
+                .jit
+                .adaptive
+                .as_ref()
+                .and_then(|a| a.requests.as_ref())
+                .is_some_and(|tx| tx.send((tier, request)).is_ok());
+            if !sent {
+                if let Some(a) = self.jit.adaptive.as_ref() {
+                    lock(&a.controller).compile_failed(d.method, d.to);
+                }
+            }
+        }
+    }
+}

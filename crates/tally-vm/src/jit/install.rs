@@ -1,0 +1,192 @@
+//! Compiling a request and making the result run: the code version's registration (for
+//! samples and the profile), the symbols for external profilers (`--perf-map`, `--jitdump`),
+//! `--print-code`, `--tier-log`, and the adaptive controller's bookkeeping. It runs on
+//! whichever thread compiles (the VM thread for compile-at-first-call tiers, the compiler
+//! thread under `--tier=adaptive`), so it holds nothing of the VM but shared handles.
+
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tally_controller::Controller;
+use tally_profile::{
+    CodeVersion, CodeVersionId, EventKind, HotState, MethodId, PcMapEntry, Recorder,
+};
+
+use super::jitdump;
+use super::request::CompileRequest;
+use super::{CodeGenerator, Layout, NativeCode};
+
+/// Where installed code is announced when a profiler runs.
+pub(crate) struct ProfileLink {
+    pub(crate) hot: Arc<HotState>,
+    pub(crate) recorder: Arc<Mutex<Recorder>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Installer {
+    /// `--tier-log`: one line on stderr per compile, failure, decision and deoptimization.
+    pub(crate) log: bool,
+    /// Compiles so far: the next code version's id (profiles name versions by it).
+    compiles: u32,
+    /// `--perf-map`: one line per compiled function for `perf report` and other profilers
+    /// that read `/tmp/perf-PID.map`.
+    pub(crate) perf_map: Option<std::io::BufWriter<std::fs::File>>,
+    /// `--jitdump`.
+    pub(crate) jitdump: Option<jitdump::JitDump>,
+    /// `--print-code=PATTERN`: methods whose name contains it get their compiled code
+    /// printed on stderr as they are compiled.
+    pub(crate) print_code: Option<String>,
+    pub(crate) profile: Option<ProfileLink>,
+    /// The adaptive controller, told what was installed and what failed.
+    pub(crate) controller: Option<Arc<Mutex<Controller>>>,
+}
+
+/// Locks `m` whatever became of an earlier holder: everything behind these locks only ever
+/// gains whole entries.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Writes `text` on stderr in one piece. A line that cannot be written is lost, not the run.
+pub(crate) fn say(text: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(text.as_bytes());
+    let _ = e.flush();
+}
+
+impl Installer {
+    /// Whether compiling writes on stderr (the VM thread flushes its output first, so that
+    /// the two keep their order).
+    pub(crate) fn writes_stderr(&self) -> bool {
+        self.log || self.print_code.is_some()
+    }
+
+    /// Compiles `request` with `generator` and makes the code run at the method's next call;
+    /// answers whether it did. A compiler that fails, or panics, leaves the method where it
+    /// was, with one line under `--tier-log`.
+    pub(crate) fn compile(
+        &mut self,
+        generator: &mut dyn CodeGenerator,
+        layout: &Layout,
+        request: &CompileRequest,
+    ) -> bool {
+        let started = Instant::now();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            generator.compile(request, layout)
+        }))
+        .unwrap_or_else(|_| Err("the code generator panicked".into()));
+        let compile_ns = started.elapsed().as_nanos() as u64;
+        let tier = generator.tier();
+        match result {
+            Ok(native) => {
+                self.install(generator, layout, request, native, compile_ns);
+                true
+            }
+            Err(why) => {
+                if let Some(c) = &self.controller {
+                    lock(c).compile_failed(MethodId(request.code.id), tier.profile_tier());
+                }
+                if self.log {
+                    say(&format!(
+                        "[tier] {} failed for {}, stays where it was: {why}\n",
+                        tier.name(),
+                        request.name
+                    ));
+                }
+                false
+            }
+        }
+    }
+
+    fn install(
+        &mut self,
+        generator: &mut dyn CodeGenerator,
+        layout: &Layout,
+        request: &CompileRequest,
+        native: NativeCode,
+        compile_ns: u64,
+    ) {
+        let code = request.code;
+        let tier = generator.tier();
+        self.compiles += 1;
+        let version = CodeVersionId(self.compiles);
+        let method = MethodId(code.id);
+        let start = native.entry as usize;
+        // The range is known to samples before the code can run.
+        if let Some(p) = &self.profile {
+            // A full table leaves this code counted as native code in samples.
+            let _ = p
+                .hot
+                .published
+                .add_compiled_code(start..start + native.size, version, method);
+            let pc_map = native
+                .pc_map
+                .iter()
+                .map(|&(pc_offset, bci)| PcMapEntry {
+                    pc_offset,
+                    chain: bci.map(|b| vec![(method, b)]).unwrap_or_default(),
+                })
+                .collect();
+            lock(&p.recorder).event(EventKind::CodeInstalled(CodeVersion {
+                id: version,
+                method,
+                tier: tier.profile_tier(),
+                compile_id: self.compiles,
+                compile_time_ns: compile_ns,
+                code_start: start as u64,
+                code_len: native.size as u64,
+                pc_map,
+            }));
+        }
+        if let Some(c) = &self.controller {
+            lock(c).code_installed(version, method, tier.profile_tier());
+        }
+        code.compiled.install(native.entry);
+        let name = &request.name;
+        let tier_name = tier.name();
+        if let Some(pattern) = self.print_code.as_deref() {
+            if name.contains(pattern) {
+                let text = generator
+                    .listing(request, layout)
+                    .unwrap_or_else(|why| format!("(no listing: {why})\n"));
+                say(&format!(
+                    "=== {name} [{tier_name}], compile {}\n{text}",
+                    self.compiles
+                ));
+            }
+        }
+        if let Some(dump) = self.jitdump.as_mut() {
+            // SAFETY: the generator answered `size` bytes of finalized (readable and
+            // executable) machine code at the entry point, never freed.
+            let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, native.size) };
+            let lines: Vec<jitdump::DebugLine> = native
+                .pc_map
+                .iter()
+                .filter_map(|&(offset, bci)| {
+                    let (line, _) = *code.positions.get(bci? as usize)?;
+                    Some(jitdump::DebugLine {
+                        address: (start + offset as usize) as u64,
+                        line,
+                        file: &request.file,
+                    })
+                })
+                .collect();
+            // A record that cannot be written loses a symbol, not the run.
+            let _ = dump.code_loaded(&format!("{name} [{tier_name}]"), bytes, &lines);
+        }
+        if let Some(map) = self.perf_map.as_mut() {
+            // A map line that cannot be written loses a symbol, not the run.
+            let _ = writeln!(map, "{start:x} {:x} {name} [{tier_name}]", native.size)
+                .and_then(|()| map.flush());
+        }
+        if self.log {
+            say(&format!(
+                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us)\n",
+                code.ops.len(),
+                native.size,
+                compile_ns as f64 / 1e3
+            ));
+        }
+    }
+}

@@ -1,0 +1,410 @@
+//! `tally calibrate`: measures, on this machine, what the adaptive controller weighs — how
+//! much faster each compiling tier runs code than the interpreter and how long it takes to
+//! compile a method — and stores it where `--tier=adaptive` finds it.
+//!
+//! Method: each calibration program (ours, embedded in the binary) runs in child processes
+//! under `--tier=interp` and under each compiling tier (everything compiled at its first
+//! call), timing its iterations in CPU time; a tier's speedup is the geometric mean over the
+//! programs of the interpreter's median steady iteration (the second half of the
+//! iterations) over the tier's. Compile times come from the same runs' `--tier-log`: a
+//! least-squares line through (bytecodes, microseconds) of every compile.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use tally_vm::tally_controller::{CostModel, Provenance, TierCost};
+
+/// The calibration programs: (class name, source).
+const PROGRAMS: [(&str, &str); 4] = [
+    (
+        "CalibrationLoops",
+        include_str!("../calibration/CalibrationLoops.som"),
+    ),
+    (
+        "CalibrationSends",
+        include_str!("../calibration/CalibrationSends.som"),
+    ),
+    (
+        "CalibrationBlocks",
+        include_str!("../calibration/CalibrationBlocks.som"),
+    ),
+    (
+        "CalibrationRecursion",
+        include_str!("../calibration/CalibrationRecursion.som"),
+    ),
+];
+
+/// The compiling tiers calibrated, as `--tier` spells them.
+const TIERS: [&str; 1] = ["baseline"];
+
+/// A child run that takes longer than this is stopped and the calibration fails.
+const RUN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Measure this machine's tier speedups and compile rates for `--tier=adaptive`.
+///
+/// Runs Tally's calibration programs in child processes in every tier, prints what it
+/// measured, and writes the cost model the adaptive controller decides with.
+#[derive(Parser)]
+#[command(
+    name = "tally calibrate",
+    after_help = "The model is written to $XDG_DATA_HOME/tally/calibration.toml (else \
+~/.local/share/tally/calibration.toml) unless -o says otherwise; `tally --tier=adaptive` reads \
+it from there, or from `--calibration FILE`. A calibration names the machine it was measured \
+on; on another machine the built-in figures are used instead.\n\nExamples:\n  tally calibrate\n  \
+tally calibrate --runs 5 --iterations 20 --force\n  tally calibrate -o here.toml"
+)]
+struct CalibrateArgs {
+    /// Where to write the model [default: this machine's calibration file].
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Replace an existing calibration file.
+    #[arg(long)]
+    force: bool,
+    /// Child processes per program and tier.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Iterations per child process (the second half is the steady state).
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(2..))]
+    iterations: u32,
+}
+
+/// This machine, as calibrations name it: host name, processor and CPU count.
+pub fn machine() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown host".into());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{host}; {cpu}; {cpus} CPUs")
+}
+
+/// This machine's calibration file.
+pub fn default_path() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
+    Some(data.join("tally").join("calibration.toml"))
+}
+
+/// The model `--tier=adaptive` decides with, and a line saying where it came from: the file
+/// given (which must exist and be valid), else this machine's calibration, else the
+/// built-in figures.
+pub fn load_model(explicit: Option<&Path>) -> Result<(CostModel, String), String> {
+    let read = |path: &Path| -> Result<CostModel, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the calibration {}: {e}", path.display()))?;
+        CostModel::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    if let Some(path) = explicit {
+        let model = read(path)?;
+        return Ok((model, format!("{}", path.display())));
+    }
+    let builtin = || (CostModel::default(), "built-in figures".to_string());
+    let Some(path) = default_path().filter(|p| p.exists()) else {
+        return Ok(builtin());
+    };
+    let model = read(&path)?;
+    let here = machine();
+    if model.provenance.machine != here {
+        let (m, _) = builtin();
+        return Ok((
+            m,
+            format!(
+                "built-in figures ({} was measured on {}, not on this machine, {here})",
+                path.display(),
+                model.provenance.machine
+            ),
+        ));
+    }
+    Ok((
+        model,
+        format!("{} (this machine's calibration)", path.display()),
+    ))
+}
+
+pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let argv = std::iter::once(std::ffi::OsString::from("tally calibrate")).chain(args);
+    let args = CalibrateArgs::parse_from(argv);
+    match calibrate(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            say!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// One child run's results.
+struct Run {
+    /// Microseconds of each iteration.
+    iterations: Vec<f64>,
+    /// (bytecodes, microseconds) of each compile.
+    compiles: Vec<(f64, f64)>,
+}
+
+fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
+    let output = match &args.output {
+        Some(p) => p.clone(),
+        None => default_path().ok_or("no home directory for the calibration file; give -o FILE")?,
+    };
+    if output.exists() && !args.force {
+        return Err(format!("{} exists; --force replaces it", output.display()));
+    }
+    let tally = std::env::current_exe().map_err(|e| format!("cannot find this tally: {e}"))?;
+    let dir = std::env::temp_dir().join(format!("tally-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let result = measure(args, &tally, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let (rows, model) = result?;
+
+    println!(
+        "{:<22} {:>14} {}",
+        "program",
+        "interp (us)",
+        TIERS
+            .map(|t| format!("{:>14} {:>8}", format!("{t} (us)"), "speedup"))
+            .join(" ")
+    );
+    for (name, interp, tiers) in &rows {
+        let cells: Vec<String> = tiers
+            .iter()
+            .map(|t| format!("{t:>14.0} {:>7.2}x", interp / t))
+            .collect();
+        println!("{name:<22} {interp:>14.0} {}", cells.join(" "));
+    }
+    println!();
+    let b = &model.baseline;
+    println!(
+        "baseline: {:.2}x the interpreter; compile {:.0} us + {:.1} us per bytecode",
+        b.speedup,
+        b.compile_fixed_ns / 1e3,
+        b.compile_per_bytecode_ns / 1e3
+    );
+    println!("optimizing: not built yet; the built-in figures stay");
+    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::write(&output, model.to_toml())
+        .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    println!("written to {}", output.display());
+    Ok(())
+}
+
+type Rows = Vec<(&'static str, f64, Vec<f64>)>;
+
+fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, CostModel), String> {
+    let mut rows = Vec::new();
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); TIERS.len()];
+    let mut compiles: Vec<Vec<(f64, f64)>> = vec![Vec::new(); TIERS.len()];
+    let total = PROGRAMS.len() * (1 + TIERS.len()) * args.runs as usize;
+    let mut done = 0;
+    for (name, source) in PROGRAMS {
+        let file = dir.join(format!("{name}.som"));
+        std::fs::write(&file, source)
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        let mut steady = |tier: &str, compiles: Option<&mut Vec<(f64, f64)>>| {
+            let mut times = Vec::new();
+            let mut sink = compiles;
+            for _ in 0..args.runs {
+                done += 1;
+                say!("calibrating [{done}/{total}]: {name} --tier={tier}");
+                let run = run_child(tally, &file, tier, args.iterations)?;
+                let half = run.iterations.len() / 2;
+                times.extend_from_slice(&run.iterations[half..]);
+                if let Some(c) = sink.as_deref_mut() {
+                    c.extend(run.compiles);
+                }
+            }
+            Ok::<f64, String>(median(&mut times))
+        };
+        let interp = steady("interp", None)?;
+        let mut tier_times = Vec::new();
+        for (i, tier) in TIERS.iter().enumerate() {
+            let t = steady(tier, Some(&mut compiles[i]))?;
+            ratios[i].push(interp / t);
+            tier_times.push(t);
+        }
+        rows.push((name, interp, tier_times));
+    }
+    let geomean = |xs: &[f64]| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp();
+    let (fixed, per) = fit_line(&compiles[0]);
+    let model = CostModel {
+        baseline: TierCost {
+            speedup: geomean(&ratios[0]),
+            compile_fixed_ns: fixed * 1e3,
+            compile_per_bytecode_ns: per * 1e3,
+        },
+        provenance: Provenance {
+            machine: machine(),
+            measured_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            method: format!(
+                "tally calibrate: {} programs x {} runs x {} iterations (median of the second halves, CPU time), {} compiles fitted; optimizing: built-in figures (no such tier yet)",
+                PROGRAMS.len(),
+                args.runs,
+                args.iterations,
+                compiles[0].len()
+            ),
+        },
+        ..CostModel::default()
+    };
+    CostModel::from_toml(&model.to_toml())
+        .map_err(|e| format!("the measured model is not usable: {e}"))?;
+    Ok((rows, model))
+}
+
+/// Runs `file` in a child tally under `tier`; its iteration times and, for compiling tiers,
+/// its compiles.
+fn run_child(tally: &Path, file: &Path, tier: &str, iterations: u32) -> Result<Run, String> {
+    let mut cmd = Command::new(tally);
+    cmd.arg("--cpu-clock").arg(format!("--tier={tier}"));
+    if tier != "interp" {
+        cmd.arg("--tier-log");
+    }
+    cmd.arg(file)
+        .arg(iterations.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", tally.display()))?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if started.elapsed() > RUN_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "{} --tier={tier} ran longer than {} s",
+                    file.display(),
+                    RUN_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("cannot wait for the child tally: {e}")),
+        }
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("cannot read the child tally's output: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!(
+            "{} --tier={tier} failed ({}): {}",
+            file.display(),
+            out.status,
+            stderr
+                .lines()
+                .find(|l| !l.starts_with("[tier]"))
+                .unwrap_or("")
+        ));
+    }
+    let iterations: Vec<f64> = stdout.lines().filter_map(iteration_time).collect();
+    if iterations.len() < 2 {
+        return Err(format!(
+            "{} --tier={tier} printed no iteration times",
+            file.display()
+        ));
+    }
+    Ok(Run {
+        iterations,
+        compiles: stderr.lines().filter_map(compile_line).collect(),
+    })
+}
+
+/// `iteration N: T us` → T.
+fn iteration_time(line: &str) -> Option<f64> {
+    line.strip_prefix("iteration ")?
+        .split_once(": ")?
+        .1
+        .strip_suffix(" us")?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// A `--tier-log` compile line, `[tier] TIER NAME (N bytecodes, B bytes, T us)` → (N, T).
+fn compile_line(line: &str) -> Option<(f64, f64)> {
+    if !line.starts_with("[tier] ") || line.contains(" failed ") || line.contains(" decide ") {
+        return None;
+    }
+    let figures = line.rsplit_once(" (")?.1.strip_suffix(')')?;
+    let mut parts = figures.split(", ");
+    let bytecodes = parts.next()?.strip_suffix(" bytecodes")?.parse().ok()?;
+    let _bytes = parts.next()?.strip_suffix(" bytes")?;
+    let micros = parts.next()?.strip_suffix(" us")?.parse().ok()?;
+    Some((bytecodes, micros))
+}
+
+fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// Least squares `y = a + b·x`, both kept non-negative (a compile never takes negative
+/// time); the mean alone when every x is the same.
+fn fit_line(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    if points.is_empty() {
+        return (0.0, 0.0);
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    if sxx == 0.0 {
+        return (my, 0.0);
+    }
+    let b = (sxy / sxx).max(0.0);
+    let a = (my - b * mx).max(0.0);
+    (a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_parse_and_others_do_not() {
+        assert_eq!(
+            compile_line("[tier] baseline Foo>>bar: (12 bytecodes, 800 bytes, 350 us)"),
+            Some((12.0, 350.0))
+        );
+        assert_eq!(
+            compile_line("[tier] baseline failed for Foo>>bar, stays where it was: x (1 y)"),
+            None
+        );
+        assert_eq!(compile_line("hello"), None);
+        assert_eq!(iteration_time("iteration 3: 1234 us"), Some(1234.0));
+        assert_eq!(iteration_time("iteration 3 1234 us"), None);
+    }
+
+    #[test]
+    fn the_fitted_line_goes_through_exact_points() {
+        let (a, b) = fit_line(&[(1.0, 12.0), (2.0, 14.0), (10.0, 30.0)]);
+        assert!((a - 10.0).abs() < 1e-9 && (b - 2.0).abs() < 1e-9, "{a} {b}");
+        assert_eq!(fit_line(&[(3.0, 5.0), (3.0, 7.0)]), (6.0, 0.0));
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+    }
+}
