@@ -4,4 +4,4 @@
 
 mod baseline;
 
-pub use baseline::Baseline;
+pub use baseline::{Baseline, ListingParts};
