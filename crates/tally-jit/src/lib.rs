@@ -4,7 +4,7 @@
 
 mod baseline;
 
-pub use baseline::Baseline;
+pub use baseline::{Baseline, ListingParts};
 
 use tally_vm::jit::{AdaptiveConfig, CodeGenerator, Tier};
 use tally_vm::tally_controller::CostModel;

@@ -1,5 +1,6 @@
 //! `tally disasm`: a method's bytecode, each instruction with its source position and line,
-//! and the blocks it creates after it. Compiled tiers will add their versions here.
+//! and the blocks it creates after it; with a code generator, what it compiles each of them
+//! into.
 
 use std::fmt::Write as _;
 
@@ -10,11 +11,13 @@ impl Vm {
     /// The bytecode of the methods named by `target`: `Class>>selector`, `Class class>>selector`
     /// or `Class` (every method of the class and its metaclass). The class is loaded from the
     /// class path (or the embedded library) if it is not loaded yet.
-    /// With `generator`, each bytecode method is followed by what that compiler makes of it
-    /// (`CodeGenerator::listing`).
+    /// With `generator`, each method and block is followed by what that compiler makes of it
+    /// (`CodeGenerator::listing`); without `bytecode`, only that follows each one's heading
+    /// (the code-generation fixtures check the two apart).
     pub fn disassemble(
         &mut self,
         target: &str,
+        bytecode: bool,
         mut generator: Option<&mut dyn crate::jit::CodeGenerator>,
     ) -> Result<String, VmError> {
         let (class_part, selector) = match target.split_once(">>") {
@@ -38,6 +41,7 @@ impl Vm {
         } else if selector.is_none() {
             sides.push(metaclass);
         }
+        let layout = crate::jit::Layout::new(&self.rt);
         let mut out = String::new();
         let mut found = 0;
         for side in sides {
@@ -50,20 +54,7 @@ impl Vm {
                 .collect();
             for code in codes {
                 found += 1;
-                self.write_code(&mut out, code);
-                let bytecode: &'static crate::runtime::Code = self.rt.codes[code as usize];
-                if let (Some(g), false) = (generator.as_deref_mut(), bytecode.ops.is_empty()) {
-                    let layout = crate::jit::Layout::new(&self.rt);
-                    match g.listing(
-                        &crate::jit::CompileRequest::new(bytecode, &self.rt),
-                        &layout,
-                    ) {
-                        Ok(text) => out.push_str(&text),
-                        Err(why) => {
-                            let _ = writeln!(out, "--- {}: not compiled: {why}", g.tier().name());
-                        }
-                    }
-                }
+                self.write_code(&mut out, code, bytecode, &mut generator, &layout);
             }
         }
         if found == 0 {
@@ -75,7 +66,16 @@ impl Vm {
         Ok(out)
     }
 
-    fn write_code(&self, out: &mut String, id: CodeId) {
+    /// Writes code `id` (its heading, its bytecode when `bytecode`, the generator's listing)
+    /// and then the blocks it creates, each the same way.
+    fn write_code(
+        &self,
+        out: &mut String,
+        id: CodeId,
+        bytecode: bool,
+        generator: &mut Option<&mut dyn crate::jit::CodeGenerator>,
+        layout: &crate::jit::Layout,
+    ) {
         let code = self.rt.codes[id as usize];
         let source = self.rt.sources.get(code.source as usize);
         let path = source.map(|s| s.path().to_string()).unwrap_or_default();
@@ -95,6 +95,12 @@ impl Vm {
         let mut blocks = Vec::new();
         let mut last_line = 0;
         for (bci, op) in code.ops.iter().enumerate() {
+            if let Op::PushBlock(b) = op {
+                blocks.push(*b);
+            }
+            if !bytecode {
+                continue;
+            }
             let (line, col) = code.positions.get(bci).copied().unwrap_or((0, 0));
             let text = if line != last_line {
                 last_line = line;
@@ -107,13 +113,30 @@ impl Vm {
                 self.op_text(*op)
             );
             let _ = writeln!(out, "{}", row.trim_end());
-            if let Op::PushBlock(b) = op {
-                blocks.push(*b);
-            }
         }
-        out.push('\n');
+        if bytecode {
+            out.push('\n');
+        }
+        if let (Some(g), false) = (generator.as_deref_mut(), code.ops.is_empty()) {
+            let tier = g.tier().name();
+            if !code.plain_frame {
+                let _ = writeln!(
+                    out,
+                    "--- {tier}: not compiled: a trivial method (getter, setter, constant, \
+                     literal or self), answered at its send sites"
+                );
+            } else {
+                match g.listing(&crate::jit::CompileRequest::new(code, &self.rt), layout) {
+                    Ok(text) => out.push_str(&text),
+                    Err(why) => {
+                        let _ = writeln!(out, "--- {tier}: not compiled: {why}");
+                    }
+                }
+            }
+            out.push('\n');
+        }
         for b in blocks {
-            self.write_code(out, b);
+            self.write_code(out, b, bytecode, generator, layout);
         }
     }
 
@@ -146,6 +169,10 @@ impl Vm {
             Op::PushLiteral(i) => format!(
                 "PushLiteral {}",
                 self.describe(self.rt.literals[i as usize])
+            ),
+            Op::PushGlobal(slot) => format!(
+                "PushGlobal {}",
+                self.rt.symbols.name(self.rt.global_names[slot as usize])
             ),
             Op::PushBlock(b) => {
                 format!("PushBlock {}", self.rt.code_name(self.rt.codes[b as usize]))

@@ -1,4 +1,5 @@
-//! `tally disasm METHOD`: print a method's bytecode with source positions.
+//! `tally disasm METHOD`: print a method's bytecode with source positions and, with a
+//! compiling tier, what that tier compiles it into.
 
 use std::process::ExitCode;
 
@@ -12,7 +13,7 @@ use tally_vm::{Vm, VmOptions};
 #[derive(Parser)]
 #[command(
     name = "tally disasm",
-    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm --tier=baseline 'Integer>>max:'   with Cranelift IR and machine code\n  tally disasm Vector                    every method of Vector and of Vector class"
+    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm --tier=baseline 'Integer>>max:'   with Cranelift IR and machine code\n  tally disasm --tier=baseline --show=ir 'Integer>>max:'   the IR alone\n  tally disasm Vector                    every method of Vector and of Vector class"
 )]
 struct DisasmArgs {
     /// `Class>>selector`, `Class class>>selector`, or `Class` for all of a class's methods
@@ -21,10 +22,24 @@ struct DisasmArgs {
     /// serves classes it does not define
     #[arg(long, value_name = "DIR:DIR…")]
     classpath: Vec<String>,
-    /// Also show what this tier compiles each method into: `baseline` prints Cranelift's IR
-    /// and the machine code, annotated with bytecode indices
+    /// Also show what this tier compiles each method and block into: `baseline` prints
+    /// Cranelift's IR and the machine code, annotated with bytecode indices
     #[arg(long, value_enum, default_value_t = crate::TierChoice::Interp)]
     tier: crate::TierChoice,
+    /// Which parts to print, comma-separated: `bytecode`; with `--tier=baseline` also `ir`
+    /// (Cranelift's IR, which does not depend on the instruction set) and `machine` (machine
+    /// code, which does). Default: all the tier has. Stubs and the yieldpoint flag, whose addresses change
+    /// from run to run, are printed by name (`stub:send`, `addr:yieldpoint_flag`).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PART,…")]
+    show: Vec<Part>,
+}
+
+/// A part of `tally disasm`'s output (`--show`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Part {
+    Bytecode,
+    Ir,
+    Machine,
 }
 
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
@@ -37,12 +52,24 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         class_path: crate::class_path(&args.classpath),
         ..VmOptions::default()
     };
+    let shows = |part| args.show.is_empty() || args.show.contains(&part);
+    let compiled = shows(Part::Ir) || shows(Part::Machine);
+    if args.tier == crate::TierChoice::Interp && !args.show.is_empty() && compiled {
+        say!("error: --show=ir and --show=machine need --tier=baseline");
+        return ExitCode::from(2);
+    }
     let run = |mut vm: Vm| match args.tier {
-        crate::TierChoice::Interp => vm.disassemble(&args.method, None),
+        crate::TierChoice::Interp => vm.disassemble(&args.method, true, None),
         crate::TierChoice::Baseline | crate::TierChoice::Adaptive => {
             let mut generator = tally_jit::Baseline::new()
                 .map_err(|e| tally_vm::VmError::Fatal(format!("--tier=baseline: {e}")))?;
-            vm.disassemble(&args.method, Some(&mut generator))
+            generator.set_listing_parts(tally_jit::ListingParts {
+                ir: shows(Part::Ir),
+                machine: shows(Part::Machine),
+            });
+            let generator: Option<&mut dyn tally_vm::jit::CodeGenerator> =
+                compiled.then_some(&mut generator);
+            vm.disassemble(&args.method, shows(Part::Bytecode), generator)
         }
     };
     match Vm::new(options).and_then(run) {

@@ -476,7 +476,7 @@ fn normalize_args(args: Vec<String>) -> Vec<String> {
             }
             if !a.starts_with('-') {
                 program_started = true;
-            } else if !a.contains('=') && takes_value.iter().any(|t| *t == a) {
+            } else if !a.contains('=') && takes_value.contains(&a) {
                 expect_value = true;
                 out.push(a);
                 continue;
@@ -673,7 +673,9 @@ mod tests {
     #[test]
     fn option_values_are_not_taken_for_the_program_and_cp_is_a_class_path() {
         assert_eq!(
-            normalize_args(words("tally --calibration m.toml -cp lib --rate 99 Main -cp x")),
+            normalize_args(words(
+                "tally --calibration m.toml -cp lib --rate 99 Main -cp x"
+            )),
             words("tally --calibration m.toml --classpath lib --rate 99 Main -cp x")
         );
         // A flag without a value, and one whose value is optional, end nothing.

@@ -285,3 +285,57 @@ fn disasm_shows_the_baseline_ir_and_machine_code_by_bytecode_index() {
         "{text}"
     );
 }
+
+/// `disasm --show` prints only the parts asked for, each method's and block's heading kept;
+/// the stubs and the yieldpoint flag appear by name, never as their run-to-run addresses.
+#[test]
+fn disasm_show_picks_the_parts_and_names_stubs_and_the_flag() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "Down.som",
+        b"Down = ( from: n = ( | k | k := n. [ k > 0 ] whileTrue: [ k := k - 1 ]. ^k ) )\n",
+    );
+    let run = |args: &[&str]| {
+        let mut all = vec!["disasm", "-cp", "."];
+        all.extend_from_slice(args);
+        all.push("Down>>from:");
+        tally(d.path(), &all)
+    };
+    let out = run(&["--tier=baseline", "--show=ir"]);
+    let ir = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(ir.starts_with("Down>>from:  ("), "{ir}");
+    assert!(!ir.contains("JumpBack"), "no bytecode rows: {ir}");
+    assert!(ir.contains("--- baseline: Cranelift IR"), "{ir}");
+    assert!(!ir.contains("--- baseline: machine"), "{ir}");
+    assert!(ir.contains("iconst.i64 addr:yieldpoint_flag"), "{ir}");
+    assert!(ir.contains("iconst.i64 stub:back_edge"), "{ir}");
+    assert!(ir.contains("iconst.i64 stub:send_binary"), "{ir}");
+    assert_eq!(
+        stdout(&run(&["--tier=baseline", "--show=ir"])),
+        ir,
+        "the same IR in every run"
+    );
+
+    let out = run(&["--tier=baseline", "--show=bytecode,machine"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("JumpBack(2)"), "{text}");
+    assert!(!text.contains("Cranelift IR"), "{text}");
+    assert!(
+        text.contains("--- baseline: machine instructions"),
+        "{text}"
+    );
+    if cfg!(target_arch = "x86_64") {
+        assert!(text.contains("movabsq $stub:back_edge"), "{text}");
+    }
+
+    let out = run(&["--show=ir"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("need --tier=baseline"),
+        "{}",
+        stderr(&out)
+    );
+}

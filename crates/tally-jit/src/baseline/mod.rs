@@ -6,6 +6,7 @@
 
 mod translate;
 
+use cranelift_codegen::ir::immediates::Imm64;
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
@@ -19,6 +20,17 @@ pub struct Baseline {
     module: JITModule,
     context: Context,
     builder_context: FunctionBuilderContext,
+    listing_parts: ListingParts,
+}
+
+/// What [`CodeGenerator::listing`] shows (`tally disasm --show`): machine code differs from
+/// one target to the next, while the IR does not, so fixtures compare the IR alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListingParts {
+    /// Cranelift's IR, each instruction marked with its bytecode index.
+    pub ir: bool,
+    /// The machine code's ranges by bytecode index and its instructions.
+    pub machine: bool,
 }
 
 impl Baseline {
@@ -49,7 +61,16 @@ impl Baseline {
             module,
             context,
             builder_context: FunctionBuilderContext::new(),
+            listing_parts: ListingParts {
+                ir: true,
+                machine: true,
+            },
         })
+    }
+
+    /// Makes later listings show only `parts` (both by default).
+    pub fn set_listing_parts(&mut self, parts: ListingParts) {
+        self.listing_parts = parts;
     }
 }
 
@@ -136,8 +157,9 @@ impl CodeGenerator for Baseline {
 
     fn listing(&mut self, request: &CompileRequest, layout: &Layout) -> Result<String, String> {
         use std::fmt::Write as _;
+        let parts = self.listing_parts;
         let mut context = self.module.make_context();
-        context.set_disasm(true);
+        context.set_disasm(parts.machine);
         build(
             &self.module,
             &mut self.builder_context,
@@ -145,15 +167,28 @@ impl CodeGenerator for Baseline {
             request,
             layout,
         )?;
+        let names = address_names(layout);
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "--- baseline: Cranelift IR (@N: the bytecode index an instruction comes from)"
-        );
-        let _ = write!(out, "{}", context.func.display());
+        if parts.ir {
+            let _ = writeln!(
+                out,
+                "--- baseline: Cranelift IR (@N: the bytecode index an instruction comes from; \
+                 stub:NAME and addr:NAME stand for addresses)"
+            );
+            let mut ir = context.func.display().to_string();
+            for (name, address) in &names {
+                ir = replace_token(&ir, &Imm64::new(*address as i64).to_string(), name);
+            }
+            out.push_str(&ir);
+        }
+        // Compiled even when only the IR is shown: a listing never shows IR that fails to
+        // compile (or, in debug builds, to verify).
         let compiled = context
             .compile(self.module.isa(), &mut Default::default())
             .map_err(|e| format!("{:?}", e.inner))?;
+        if !parts.machine {
+            return Ok(out);
+        }
         let _ = writeln!(
             out,
             "--- baseline: machine code ({} bytes), by bytecode index",
@@ -172,8 +207,76 @@ impl CodeGenerator for Baseline {
         }
         if let Some(vcode) = &compiled.vcode {
             let _ = writeln!(out, "--- baseline: machine instructions");
-            out.push_str(vcode);
+            // Where the target loads an address whole (x86-64's `movabsq $0x…`); targets
+            // that build it piecewise show it raw.
+            let mut vcode = vcode.clone();
+            for (name, address) in &names {
+                vcode = replace_token(&vcode, &format!("{address:#x}"), name);
+            }
+            out.push_str(&vcode);
         }
         Ok(out)
+    }
+}
+
+/// The addresses compiled code embeds (stubs, the yieldpoint flag), with the names listings
+/// print for them: the addresses change from run to run (ASLR), and a name says more.
+fn address_names(layout: &Layout) -> Vec<(String, usize)> {
+    let mut names: Vec<(String, usize)> = layout
+        .stubs
+        .named()
+        .iter()
+        .map(|&(name, address)| (format!("stub:{name}"), address))
+        .collect();
+    names.push(("addr:yieldpoint_flag".into(), layout.yieldpoint_flag));
+    names
+}
+
+/// `text` with every occurrence of `from` that is a whole token (not part of a longer name or
+/// number: Cranelift writes `0x55a9_d136_2420`, so `_` counts as part of one) replaced by `to`.
+fn replace_token(text: &str, from: &str, to: &str) -> String {
+    let part_of_token = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(from) {
+        out.push_str(&rest[..at]);
+        let before = out.chars().next_back();
+        let after = rest[at + from.len()..].chars().next();
+        if before.is_some_and(part_of_token) || after.is_some_and(part_of_token) {
+            out.push_str(from);
+        } else {
+            out.push_str(to);
+        }
+        rest = &rest[at + from.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_token;
+
+    #[test]
+    fn only_whole_tokens_are_replaced() {
+        let ir = "v1 = iconst.i64 0x55a9_d136_2420\n\
+                  call_indirect sig1, v1(v0)  ; v1 = 0x55a9_d136_2420, v2 = 72\n\
+                  v3 = iconst.i64 0x1_55a9_d136_2420\n\
+                  v4 = iconst.i64 0x55a9_d136_24201";
+        assert_eq!(
+            replace_token(ir, "0x55a9_d136_2420", "stub:send"),
+            "v1 = iconst.i64 stub:send\n\
+             call_indirect sig1, v1(v0)  ; v1 = stub:send, v2 = 72\n\
+             v3 = iconst.i64 0x1_55a9_d136_2420\n\
+             v4 = iconst.i64 0x55a9_d136_24201"
+        );
+        assert_eq!(
+            replace_token(
+                "movabsq $0x55a9d1362420, %rax",
+                "0x55a9d1362420",
+                "stub:send"
+            ),
+            "movabsq $stub:send, %rax"
+        );
     }
 }

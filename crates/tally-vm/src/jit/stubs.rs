@@ -49,6 +49,34 @@ impl Stubs {
             epilogue: epilogue as *const () as usize,
         }
     }
+
+    /// Each stub's address with its field's name, so listings can print `stub:send` where
+    /// compiled code holds an address that changes from run to run (ASLR). The pattern names
+    /// every field, so a stub added later does not compile until it is named here too.
+    pub fn named(&self) -> [(&'static str, usize); 9] {
+        let Stubs {
+            send,
+            super_send,
+            send_binary,
+            send_nil_test,
+            push_block,
+            literal,
+            global,
+            back_edge,
+            epilogue,
+        } = self;
+        [
+            ("send", *send),
+            ("super_send", *super_send),
+            ("send_binary", *send_binary),
+            ("send_nil_test", *send_nil_test),
+            ("push_block", *push_block),
+            ("literal", *literal),
+            ("global", *global),
+            ("back_edge", *back_edge),
+            ("epilogue", *epilogue),
+        ]
+    }
 }
 
 /// Runs `body` on the VM behind `vm` and turns its outcome into a status: `Continue` when the
