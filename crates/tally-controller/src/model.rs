@@ -74,9 +74,9 @@ pub enum ModelError {
 }
 
 impl Default for CostModel {
-    /// Figures for a machine that was never calibrated: the baseline's are those `tally
-    /// calibrate` measured on the two-core x86-64 machines this VM is developed on, rounded
-    /// (BENCHMARKS.md has the command); the optimizing tier's are estimates until it exists.
+    /// Figures for a machine that was never calibrated: those `tally calibrate` measured on
+    /// the two-core x86-64 machines this VM is developed on, rounded (BENCHMARKS.md has the
+    /// command).
     fn default() -> Self {
         CostModel {
             provenance: Provenance {
@@ -90,9 +90,9 @@ impl Default for CostModel {
                 compile_per_bytecode_ns: 67_000.0,
             },
             optimizing: TierCost {
-                speedup: 3.0,
-                compile_fixed_ns: 400_000.0,
-                compile_per_bytecode_ns: 40_000.0,
+                speedup: 1.4,
+                compile_fixed_ns: 95_000.0,
+                compile_per_bytecode_ns: 110_000.0,
             },
         }
     }

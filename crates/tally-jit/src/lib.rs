@@ -2,9 +2,9 @@
 //! (`tally_vm::jit`: frames and value stack shared with the interpreter, statuses, stubs);
 //! this crate makes the machine code, so the VM itself never depends on a compiler back end.
 
-mod baseline;
+mod compiler;
 
-pub use baseline::{Baseline, ListingParts};
+pub use compiler::{Compiler, ListingParts};
 
 use tally_vm::jit::{AdaptiveConfig, CodeGenerator, Tier};
 use tally_vm::tally_controller::CostModel;
@@ -18,12 +18,9 @@ pub const ADAPTIVE_SAMPLE_RATE: u32 = 1000;
 pub fn adaptive_config(model: CostModel) -> AdaptiveConfig {
     AdaptiveConfig {
         generators: Box::new(|tier| -> Result<Box<dyn CodeGenerator>, String> {
-            match tier {
-                Tier::Baseline => Ok(Box::new(Baseline::new()?)),
-                Tier::Interp => Err("the interpreter is not a compiler".into()),
-            }
+            Ok(Box::new(Compiler::new(tier)?))
         }),
-        tiers: vec![Tier::Baseline],
+        tiers: vec![Tier::Baseline, Tier::Opt],
         model,
         rate_hz: ADAPTIVE_SAMPLE_RATE,
     }

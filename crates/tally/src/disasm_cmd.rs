@@ -55,14 +55,19 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let shows = |part| args.show.is_empty() || args.show.contains(&part);
     let compiled = shows(Part::Ir) || shows(Part::Machine);
     if args.tier == crate::TierChoice::Interp && !args.show.is_empty() && compiled {
-        say!("error: --show=ir and --show=machine need --tier=baseline");
+        say!("error: --show=ir and --show=machine need a compiling tier (--tier=baseline or opt)");
         return ExitCode::from(2);
     }
     let run = |mut vm: Vm| match args.tier {
         crate::TierChoice::Interp => vm.disassemble(&args.method, true, None),
-        crate::TierChoice::Baseline | crate::TierChoice::Adaptive => {
-            let mut generator = tally_jit::Baseline::new()
-                .map_err(|e| tally_vm::VmError::Fatal(format!("--tier=baseline: {e}")))?;
+        tier => {
+            // `adaptive` shows the first tier it compiles to.
+            let tier = match tier {
+                crate::TierChoice::Opt => tally_vm::jit::Tier::Opt,
+                _ => tally_vm::jit::Tier::Baseline,
+            };
+            let mut generator = tally_jit::Compiler::new(tier)
+                .map_err(|e| tally_vm::VmError::Fatal(format!("--tier={}: {e}", tier.name())))?;
             generator.set_listing_parts(tally_jit::ListingParts {
                 ir: shows(Part::Ir),
                 machine: shows(Part::Machine),

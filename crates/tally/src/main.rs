@@ -139,7 +139,9 @@ struct Cli {
 
     /// Which code runs methods and blocks: `interp`, the bytecode interpreter; `baseline`,
     /// machine code from the baseline compiler (Cranelift), made for each method and block at
-    /// its first call (anything it cannot compile stays interpreted; see `--tier-log`);
+    /// its first call (anything it cannot compile stays interpreted; see `--tier-log`); `opt`,
+    /// the same with the optimizing compiler (values in registers between calls, Cranelift's
+    /// optimisations);
     /// `adaptive`, methods start interpreted and a controller fed by samples recompiles the
     /// hot ones on a compiler thread when the predicted gain outweighs the compile (Jikes
     /// RVM's cost/benefit model, with this machine's figures from `tally calibrate`).
@@ -200,6 +202,7 @@ struct Cli {
 pub(crate) enum TierChoice {
     Interp,
     Baseline,
+    Opt,
     Adaptive,
 }
 
@@ -600,8 +603,13 @@ fn main() -> ExitCode {
         match cli.tier {
             TierChoice::Interp => {}
             TierChoice::Baseline => {
-                let generator = tally_jit::Baseline::new()
+                let generator = tally_jit::Compiler::baseline()
                     .map_err(|e| VmError::Fatal(format!("--tier=baseline: {e}")))?;
+                vm.set_code_generator(Box::new(generator), cli.tier_log);
+            }
+            TierChoice::Opt => {
+                let generator = tally_jit::Compiler::optimizing()
+                    .map_err(|e| VmError::Fatal(format!("--tier=opt: {e}")))?;
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
             TierChoice::Adaptive => {

@@ -334,7 +334,7 @@ fn disasm_show_picks_the_parts_and_names_stubs_and_the_flag() {
     let out = run(&["--show=ir"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("need --tier=baseline"),
+        stderr(&out).contains("need a compiling tier"),
         "{}",
         stderr(&out)
     );

@@ -94,6 +94,14 @@ fn som_programs_in_the_baseline_tier_survive_gc_stress() {
     run_all(&["--tier=baseline", "--gc-stress", "400"]);
 }
 
+/// The optimizing tier (values in registers between calls) at every first call, also with
+/// objects moving under its frames every few allocations.
+#[test]
+fn som_programs_give_the_same_output_in_the_opt_tier() {
+    run_all(&["--tier=opt"]);
+    run_all(&["--tier=opt", "--gc-stress", "400"]);
+}
+
 /// A cost model that makes the adaptive controller compile every method it sees a sample
 /// of: no compile cost, a huge speedup. Written into `dir`; answers its path.
 fn eager_calibration(dir: &Path) -> String {

@@ -147,9 +147,11 @@ fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
 fn generated_programs_print_the_same_in_every_tier() {
     let dir = tempfile::tempdir().expect("temp dir");
     let eager = eager_calibration(dir.path());
-    let tiers: [&[&str]; 4] = [
+    let tiers: [&[&str]; 6] = [
         &["--tier=baseline"],
         &["--tier=baseline", "--gc-stress", "50"],
+        &["--tier=opt"],
+        &["--tier=opt", "--gc-stress", "50"],
         &["--tier=adaptive", "--calibration", &eager],
         &[
             "--tier=adaptive",
@@ -453,9 +455,10 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
         .take(3)
         .map(|w| w.parse().unwrap())
         .collect();
+    // `run` is entered once: samples of it in compiled code are samples after the move.
     assert!(
-        counts[1] > counts[0],
-        "most of the loop's samples are in compiled code after the move: {row}"
+        counts[1] >= 10,
+        "the running loop moved into compiled code: {row}"
     );
     assert!(
         text.contains("Loop>>run interpreter -> baseline: ran"),

@@ -42,6 +42,8 @@ pub enum Tier {
     Interp,
     /// Every method and block compiled by the baseline compiler at its first call.
     Baseline,
+    /// The optimizing compiler (values in registers, Cranelift's optimisations).
+    Opt,
 }
 
 impl Tier {
@@ -49,6 +51,7 @@ impl Tier {
         match self {
             Tier::Interp => "interp",
             Tier::Baseline => "baseline",
+            Tier::Opt => "opt",
         }
     }
 
@@ -57,6 +60,7 @@ impl Tier {
         match self {
             Tier::Interp => tally_profile::Tier::Interpreter,
             Tier::Baseline => tally_profile::Tier::Baseline,
+            Tier::Opt => tally_profile::Tier::Optimizing,
         }
     }
 
@@ -65,7 +69,8 @@ impl Tier {
         match tier {
             tally_profile::Tier::Interpreter => Some(Tier::Interp),
             tally_profile::Tier::Baseline => Some(Tier::Baseline),
-            _ => None,
+            tally_profile::Tier::Optimizing => Some(Tier::Opt),
+            tally_profile::Tier::Other(_) => None,
         }
     }
 }

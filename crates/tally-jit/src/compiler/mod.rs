@@ -1,5 +1,7 @@
-//! The baseline tier: every bytecode of a method or block becomes straight-line machine code
-//! (Cranelift, no optimisation), keeping the interpreter's frame and value-stack layout.
+//! The compiled tiers: every bytecode of a method or block becomes straight-line machine code,
+//! keeping the interpreter's frame and value-stack layout. The baseline tier keeps values in
+//! their value-stack slots and compiles fast (Cranelift without optimisation); the optimizing
+//! tier keeps them in registers between calls and lets Cranelift optimise (`translate::Mode`).
 //! Locals, fields, constants, jumps and small-integer arithmetic and comparisons are done
 //! inline; sends, closures, literals, globals and yieldpoints with a raised flag go through
 //! the VM's stubs; rare instructions and every error path hand the frame to the interpreter.
@@ -15,8 +17,10 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCode, Tier};
 
-/// The baseline compiler: one Cranelift JIT module holding every baseline function.
-pub struct Baseline {
+/// A compiler for one tier: one Cranelift JIT module holding every function it made.
+pub struct Compiler {
+    tier: Tier,
+    mode: translate::Mode,
     module: JITModule,
     context: Context,
     builder_context: FunctionBuilderContext,
@@ -33,16 +37,32 @@ pub struct ListingParts {
     pub machine: bool,
 }
 
-impl Baseline {
-    /// A compiler for the machine this runs on; an error when Cranelift does not support it.
-    pub fn new() -> Result<Baseline, String> {
+impl Compiler {
+    /// The baseline tier's compiler for the machine this runs on; an error when Cranelift
+    /// does not support it.
+    pub fn baseline() -> Result<Compiler, String> {
+        Compiler::new(Tier::Baseline)
+    }
+
+    /// The optimizing tier's compiler.
+    pub fn optimizing() -> Result<Compiler, String> {
+        Compiler::new(Tier::Opt)
+    }
+
+    /// The compiler of `tier`.
+    pub fn new(tier: Tier) -> Result<Compiler, String> {
+        let (mode, opt_level) = match tier {
+            Tier::Baseline => (translate::Mode::Memory, "none"),
+            Tier::Opt => (translate::Mode::Registers, "speed"),
+            Tier::Interp => return Err("the interpreter is not a compiler".into()),
+        };
         let mut flags = settings::builder();
         let set = |flags: &mut settings::Builder, k: &str, v: &str| {
             flags
                 .set(k, v)
                 .map_err(|e| format!("cranelift setting {k}={v}: {e}"))
         };
-        set(&mut flags, "opt_level", "none")?;
+        set(&mut flags, "opt_level", opt_level)?;
         // Cranelift's IR verifier costs a tenth of compile time; debug builds (and so the test
         // suite's) keep it, release builds trust the translator.
         if !cfg!(debug_assertions) {
@@ -57,7 +77,9 @@ impl Baseline {
             .map_err(|e| format!("cannot set up the code generator: {e}"))?;
         let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         let context = module.make_context();
-        Ok(Baseline {
+        Ok(Compiler {
+            tier,
+            mode,
             module,
             context,
             builder_context: FunctionBuilderContext::new(),
@@ -76,6 +98,7 @@ impl Baseline {
 
 /// Writes `code`'s function into `context` (signature, name, body).
 fn build(
+    mode: translate::Mode,
     module: &JITModule,
     builder_context: &mut FunctionBuilderContext,
     context: &mut Context,
@@ -84,7 +107,14 @@ fn build(
 ) -> Result<(), String> {
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
-    translate::translate(&mut context.func, builder_context, module, request, layout)
+    translate::translate(
+        &mut context.func,
+        builder_context,
+        module,
+        request,
+        layout,
+        mode,
+    )
 }
 
 /// Machine code offset → bytecode index, from the source locations the translator set (one
@@ -115,14 +145,15 @@ pub(crate) fn entry_signature(module: &JITModule) -> Signature {
     sig
 }
 
-impl CodeGenerator for Baseline {
+impl CodeGenerator for Compiler {
     fn tier(&self) -> Tier {
-        Tier::Baseline
+        self.tier
     }
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         self.module.clear_context(&mut self.context);
         build(
+            self.mode,
             &self.module,
             &mut self.builder_context,
             &mut self.context,
@@ -158,9 +189,11 @@ impl CodeGenerator for Baseline {
     fn listing(&mut self, request: &CompileRequest, layout: &Layout) -> Result<String, String> {
         use std::fmt::Write as _;
         let parts = self.listing_parts;
+        let tier = self.tier.name();
         let mut context = self.module.make_context();
         context.set_disasm(parts.machine);
         build(
+            self.mode,
             &self.module,
             &mut self.builder_context,
             &mut context,
@@ -172,7 +205,7 @@ impl CodeGenerator for Baseline {
         if parts.ir {
             let _ = writeln!(
                 out,
-                "--- baseline: Cranelift IR (@N: the bytecode index an instruction comes from; \
+                "--- {tier}: Cranelift IR (@N: the bytecode index an instruction comes from; \
                  stub:NAME and addr:NAME stand for addresses)"
             );
             let mut ir = context.func.display().to_string();
@@ -191,7 +224,7 @@ impl CodeGenerator for Baseline {
         }
         let _ = writeln!(
             out,
-            "--- baseline: machine code ({} bytes), by bytecode index",
+            "--- {tier}: machine code ({} bytes), by bytecode index",
             compiled.code_info().total_size
         );
         for loc in compiled.buffer.get_srclocs_sorted() {
@@ -206,7 +239,7 @@ impl CodeGenerator for Baseline {
             }
         }
         if let Some(vcode) = &compiled.vcode {
-            let _ = writeln!(out, "--- baseline: machine instructions");
+            let _ = writeln!(out, "--- {tier}: machine instructions");
             // Where the target loads an address whole (x86-64's `movabsq $0x…`); targets
             // that build it piecewise show it raw.
             let mut vcode = vcode.clone();

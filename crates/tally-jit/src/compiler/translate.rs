@@ -39,6 +39,7 @@ pub(super) fn translate(
     module: &JITModule,
     request: &CompileRequest,
     layout: &Layout,
+    mode: Mode,
 ) -> Result<(), String> {
     let code = request.code;
     let ops = &code.ops;
@@ -56,6 +57,13 @@ pub(super) fn translate(
     })?;
     let sigs = StubSignatures::declare(func, module);
     let mut b = FunctionBuilder::new(func, builder_context);
+    let vars = match mode {
+        Mode::Memory => None,
+        Mode::Registers => {
+            let slots = heights.iter().flatten().max().copied().unwrap_or(0) + 2;
+            Some((0..slots).map(|_| b.declare_var(I64)).collect::<Vec<_>>())
+        }
+    };
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     let blocks: Vec<Block> = ops.iter().map(|_| b.create_block()).collect();
@@ -99,17 +107,26 @@ pub(super) fn translate(
     let stack = b.ins().load(I64, flags, vm, layout.stack_base);
     let bp_bytes = mul_imm(&mut b, bp, 8);
     let fp = b.ins().iadd(stack, bp_bytes);
+    // With values in registers, an activation starts or resumes through a block that loads
+    // its slots; those blocks, and the jump table, are made at the end, once the places the
+    // code leaves a frame at (its resume points) are known.
     let dispatch = b.create_block();
+    let start_block = match mode {
+        Mode::Memory => blocks[0],
+        Mode::Registers => b.create_block(),
+    };
     let at_start = cmp_imm(&mut b, IntCC::Equal, ip32, 0);
-    b.ins().brif(at_start, blocks[0], &[], dispatch, &[]);
-    b.switch_to_block(dispatch);
-    let default = b.func.dfg.block_call(bad_ip, &[]);
-    let table: Vec<BlockCall> = blocks
-        .iter()
-        .map(|&blk| b.func.dfg.block_call(blk, &[]))
-        .collect();
-    let jt = b.create_jump_table(JumpTableData::new(default, &table));
-    b.ins().br_table(ip32, jt);
+    b.ins().brif(at_start, start_block, &[], dispatch, &[]);
+    if mode == Mode::Memory {
+        b.switch_to_block(dispatch);
+        let default = b.func.dfg.block_call(bad_ip, &[]);
+        let table: Vec<BlockCall> = blocks
+            .iter()
+            .map(|&blk| b.func.dfg.block_call(blk, &[]))
+            .collect();
+        let jt = b.create_jump_table(JumpTableData::new(default, &table));
+        b.ins().br_table(ip32, jt);
+    }
 
     // An `ip` no instruction block serves (never saved by this code): let the interpreter
     // have the frame.
@@ -133,10 +150,14 @@ pub(super) fn translate(
         blocks,
         exit,
         handovers: Vec::new(),
+        vars,
+        pending_reload: None,
+        resumes: std::collections::BTreeSet::new(),
     };
     for (i, &op) in ops.iter().enumerate() {
         t.b.switch_to_block(t.blocks[i]);
         t.b.set_srcloc(SourceLoc::new(i as u32));
+        t.pending_reload = None;
         match heights[i] {
             Some(h) => t.op(i, op, h as i32, ops.len())?,
             None => {
@@ -146,10 +167,46 @@ pub(super) fn translate(
         }
     }
     t.finish_handovers();
+    if mode == Mode::Registers {
+        t.resumes.insert(0);
+        let mut table = vec![t.b.func.dfg.block_call(bad_ip, &[]); ops.len()];
+        for &ip in &t.resumes.clone() {
+            let Some(Some(h)) = heights.get(ip) else {
+                continue;
+            };
+            let resume = t.b.create_block();
+            t.b.switch_to_block(resume);
+            t.b.set_srcloc(SourceLoc::new(ip as u32));
+            t.reload(*h as i32);
+            let target = t.blocks[ip];
+            t.jump(target);
+            table[ip] = t.b.func.dfg.block_call(resume, &[]);
+            if ip == 0 {
+                t.b.switch_to_block(start_block);
+                t.jump(resume);
+            }
+        }
+        t.b.switch_to_block(dispatch);
+        let default = t.b.func.dfg.block_call(bad_ip, &[]);
+        let jt = t.b.create_jump_table(JumpTableData::new(default, &table));
+        t.b.ins().br_table(ip32, jt);
+    }
     t.b.seal_all_blocks();
     let config = module.target_config();
     t.b.finalize(config);
     Ok(())
+}
+
+/// Where an activation's values live between stub calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// In their value-stack slots, loaded where used (the baseline tier: the least code).
+    Memory,
+    /// In SSA variables (registers), written to their slots before every stub call and exit
+    /// and read back after every call (the collector may have moved what they point to):
+    /// the optimizing tier. An activation resumes only where the code left one (after a
+    /// call, at a loop head, at 0); anywhere else the interpreter takes the frame.
+    Registers,
 }
 
 /// Signatures of the stubs, by shape.
@@ -202,6 +259,13 @@ struct Translator<'a, 'f> {
     exit: Block,
     /// Blocks that hand the frame to the interpreter: (block, instruction, height).
     handovers: Vec<(Block, usize, i32)>,
+    /// `Mode::Registers`: the variable of each stack slot.
+    vars: Option<Vec<cranelift_frontend::Variable>>,
+    /// The height the last `sync` wrote to memory, until the call after it reads the slots
+    /// back; reset at each instruction and exit.
+    pending_reload: Option<i32>,
+    /// Every `ip` a frame was left at: where the code may be resumed.
+    resumes: std::collections::BTreeSet<usize>,
 }
 
 impl Translator<'_, '_> {
@@ -251,11 +315,55 @@ impl Translator<'_, '_> {
 
     /// The value in stack slot `k` of the frame (0 is the receiver).
     fn slot(&mut self, k: i32) -> Value {
-        self.b.ins().load(I64, Self::flags(), self.fp, k * 8)
+        match &self.vars {
+            Some(vars) => {
+                let var = vars[k as usize];
+                self.b.use_var(var)
+            }
+            None => self.b.ins().load(I64, Self::flags(), self.fp, k * 8),
+        }
     }
 
     fn set_slot(&mut self, k: i32, v: Value) {
-        self.b.ins().store(Self::flags(), v, self.fp, k * 8);
+        match &self.vars {
+            Some(vars) => {
+                let var = vars[k as usize];
+                self.b.def_var(var, v);
+            }
+            None => {
+                self.b.ins().store(Self::flags(), v, self.fp, k * 8);
+            }
+        }
+    }
+
+    /// `Mode::Registers`: writes slots `0..h` to memory.
+    fn flush(&mut self, h: i32) {
+        let Some(vars) = self.vars.clone() else {
+            return;
+        };
+        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize) {
+            let v = self.b.use_var(*var);
+            self.b.ins().store(Self::flags(), v, self.fp, k as i32 * 8);
+        }
+    }
+
+    /// `Mode::Registers`: reads slots `0..h` back from memory.
+    fn reload(&mut self, h: i32) {
+        let Some(vars) = self.vars.clone() else {
+            return;
+        };
+        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize) {
+            let v = self.b.ins().load(I64, Self::flags(), self.fp, k as i32 * 8);
+            self.b.def_var(*var, v);
+        }
+    }
+
+    /// After a call: the slots the last `sync` wrote, and the one above them (where a stub
+    /// pushes what it makes: a closure), read back.
+    fn reload_after_call(&mut self) {
+        if let Some(h) = self.pending_reload.take() {
+            self.reload(h + 1);
+        }
     }
 
     fn jump(&mut self, to: Block) {
@@ -265,6 +373,9 @@ impl Translator<'_, '_> {
     /// Makes the VM's view exact before a stub or an exit: the stack height (`h` values above
     /// the frame's base) and the frame's `ip`.
     fn sync(&mut self, h: i32, ip: usize) {
+        self.flush(h);
+        self.pending_reload = Some(h);
+        self.resumes.insert(ip);
         let len = add_imm(&mut self.b, self.bp, h as i64);
         self.b
             .ins()
@@ -276,6 +387,7 @@ impl Translator<'_, '_> {
     }
 
     fn leave(&mut self, status: Status) {
+        self.pending_reload = None;
         let s = self.b.ins().iconst(I32, status as i64);
         self.b.ins().return_(&[s]);
     }
@@ -295,6 +407,7 @@ impl Translator<'_, '_> {
     fn finish_handovers(&mut self) {
         for (blk, at, h) in std::mem::take(&mut self.handovers) {
             self.b.switch_to_block(blk);
+            self.b.set_srcloc(SourceLoc::new(at as u32));
             self.sync(h, at);
             self.leave(Status::Interpret);
         }
@@ -306,7 +419,9 @@ impl Translator<'_, '_> {
         let mut all = vec![self.vm];
         all.extend_from_slice(args);
         let call = self.b.ins().call_indirect(sig, callee, &all);
-        self.b.inst_results(call)[0]
+        let result = self.b.inst_results(call)[0];
+        self.reload_after_call();
+        result
     }
 
     /// After a stub that answers a status: on to `next` on `Continue`, else leave with it.
@@ -547,6 +662,7 @@ impl Translator<'_, '_> {
                 .ins()
                 .call_indirect(sig, function, &[self.vm, callee_frame, new_bp, fresh]);
         let status = self.b.inst_results(call)[0];
+        self.reload_after_call();
         let returned = self.b.create_block();
         let is_return = cmp_imm(&mut self.b, IntCC::Equal, status, Status::Returned as i64);
         let exit = self.exit;
