@@ -6,7 +6,7 @@
 use tally_profile::{CodeVersionId, MethodId, Sample, Tier};
 
 use crate::model::CostModel;
-use crate::organizer::{slot, MethodRecord, Organizer, TIERS};
+use crate::organizer::{MethodRecord, Organizer};
 
 /// How often one method may be compiled: a method whose speculation keeps failing is
 /// recompiled a bounded number of times, then stays where it is.
@@ -81,7 +81,7 @@ impl Controller {
     /// `tier` could not compile `method`: it stays where it is and is not asked again.
     pub fn compile_failed(&mut self, method: MethodId, tier: Tier) {
         let r = self.organizer.record_mut(method);
-        r.failed[slot(tier)] = true;
+        r.failed[tier.column()] = true;
         r.pending = None;
     }
 
@@ -120,13 +120,15 @@ impl Controller {
         let s_from = self.model.speedup(from);
         // The time spent so far, each sample converted to what it would have taken in
         // `from`: a sample in a slower tier stands for less work.
-        let past_ns: f64 = TIERS
+        let past_ns: f64 = Tier::NAMED
             .iter()
-            .map(|&t| r.samples[slot(t)] as f64 * self.sample_ns * self.model.speedup(t) / s_from)
+            .map(|&t| {
+                r.samples[t.column()] as f64 * self.sample_ns * self.model.speedup(t) / s_from
+            })
             .sum();
         let mut best: Option<Decision> = None;
         for &to in &self.tiers {
-            if slot(to) <= slot(from) || r.failed[slot(to)] {
+            if to.column() <= from.column() || r.failed[to.column()] {
                 continue;
             }
             let cost = self.model.tier(to)?;
@@ -152,7 +154,7 @@ fn model_has(tier: &Tier) -> bool {
 
 fn higher(a: Option<Tier>, b: Tier) -> Tier {
     match a {
-        Some(a) if slot(a) > slot(b) => a,
+        Some(a) if a.column() > b.column() => a,
         _ => b,
     }
 }

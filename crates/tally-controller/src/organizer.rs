@@ -7,18 +7,6 @@ use std::collections::HashMap;
 
 use tally_profile::{CodeVersionId, MethodId, RawFrame, Sample, Tier, VmState};
 
-/// Index of a tier in per-tier arrays.
-pub(crate) fn slot(tier: Tier) -> usize {
-    match tier {
-        Tier::Interpreter | Tier::Other(_) => 0,
-        Tier::Baseline => 1,
-        Tier::Optimizing => 2,
-    }
-}
-
-/// Tiers in the order of the per-tier arrays.
-pub(crate) const TIERS: [Tier; 3] = [Tier::Interpreter, Tier::Baseline, Tier::Optimizing];
-
 /// What the organizer knows of one method.
 #[derive(Clone, Debug, Default)]
 pub struct MethodRecord {
@@ -108,7 +96,7 @@ impl Organizer {
             match self.place(s) {
                 Some((method, tier)) => {
                     let r = self.record_mut(method);
-                    r.samples[slot(tier)] += 1;
+                    r.samples[tier.column()] += 1;
                     if !touched.contains(&method) {
                         touched.push(method);
                     }

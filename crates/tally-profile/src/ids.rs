@@ -76,6 +76,19 @@ impl Tier {
         }
     }
 
+    /// The named tiers, lowest first: the columns of per-tier tables.
+    pub const NAMED: [Tier; 3] = [Tier::Interpreter, Tier::Baseline, Tier::Optimizing];
+
+    /// This tier's column in per-tier tables (`[_; 3]`, in the order of [`Tier::NAMED`]);
+    /// unnamed tiers share the interpreter's.
+    pub fn column(self) -> usize {
+        match self {
+            Tier::Interpreter | Tier::Other(_) => 0,
+            Tier::Baseline => 1,
+            Tier::Optimizing => 2,
+        }
+    }
+
     pub fn name(self) -> String {
         match self {
             Tier::Interpreter => "interpreter".into(),

@@ -7,6 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+use common::eager_calibration;
+
 fn som_tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/som")
 }
@@ -100,19 +103,6 @@ fn som_programs_in_the_baseline_tier_survive_gc_stress() {
 fn som_programs_give_the_same_output_in_the_opt_tier() {
     run_all(&["--tier=opt"]);
     run_all(&["--tier=opt", "--gc-stress", "400"]);
-}
-
-/// A cost model that makes the adaptive controller compile every method it sees a sample
-/// of: no compile cost, a huge speedup. Written into `dir`; answers its path.
-fn eager_calibration(dir: &Path) -> String {
-    let path = dir.join("eager.toml");
-    std::fs::write(
-        &path,
-        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
-         [optimizing]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
-    )
-    .expect("write the cost model");
-    path.display().to_string()
 }
 
 /// The adaptive tier, with a controller that compiles whatever it sees run (on its compiler

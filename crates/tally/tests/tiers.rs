@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 mod common;
-use common::{run_in, state_share};
+use common::{eager_calibration, run_in, state_share};
 
 /// Method samples at a high rate and nothing else. CBS windows send every call of compiled
 /// code through the stubs (they must count each one), which is native code; without them the
@@ -115,19 +115,6 @@ fn program(seed: u64) -> String {
     )
     .unwrap();
     s
-}
-
-/// A cost model that makes the adaptive controller compile every method it sees a sample
-/// of (no compile cost, a huge speedup), written into `dir`; answers its path.
-fn eager_calibration(dir: &std::path::Path) -> String {
-    let path = dir.join("eager.toml");
-    std::fs::write(
-        &path,
-        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
-         [optimizing]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
-    )
-    .expect("write the cost model");
-    path.display().to_string()
 }
 
 fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {

@@ -58,14 +58,6 @@ pub struct TierReport {
     pub decisions: Vec<DecisionRow>,
 }
 
-fn slot(tier: Tier) -> usize {
-    match tier {
-        Tier::Interpreter | Tier::Other(_) => 0,
-        Tier::Baseline => 1,
-        Tier::Optimizing => 2,
-    }
-}
-
 impl TierReport {
     /// `None` when nothing was compiled.
     pub fn new(p: &Profile) -> Option<TierReport> {
@@ -130,7 +122,7 @@ impl TierReport {
                 row.samples += 1;
             }
             if versions.contains_key(&top.method) {
-                per_method.entry(top.method).or_insert([0; 3])[slot(top.tier)] += 1;
+                per_method.entry(top.method).or_insert([0; 3])[top.tier.column()] += 1;
             }
         }
         let mut methods: Vec<MethodTiers> = versions

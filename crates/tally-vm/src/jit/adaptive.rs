@@ -181,10 +181,13 @@ impl Vm {
             return;
         };
         let decisions = std::mem::take(&mut *lock(&a.decisions));
+        let controller = a.controller.clone();
         let log = lock(&self.jit.installer).log;
         for d in decisions {
             let code = self.rt.codes[d.method.0 as usize];
             let Some(tier) = Tier::from_profile_tier(d.to) else {
+                // A tier the VM does not have: not asked again.
+                lock(&controller).compile_failed(d.method, d.to);
                 continue;
             };
             if let Some(p) = self.profiler.as_deref() {
@@ -219,9 +222,7 @@ impl Vm {
                 .and_then(|a| a.requests.as_ref())
                 .is_some_and(|tx| tx.send((tier, request)).is_ok());
             if !sent {
-                if let Some(a) = self.jit.adaptive.as_ref() {
-                    lock(&a.controller).compile_failed(d.method, d.to);
-                }
+                lock(&controller).compile_failed(d.method, d.to);
             }
         }
     }

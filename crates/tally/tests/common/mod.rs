@@ -91,3 +91,16 @@ pub fn state_share(report: &str, state: &str) -> (f64, u64) {
         .expect("a row for the state");
     (count as f64 / total.max(1) as f64, total)
 }
+
+/// A cost model that makes the adaptive controller compile every method it sees a sample of
+/// (no compile cost, a huge speedup), written into `dir`; answers its path.
+pub fn eager_calibration(dir: &Path) -> String {
+    let path = dir.join("eager.toml");
+    std::fs::write(
+        &path,
+        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [optimizing]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
+    )
+    .expect("write the cost model");
+    path.display().to_string()
+}
