@@ -86,6 +86,15 @@ pub enum EventKind {
         predicted_compile_ns: u64,
         predicted_future_ns: u64,
     },
+    /// Compiled code of `method` failed a guard at bytecode `bci` (`reason` says which) and
+    /// handed its frame to the interpreter. `now`: the tier the method fell back to when
+    /// this invalidated the speculating version; `None` when it had been invalidated already.
+    Deoptimized {
+        method: MethodId,
+        bci: u32,
+        reason: String,
+        now: Option<Tier>,
+    },
     /// A code version was discarded; its id is never reused.
     CodeFreed {
         code: CodeVersionId,
@@ -112,6 +121,7 @@ impl EventKind {
             EventKind::MethodLines { .. } => "method lines",
             EventKind::CodeInstalled(_) => "code installed",
             EventKind::TierDecision { .. } => "tier decision",
+            EventKind::Deoptimized { .. } => "deoptimized",
             EventKind::CodeFreed { .. } => "code freed",
             EventKind::GcStart { .. } => "gc start",
             EventKind::GcEnd { .. } => "gc",

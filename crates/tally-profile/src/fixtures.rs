@@ -121,6 +121,15 @@ pub fn example_profile() -> Profile {
         },
     ));
     events.push(ev(
+        8_500_000,
+        EventKind::Deoptimized {
+            method: MethodId(2),
+            bci: 6,
+            reason: "receiver class guard failed".into(),
+            now: Some(Tier::Interpreter),
+        },
+    ));
+    events.push(ev(
         9_000_000,
         EventKind::CodeFreed {
             code: CodeVersionId(1),

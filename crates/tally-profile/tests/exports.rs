@@ -402,10 +402,16 @@ fn chrome_trace_shows_the_event_timeline() {
         "decide Bench>>loop interpreter -> optimizing"
     );
     assert_eq!(decision["args"]["predicted_compile_ns"], 300_000);
+    let deopt = events
+        .iter()
+        .find(|e| e["name"] == "deopt Bench>>loop @6")
+        .expect("the deoptimization");
+    assert_eq!(deopt["args"]["reason"], "receiver class guard failed");
+    assert_eq!(deopt["args"]["now"], "interpreter");
     let instants = events.iter().filter(|e| e["ph"] == "i").count();
-    // start, class, 4 methods, the decision, code freed, end (line tables are not events on
-    // a timeline)
-    assert_eq!(instants, 9);
+    // start, class, 4 methods, the decision, the deopt, code freed, end (line tables are
+    // not events on a timeline)
+    assert_eq!(instants, 10);
     assert_eq!(back["otherData"]["truncated_samples"], 1);
 
     // The samples too: one per profile sample, each pointing at its innermost frame, whose

@@ -126,7 +126,10 @@ impl Vm {
                      literal or self), answered at its send sites"
                 );
             } else {
-                match g.listing(&crate::jit::CompileRequest::new(code, &self.rt), layout) {
+                match g.listing(
+                    &crate::jit::CompileRequest::new(code, &self.rt, self.speculation()),
+                    layout,
+                ) {
                     Ok(text) => out.push_str(&text),
                     Err(why) => {
                         let _ = writeln!(out, "--- {tier}: not compiled: {why}");

@@ -405,6 +405,10 @@ pub struct Site {
     /// (nil or an object, a leaf or a node) still never looks up.
     pub cached_class2: ClassId,
     pub cached_code2: CodeId,
+    /// Type feedback of a binary send: set once its operands were other than two small
+    /// integers, or their result overflowed. The optimizing tier speculates on small
+    /// integers only at sites where it is still clear.
+    pub saw_other_operands: bool,
 }
 
 pub const NO_CLASS: ClassId = u32::MAX;

@@ -154,6 +154,18 @@ struct Cli {
     #[arg(long)]
     tier_log: bool,
 
+    /// Compile without speculation: no guards on the receiver classes and small-integer
+    /// operands the sites have seen so far, so compiled code never deoptimizes (the
+    /// optimizing tier does every send the general way).
+    #[arg(long)]
+    no_speculation: bool,
+
+    /// No on-stack replacement: a loop running in the interpreter does not move into
+    /// compiled code at its back-edge; its activation moves only when it next returns from a
+    /// call.
+    #[arg(long)]
+    no_osr: bool,
+
     /// The cost model `--tier=adaptive` decides with (a file written by `tally calibrate`)
     /// [default: this machine's calibration if there is one, else built-in figures].
     #[arg(long, value_name = "FILE")]
@@ -568,6 +580,8 @@ fn main() -> ExitCode {
             ("--perf-map", cli.perf_map),
             ("--jitdump", cli.jitdump.is_some()),
             ("--tier-log", cli.tier_log),
+            ("--no-speculation", cli.no_speculation),
+            ("--no-osr", cli.no_osr),
         ];
         if let Some((flag, _)) = compiled_only.iter().find(|(_, set)| *set) {
             say!(
@@ -618,6 +632,12 @@ fn main() -> ExitCode {
                     cli.tier_log,
                 )?;
             }
+        }
+        if cli.no_speculation {
+            vm.disable_speculation();
+        }
+        if cli.no_osr {
+            vm.disable_osr();
         }
         if cli.perf_map {
             vm.write_perf_map()?;

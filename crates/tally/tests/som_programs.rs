@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::eager_calibration;
+use common::{eager_calibration, eager_opt_calibration};
 
 fn som_tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/som")
@@ -106,12 +106,13 @@ fn som_programs_give_the_same_output_in_the_opt_tier() {
 }
 
 /// The adaptive tier, with a controller that compiles whatever it sees run (on its compiler
-/// thread, while the program goes on), prints what the interpreter prints; also with objects
-/// moving every few allocations.
+/// thread, while the program goes on) in the optimizing tier, speculating on what the
+/// interpreter saw, prints what the interpreter prints; also with objects moving every few
+/// allocations.
 #[test]
 fn som_programs_give_the_same_output_in_the_adaptive_tier() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let model = eager_calibration(dir.path());
+    let model = eager_opt_calibration(dir.path());
     run_all(&["--tier=adaptive", "--calibration", &model]);
     run_all(&[
         "--tier=adaptive",

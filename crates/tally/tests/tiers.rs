@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 mod common;
-use common::{eager_calibration, run_in, state_share};
+use common::{eager_opt_calibration, run_in, state_share};
 
 /// Method samples at a high rate and nothing else. CBS windows send every call of compiled
 /// code through the stubs (they must count each one), which is native code; without them the
@@ -133,12 +133,13 @@ fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
 #[test]
 fn generated_programs_print_the_same_in_every_tier() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let eager = eager_calibration(dir.path());
-    let tiers: [&[&str]; 6] = [
+    let eager = eager_opt_calibration(dir.path());
+    let tiers: [&[&str]; 7] = [
         &["--tier=baseline"],
         &["--tier=baseline", "--gc-stress", "50"],
         &["--tier=opt"],
         &["--tier=opt", "--gc-stress", "50"],
+        &["--tier=opt", "--no-speculation"],
         &["--tier=adaptive", "--calibration", &eager],
         &[
             "--tier=adaptive",
@@ -490,4 +491,139 @@ fn adaptive_options_that_cannot_work_are_refused() {
     ]);
     assert_eq!(status, Some(1), "{err}");
     assert!(err.contains("driven by method samples"), "{err}");
+}
+
+/// Runs `Main.som` in `dir` with `flags`: (stdout, stderr), after checking it succeeded.
+fn run_main(dir: &std::path::Path, flags: &[&str]) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(flags)
+        .arg("-cp")
+        .arg(dir)
+        .arg(dir.join("Main.som"))
+        .output()
+        .expect("run tally");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{flags:?}:\n{stderr}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
+/// The optimizing tier speculates that arithmetic sites that never saw anything else keep
+/// seeing small integers with small-integer results. A sum that overflows into a big
+/// integer inside a loop and a double that enters an integer loop both fail that guard:
+/// the frame goes back to the interpreter at the send, which gives its answer, and the
+/// method is recompiled without the speculation at that site.
+#[test]
+fn failing_small_integer_guards_deoptimize_and_keep_the_interpreters_answers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   run = (\n\
+         \x20       | sum p x |\n\
+         \x20       sum := 0.\n\
+         \x20       1 to: 100 do: [:i | sum := sum + (i * 1000000000000000)].\n\
+         \x20       sum println.\n\
+         \x20       p := 1.\n\
+         \x20       1 to: 70 do: [:i | p := p * 3].\n\
+         \x20       p println.\n\
+         \x20       x := 0.\n\
+         \x20       1 to: 10 do: [:i | x := x + (i = 5 ifTrue: [0.5] ifFalse: [1])].\n\
+         \x20       x println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(
+        want,
+        "5050000000000000000\n2503155504993241601315571986085849\n9.5\n"
+    );
+    let (got, log) = run_main(dir.path(), &["--tier=opt", "--tier-log"]);
+    assert_eq!(got, want, "{log}");
+    assert!(
+        log.contains("[tier] deopt Main>>run @") && log.contains("(#+): small-integer overflow"),
+        "{log}"
+    );
+    assert!(log.contains("(#*): small-integer overflow"), "{log}");
+    assert!(log.contains("(#+): small-integer guard failed"), "{log}");
+    let (got, log) = run_main(
+        dir.path(),
+        &["--tier=opt", "--gc-stress", "20", "--tier-log"],
+    );
+    assert_eq!(got, want, "{log}");
+    let (got, log) = run_main(
+        dir.path(),
+        &["--tier=opt", "--no-speculation", "--tier-log"],
+    );
+    assert_eq!(got, want, "{log}");
+    assert!(
+        !log.contains("deopt") && !log.contains("speculating"),
+        "{log}"
+    );
+}
+
+/// Under the adaptive tier a method compiled while its send has seen one receiver class
+/// guards on that class. The loop then meets an instance of a class loaded after the
+/// compile: the guard fails, the frame continues in the interpreter, the version is
+/// invalidated, and the output is the interpreter's. The profile's report lists the deopt.
+#[test]
+fn a_receiver_of_a_class_loaded_after_the_compile_deoptimizes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   area: shape = ( ^shape area )\n\
+         \x20   sum: shape times: n = (\n\
+         \x20       | total |\n\
+         \x20       total := 0.\n\
+         \x20       1 to: n do: [:i | total := total + (self area: shape)].\n\
+         \x20       ^total\n\
+         \x20   )\n\
+         \x20   run = (\n\
+         \x20       (self sum: (Square new side: 3) times: 3000000) println.\n\
+         \x20       (self sum: (Circle new r: 2) times: 1000) println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Square.som"),
+        "Square = ( | side | side: s = ( side := s ) area = ( ^side * side ) )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Circle.som"),
+        "Circle = ( | r | r: x = ( r := x ) area = ( ^r * r * 3 ) )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "27000000\n12000\n");
+    let profile = dir.path().join("run.profile");
+    let profile_flag = format!("--profile={}", profile.display());
+    let (got, log) = run_main(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--tier-log",
+            &profile_flag,
+        ],
+    );
+    assert_eq!(got, want, "{log}");
+    assert!(
+        log.contains("[tier] deopt Main>>area: @0 (#area): receiver class guard failed"),
+        "{log}"
+    );
+    let report = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["report", "--top", "0"])
+        .arg(&profile)
+        .output()
+        .expect("run tally report");
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("Main>>area: @0: receiver class guard failed; invalidated, runs in"),
+        "{text}"
+    );
 }

@@ -104,7 +104,7 @@ fn build(
     context: &mut Context,
     request: &CompileRequest,
     layout: &Layout,
-) -> Result<(), String> {
+) -> Result<u32, String> {
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
     translate::translate(
@@ -152,7 +152,7 @@ impl CodeGenerator for Compiler {
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         self.module.clear_context(&mut self.context);
-        build(
+        let speculations = build(
             self.mode,
             &self.module,
             &mut self.builder_context,
@@ -183,6 +183,7 @@ impl CodeGenerator for Compiler {
             entry,
             size,
             pc_map,
+            speculations,
         })
     }
 

@@ -16,8 +16,10 @@ use cranelift_jit::JITModule;
 use cranelift_module::Module;
 use tally_heap::object::HEADER_BYTES;
 use tally_vm::bytecode::{stack_heights, Op};
-use tally_vm::jit::{CompileRequest, Layout, SiteFacts, Status};
-use tally_vm::objects::context;
+use tally_vm::jit::{
+    CompileRequest, DeoptReason, ExpectedReceiver, ExpectedTarget, Layout, SiteFacts, Status,
+};
+use tally_vm::objects::{block, context};
 use tally_vm::runtime::{
     IntOp, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
 };
@@ -40,7 +42,7 @@ pub(super) fn translate(
     request: &CompileRequest,
     layout: &Layout,
     mode: Mode,
-) -> Result<(), String> {
+) -> Result<u32, String> {
     let code = request.code;
     let ops = &code.ops;
     if ops.is_empty() {
@@ -150,6 +152,9 @@ pub(super) fn translate(
         blocks,
         exit,
         handovers: Vec::new(),
+        deopts: Vec::new(),
+        speculated: std::collections::BTreeSet::new(),
+        mode,
         vars,
         pending_reload: None,
         resumes: std::collections::BTreeSet::new(),
@@ -191,10 +196,11 @@ pub(super) fn translate(
         let jt = t.b.create_jump_table(JumpTableData::new(default, &table));
         t.b.ins().br_table(ip32, jt);
     }
+    let speculated = t.speculated.len() as u32;
     t.b.seal_all_blocks();
     let config = module.target_config();
     t.b.finalize(config);
-    Ok(())
+    Ok(speculated)
 }
 
 /// Where an activation's values live between stub calls.
@@ -259,6 +265,12 @@ struct Translator<'a, 'f> {
     exit: Block,
     /// Blocks that hand the frame to the interpreter: (block, instruction, height).
     handovers: Vec<(Block, usize, i32)>,
+    /// Failing guards' blocks: they hand the frame to the interpreter at the instruction's
+    /// start and answer `Status::Deopt`.
+    deopts: Vec<(Block, Deopt)>,
+    /// Sites the code speculates at.
+    speculated: std::collections::BTreeSet<u32>,
+    mode: Mode,
     /// `Mode::Registers`: the variable of each stack slot.
     vars: Option<Vec<cranelift_frontend::Variable>>,
     /// The height the last `sync` wrote to memory, until the call after it reads the slots
@@ -268,7 +280,42 @@ struct Translator<'a, 'f> {
     resumes: std::collections::BTreeSet<usize>,
 }
 
+/// Where a guard of instruction `at` deoptimizes to: the instruction's start, `height` values
+/// on the stack (before anything a fused instruction pushes).
+#[derive(Clone, Copy)]
+struct Deopt {
+    at: usize,
+    height: i32,
+    site: u32,
+    reason: DeoptReason,
+}
+
+/// The code a direct call enters and the frame fields that differ between a method's and a
+/// block's activation.
+struct Callee {
+    /// Its code id (I32), `&Code` and compiled function (I64s).
+    id: Value,
+    code: Value,
+    function: Value,
+    /// The frame's outer context and closure (nil and none for a method).
+    ctx: Value,
+    closure: Value,
+}
+
+/// The instruction being translated, as a guard needs it: its index and its stack height
+/// at its start.
+#[derive(Clone, Copy)]
+struct At {
+    i: usize,
+    h0: i32,
+}
+
 impl Translator<'_, '_> {
+    /// Whether this tier speculates on what the sites' feedback says.
+    fn speculates(&self) -> bool {
+        self.mode == Mode::Registers
+    }
+
     fn site(&self, site: u32) -> SiteFacts {
         self.request
             .site(site)
@@ -411,6 +458,39 @@ impl Translator<'_, '_> {
             self.sync(h, at);
             self.leave(Status::Interpret);
         }
+        for (blk, d) in std::mem::take(&mut self.deopts) {
+            self.b.switch_to_block(blk);
+            self.b.set_srcloc(SourceLoc::new(d.at as u32));
+            self.sync(d.height, d.at);
+            let site = self.b.ins().iconst(I32, d.site as i64);
+            self.b
+                .ins()
+                .store(Self::flags(), site, self.vm, self.layout.deopt_site);
+            let reason = self.b.ins().iconst(I32, d.reason as i64);
+            self.b
+                .ins()
+                .store(Self::flags(), reason, self.vm, self.layout.deopt_reason);
+            self.leave(Status::Deopt);
+        }
+    }
+
+    /// A new (cold) block where a guard of `site` in instruction `at` fails for `reason`:
+    /// the frame goes to the interpreter at the instruction's start, so nothing the
+    /// instruction did before its guards may be visible. Filled in by `finish_handovers`.
+    fn deopt_block(&mut self, at: At, site: u32, reason: DeoptReason) -> Block {
+        let blk = self.b.create_block();
+        self.b.set_cold_block(blk);
+        self.speculated.insert(site);
+        self.deopts.push((
+            blk,
+            Deopt {
+                at: at.i,
+                height: at.h0,
+                site,
+                reason,
+            },
+        ));
+        blk
     }
 
     /// Calls a stub at `address` with signature `sig`.
@@ -446,9 +526,17 @@ impl Translator<'_, '_> {
     /// inline cache holds the receiver's class and the target is compiled bytecode with a
     /// plain frame, pushes the callee's frame and calls its code directly; anything else
     /// (a miss, a primitive, a trivial method, a context to make, a tripped push limit, too
-    /// little value stack or native stack) takes the send stub. Resumes at `i + 1`.
-    fn direct_send(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
-        let argc = self.site(site).argc as i32;
+    /// little value stack or native stack) takes the send stub. Resumes at `i + 1`. Where
+    /// the tier speculates and the site has seen one receiver class, `speculative_send`.
+    fn direct_send(&mut self, site: u32, h: i32, at: At) -> Result<(), String> {
+        let facts = self.site(site);
+        if self.speculates() {
+            if let Some(expected) = facts.expects_receiver {
+                return self.speculative_send(site, expected, h, at);
+            }
+        }
+        let i = at.i;
+        let argc = facts.argc as i32;
         let c = &self.layout.calls;
         let flags = Self::flags();
         let slow = self.b.create_block();
@@ -459,23 +547,7 @@ impl Translator<'_, '_> {
         self.b.append_block_param(hit, I32);
 
         // The receiver's class: small integers and objects inline, other immediates sent.
-        let recv = self.slot(h - 1 - argc);
-        let is_int = and_imm(&mut self.b, recv, 1);
-        let not_int = self.b.create_block();
-        let int_class = self.b.ins().iconst(I32, c.integer_class as i64);
-        self.b
-            .ins()
-            .brif(is_int, have_class, &[int_class.into()], not_int, &[]);
-        self.b.switch_to_block(not_int);
-        let tag = and_imm(&mut self.b, recv, 7);
-        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
-        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
-        let is_object = self.b.ins().band(is_ref, not_none);
-        let object = self.b.create_block();
-        self.b.ins().brif(is_object, object, &[], slow, &[]);
-        self.b.switch_to_block(object);
-        // The class id is the high half of header word 0.
-        let class = self.b.ins().load(I32, flags, recv, 4);
+        let class = self.receiver_class(h - 1 - argc, slow);
         self.b.ins().jump(have_class, &[class.into()]);
 
         // The inline cache's two entries.
@@ -501,11 +573,7 @@ impl Translator<'_, '_> {
         // The target: compiled, a plain frame of the right arity, no context to make.
         self.b.switch_to_block(hit);
         let target = self.b.block_params(hit)[0];
-        let codes = self.b.ins().load(I64, flags, self.vm, c.codes_base);
-        let target64 = self.b.ins().uextend(I64, target);
-        let index = mul_imm(&mut self.b, target64, 8);
-        let slot = self.b.ins().iadd(codes, index);
-        let code = self.b.ins().load(I64, flags, slot, 0);
+        let code = self.code_address(target);
         let function = self.b.ins().load(I64, flags, code, c.code_compiled);
         let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
         let plain = self.b.ins().uload8(I32, flags, code, c.code_plain_frame);
@@ -517,36 +585,9 @@ impl Translator<'_, '_> {
         let ok = self.b.ins().band(compiled, plain);
         let ok = self.b.ins().band(ok, arity);
         let ok = self.b.ins().band(ok, no_context);
-        // Room: a frame below the push limit (tripped by the yieldpoint flag, so a raised
-        // flag sends the call through the stub's prologue), value stack for the callee's
-        // whole height, and native stack for the call.
-        let frame_stack = self
-            .b
-            .ins()
-            .load(I64, flags, self.vm, self.layout.frame_stack);
-        let depth = self
-            .b
-            .ins()
-            .load(I64, flags, frame_stack, self.layout.frames_len);
-        let limit = self.b.ins().load(I64, flags, frame_stack, c.frames_limit);
-        let below_limit = self.b.ins().icmp(IntCC::UnsignedLessThan, depth, limit);
-        let ok = self.b.ins().band(ok, below_limit);
-        let capacity = self.b.ins().load(I64, flags, self.vm, c.stack_capacity);
-        let height = add_imm(&mut self.b, self.bp, h as i64);
-        let free = self.b.ins().isub(capacity, height);
         let room = self.b.ins().uload32(flags, code, c.code_room);
-        let fits = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedGreaterThanOrEqual, free, room);
+        let fits = self.room_for_call(h, room);
         let ok = self.b.ins().band(ok, fits);
-        let sp = self.b.ins().get_stack_pointer(I64);
-        let native_limit = self.b.ins().load(I64, flags, self.vm, c.native_stack_limit);
-        let deep_enough = self
-            .b
-            .ins()
-            .icmp(IntCC::UnsignedGreaterThan, sp, native_limit);
-        let ok = self.b.ins().band(ok, deep_enough);
         let push = self.b.create_block();
         let frameless = self.b.create_block();
         self.b.ins().brif(ok, push, &[], frameless, &[]);
@@ -555,9 +596,7 @@ impl Translator<'_, '_> {
         // interpreter does when no profiler hook is due (a raised flag takes the stub).
         self.b.switch_to_block(frameless);
         let kind = self.b.ins().uload8(I32, flags, code, c.code_trivial_kind);
-        let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
-        let flag = self.b.ins().uload8(I32, flags, address, 0);
-        let quiet = cmp_imm(&mut self.b, IntCC::Equal, flag, 0);
+        let quiet = self.no_hook_due();
         let ok = self.b.ins().band(quiet, arity);
         let trivial = self.b.create_block();
         self.b.ins().brif(ok, trivial, &[], slow, &[]);
@@ -599,9 +638,145 @@ impl Translator<'_, '_> {
         }
         self.jump(slow);
 
-        // The callee's frame, written before the depth that makes it visible to samplers.
         self.b.switch_to_block(push);
+        let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
+        let none = self.b.ins().iconst(I64, 0);
+        let callee = Callee {
+            id: target,
+            code,
+            function,
+            ctx: nil,
+            closure: none,
+        };
+        self.push_and_call(callee, argc, h, i)?;
+
+        self.b.switch_to_block(slow);
+        self.send_stub(self.layout.stubs.send, site, h, i)
+    }
+
+    /// The `&Code` of code id `id` (a run-time u32).
+    fn code_address(&mut self, id: Value) -> Value {
+        let flags = Self::flags();
+        let codes = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.calls.codes_base);
+        let id64 = self.b.ins().uextend(I64, id);
+        let index = mul_imm(&mut self.b, id64, 8);
+        let slot = self.b.ins().iadd(codes, index);
+        self.b.ins().load(I64, flags, slot, 0)
+    }
+
+    /// The class id (an I32) of the value in slot `k`: small integers and objects; other
+    /// immediates jump to `other`.
+    fn receiver_class(&mut self, k: i32, other: Block) -> Value {
+        let c = &self.layout.calls;
+        let recv = self.slot(k);
+        let is_int = and_imm(&mut self.b, recv, 1);
+        let not_int = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(done, I32);
+        let int_class = self.b.ins().iconst(I32, c.integer_class as i64);
+        self.b
+            .ins()
+            .brif(is_int, done, &[int_class.into()], not_int, &[]);
+        self.b.switch_to_block(not_int);
+        let tag = and_imm(&mut self.b, recv, 7);
+        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
+        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
+        let is_object = self.b.ins().band(is_ref, not_none);
+        let object = self.b.create_block();
+        self.b.ins().brif(is_object, object, &[], other, &[]);
+        self.b.switch_to_block(object);
+        // The class id is the high half of header word 0.
+        let class = self.b.ins().load(I32, Self::flags(), recv, 4);
+        self.b.ins().jump(done, &[class.into()]);
+        self.b.switch_to_block(done);
+        self.b.block_params(done)[0]
+    }
+
+    /// A guard that the value in slot `k` is an instance of `class` (small integers and
+    /// objects: the request never expects the class of other immediates), else `fail`.
+    fn guard_class(&mut self, k: i32, class: u32, fail: Block) {
+        let recv = self.slot(k);
+        let ok = self.b.create_block();
+        if class == self.layout.calls.integer_class {
+            let is_int = and_imm(&mut self.b, recv, 1);
+            self.b.ins().brif(is_int, ok, &[], fail, &[]);
+        } else {
+            let tag = and_imm(&mut self.b, recv, 7);
+            let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
+            let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
+            let is_object = self.b.ins().band(is_ref, not_none);
+            let object = self.b.create_block();
+            self.b.ins().brif(is_object, object, &[], fail, &[]);
+            self.b.switch_to_block(object);
+            let actual = self.b.ins().load(I32, Self::flags(), recv, 4);
+            let same = cmp_imm(&mut self.b, IntCC::Equal, actual, class as i64);
+            self.b.ins().brif(same, ok, &[], fail, &[]);
+        }
+        self.b.switch_to_block(ok);
+    }
+
+    /// Whether no profiler hook is due (the yieldpoint flag is down): only then may a send
+    /// be done without a frame, as the interpreter does.
+    fn no_hook_due(&mut self) -> Value {
+        let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, Self::flags(), address, 0);
+        cmp_imm(&mut self.b, IntCC::Equal, flag, 0)
+    }
+
+    /// Whether a direct call from height `h` may go ahead: a frame below the push limit
+    /// (tripped by the yieldpoint flag, so a raised flag sends the call through the stub's
+    /// prologue), `room` (an I64: the callee's `room_above_arguments`) free value-stack
+    /// slots, and native stack for the call.
+    fn room_for_call(&mut self, h: i32, room: Value) -> Value {
+        let c = &self.layout.calls;
+        let flags = Self::flags();
+        let frame_stack = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.frame_stack);
+        let depth = self
+            .b
+            .ins()
+            .load(I64, flags, frame_stack, self.layout.frames_len);
+        let limit = self.b.ins().load(I64, flags, frame_stack, c.frames_limit);
+        let below_limit = self.b.ins().icmp(IntCC::UnsignedLessThan, depth, limit);
+        let capacity = self.b.ins().load(I64, flags, self.vm, c.stack_capacity);
+        let height = add_imm(&mut self.b, self.bp, h as i64);
+        let free = self.b.ins().isub(capacity, height);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, free, room);
+        let ok = self.b.ins().band(below_limit, fits);
+        let sp = self.b.ins().get_stack_pointer(I64);
+        let native_limit = self.b.ins().load(I64, flags, self.vm, c.native_stack_limit);
+        let deep_enough = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThan, sp, native_limit);
+        self.b.ins().band(ok, deep_enough)
+    }
+
+    /// Pushes `callee`'s frame over the receiver and `argc` arguments below height `h` (room
+    /// checked by `room_for_call`), calls its compiled function, and on its return pops the
+    /// frame and goes on at `i + 1` with the result in the receiver's slot.
+    fn push_and_call(&mut self, callee: Callee, argc: i32, h: i32, i: usize) -> Result<(), String> {
+        let c = &self.layout.calls;
+        let flags = Self::flags();
+        // The callee's frame, written before the depth that makes it visible to samplers.
         self.sync(h, i + 1);
+        let frame_stack = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.frame_stack);
+        let depth = self
+            .b
+            .ins()
+            .load(I64, flags, frame_stack, self.layout.frames_len);
+        let height = add_imm(&mut self.b, self.bp, h as i64);
         let frames = self
             .b
             .ins()
@@ -612,10 +787,9 @@ impl Translator<'_, '_> {
         let new_bp32 = self.b.ins().ireduce(I32, new_bp);
         let zero32 = self.b.ins().iconst(I32, 0);
         let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
-        let none = self.b.ins().iconst(I64, 0);
         self.b
             .ins()
-            .store(flags, target, callee_frame, c.frame_code);
+            .store(flags, callee.id, callee_frame, c.frame_code);
         self.b
             .ins()
             .store(flags, zero32, callee_frame, self.layout.frame_ip);
@@ -624,16 +798,19 @@ impl Translator<'_, '_> {
             .store(flags, new_bp32, callee_frame, self.layout.frame_bp);
         self.b
             .ins()
-            .store(flags, nil, callee_frame, self.layout.frame_ctx);
+            .store(flags, callee.ctx, callee_frame, self.layout.frame_ctx);
         self.b
             .ins()
-            .store(flags, none, callee_frame, c.frame_closure);
+            .store(flags, callee.closure, callee_frame, c.frame_closure);
         let new_depth = add_imm(&mut self.b, depth, 1);
         self.b
             .ins()
             .store(flags, new_depth, frame_stack, self.layout.frames_len);
         // Its stack locals, nil.
-        let locals = self.b.ins().uload16(I64, flags, code, c.code_num_locals);
+        let locals = self
+            .b
+            .ins()
+            .uload16(I64, flags, callee.code, c.code_num_locals);
         let fill = self.b.create_block();
         self.b.append_block_param(fill, I64);
         let filled = self.b.create_block();
@@ -657,10 +834,11 @@ impl Translator<'_, '_> {
             .store(flags, len, self.vm, self.layout.stack_len);
         let sig = self.sigs.entry;
         let fresh = self.b.ins().iconst(I32, 0);
-        let call =
-            self.b
-                .ins()
-                .call_indirect(sig, function, &[self.vm, callee_frame, new_bp, fresh]);
+        let call = self.b.ins().call_indirect(
+            sig,
+            callee.function,
+            &[self.vm, callee_frame, new_bp, fresh],
+        );
         let status = self.b.inst_results(call)[0];
         self.reload_after_call();
         let returned = self.b.create_block();
@@ -705,9 +883,183 @@ impl Translator<'_, '_> {
         let sig = self.sigs.vm;
         let status = self.call_stub(self.layout.stubs.epilogue, sig, &[]);
         self.continue_or_leave(status, next);
+        Ok(())
+    }
 
+    /// A send from a site whose inline cache has seen one receiver class: a guard on that
+    /// class (deoptimizing when it fails), then the target without the cache probe: a
+    /// trivial method or an Array primitive in place, a method or a block's code called
+    /// directly. What the fast path cannot do (a raised profiler flag, an index out of
+    /// bounds, no compiled code yet, no room) takes the send stub.
+    fn speculative_send(
+        &mut self,
+        site: u32,
+        expected: ExpectedReceiver,
+        h: i32,
+        at: At,
+    ) -> Result<(), String> {
+        let i = at.i;
+        let argc = self.site(site).argc as i32;
+        let recv_slot = h - 1 - argc;
+        let flags = Self::flags();
+        let c = &self.layout.calls;
+        let deopt = self.deopt_block(at, site, DeoptReason::ReceiverClass);
+        self.guard_class(recv_slot, expected.class, deopt);
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        let next = self.block(i + 1)?;
+        match expected.target {
+            ExpectedTarget::Trivial { kind, operand } => {
+                self.when_no_hook_due(slow);
+                match kind {
+                    TRIVIAL_GETTER | TRIVIAL_SETTER => {
+                        let index = self.b.ins().iconst(I64, operand as i64);
+                        let address = self.dynamic_field_address(recv_slot, index, slow);
+                        if kind == TRIVIAL_GETTER {
+                            let v = self.b.ins().load(I64, flags, address, 0);
+                            self.set_slot(recv_slot, v);
+                        } else {
+                            let v = self.slot(recv_slot + 1);
+                            self.store_into_heap(v, address);
+                        }
+                    }
+                    TRIVIAL_CONSTANT => {
+                        let v = self.b.ins().iconst(I64, operand as i64);
+                        self.set_slot(recv_slot, v);
+                    }
+                    _ => {}
+                }
+                self.jump(next);
+            }
+            ExpectedTarget::Method(code) => {
+                let address = self
+                    .b
+                    .ins()
+                    .iconst(I64, code as *const tally_vm::runtime::Code as i64);
+                let function = self.b.ins().load(I64, flags, address, c.code_compiled);
+                let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
+                let room = self.b.ins().iconst(I64, code.room_above_arguments as i64);
+                let fits = self.room_for_call(h, room);
+                let ok = self.b.ins().band(compiled, fits);
+                let push = self.b.create_block();
+                self.b.ins().brif(ok, push, &[], slow, &[]);
+                self.b.switch_to_block(push);
+                let id = self.b.ins().iconst(I32, code.id as i64);
+                let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
+                let none = self.b.ins().iconst(I64, 0);
+                let callee = Callee {
+                    id,
+                    code: address,
+                    function,
+                    ctx: nil,
+                    closure: none,
+                };
+                self.push_and_call(callee, argc, h, i)?;
+            }
+            ExpectedTarget::ArrayAt | ExpectedTarget::ArrayAtPut => {
+                self.when_no_hook_due(slow);
+                let address = self.element_address(recv_slot, slow);
+                if matches!(expected.target, ExpectedTarget::ArrayAt) {
+                    let v = self.b.ins().load(I64, flags, address, 0);
+                    self.set_slot(recv_slot, v);
+                } else {
+                    let v = self.slot(recv_slot + 2);
+                    self.store_into_heap(v, address);
+                }
+                self.jump(next);
+            }
+            ExpectedTarget::ArrayLength => {
+                self.when_no_hook_due(slow);
+                let recv = self.slot(recv_slot);
+                let len = self.b.ins().uload32(flags, recv, 8);
+                let twice = self.b.ins().iadd(len, len);
+                let v = add_imm(&mut self.b, twice, 1);
+                self.set_slot(recv_slot, v);
+                self.jump(next);
+            }
+            ExpectedTarget::BlockValue => {
+                // The closure's code: compiled, a plain frame, no context of its own.
+                let closure = self.slot(recv_slot);
+                let slot_offset = |k: usize| (HEADER_BYTES + k * 8) as i32;
+                let tagged_id = self
+                    .b
+                    .ins()
+                    .load(I64, flags, closure, slot_offset(block::CODE));
+                let one = self.b.ins().iconst(I64, 1);
+                let id = self.b.ins().sshr(tagged_id, one);
+                let id = self.b.ins().ireduce(I32, id);
+                let code = self.code_address(id);
+                let function = self.b.ins().load(I64, flags, code, c.code_compiled);
+                let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
+                let plain = self.b.ins().uload8(I32, flags, code, c.code_plain_frame);
+                let plain = cmp_imm(&mut self.b, IntCC::NotEqual, plain, 0);
+                let nargs = self.b.ins().uload16(I32, flags, code, c.code_num_args);
+                let arity = cmp_imm(&mut self.b, IntCC::Equal, nargs, argc as i64);
+                let context = self.b.ins().uload16(I32, flags, code, c.code_context_size);
+                let no_context = cmp_imm(&mut self.b, IntCC::Equal, context, 0);
+                let ok = self.b.ins().band(compiled, plain);
+                let ok = self.b.ins().band(ok, arity);
+                let ok = self.b.ins().band(ok, no_context);
+                let room = self.b.ins().uload32(flags, code, c.code_room);
+                let fits = self.room_for_call(h, room);
+                let ok = self.b.ins().band(ok, fits);
+                let push = self.b.create_block();
+                self.b.ins().brif(ok, push, &[], slow, &[]);
+                self.b.switch_to_block(push);
+                // As `Vm::invoke_block`: the frame's receiver is the closure's, its outer
+                // context the closure's.
+                let ctx = self
+                    .b
+                    .ins()
+                    .load(I64, flags, closure, slot_offset(block::CONTEXT));
+                let receiver = self
+                    .b
+                    .ins()
+                    .load(I64, flags, closure, slot_offset(block::RECEIVER));
+                self.set_slot(recv_slot, receiver);
+                let callee = Callee {
+                    id,
+                    code,
+                    function,
+                    ctx,
+                    closure,
+                };
+                self.push_and_call(callee, argc, h, i)?;
+            }
+        }
         self.b.switch_to_block(slow);
         self.send_stub(self.layout.stubs.send, site, h, i)
+    }
+
+    /// Goes on in a new block when no profiler hook is due, else to `hook`.
+    fn when_no_hook_due(&mut self, hook: Block) {
+        let quiet = self.no_hook_due();
+        let go = self.b.create_block();
+        self.b.ins().brif(quiet, go, &[], hook, &[]);
+        self.b.switch_to_block(go);
+    }
+
+    /// The address of element `index` (1-based, in the slot above the receiver in slot `k`)
+    /// of an instance of Array itself (no named fields), or a jump to `miss` when the index
+    /// is not a small integer within its bounds.
+    fn element_address(&mut self, k: i32, miss: Block) -> Value {
+        let array = self.slot(k);
+        let index = self.slot(k + 1);
+        let is_int = and_imm(&mut self.b, index, 1);
+        let int = self.b.create_block();
+        self.b.ins().brif(is_int, int, &[], miss, &[]);
+        self.b.switch_to_block(int);
+        let one = self.b.ins().iconst(I64, 1);
+        let n = self.b.ins().sshr(index, one);
+        let zero_based = add_imm(&mut self.b, n, -1);
+        let len = self.b.ins().uload32(Self::flags(), array, 8);
+        let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
+        let ok = self.b.create_block();
+        self.b.ins().brif(within, ok, &[], miss, &[]);
+        self.b.switch_to_block(ok);
+        let byte = mul_imm(&mut self.b, zero_based, 8);
+        let address = self.b.ins().iadd(array, byte);
+        add_imm(&mut self.b, address, HEADER_BYTES as i64)
     }
 
     /// The address of field `index` (a run-time u64) of the object in stack slot `k`, or a
@@ -826,9 +1178,29 @@ impl Translator<'_, '_> {
 
     /// A binary send from `site` with receiver and argument in slots `h - 2` and `h - 1`,
     /// resuming at `i + 1`.
-    fn send_binary(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
-        let op = self.site(site).int_op;
+    fn send_binary(&mut self, site: u32, h: i32, at: At) -> Result<(), String> {
+        let i = at.i;
+        let facts = self.site(site);
+        let op = facts.int_op;
         let next = self.block(i + 1)?;
+        if self.speculates() && facts.expects_small_ints && has_int_form(op) {
+            // Operands that have always been small integers: anything else deoptimizes, and
+            // so does a result that needs a big integer.
+            let not_ints = self.deopt_block(at, site, DeoptReason::NotSmallInts);
+            let overflow = self.deopt_block(at, site, DeoptReason::Overflow);
+            let a = self.slot(h - 2);
+            let b = self.slot(h - 1);
+            let ints = self.both_ints(a, b);
+            let go = self.b.create_block();
+            self.b.ins().brif(ints, go, &[], not_ints, &[]);
+            self.b.switch_to_block(go);
+            let r = self
+                .int_arith(op, a, b, overflow)
+                .expect("has_int_form checked");
+            self.set_slot(h - 2, r);
+            self.jump(next);
+            return Ok(());
+        }
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if op != IntOp::None && op != IntOp::And && op != IntOp::Or {
@@ -992,9 +1364,31 @@ impl Translator<'_, '_> {
         target: u32,
         jump_if: bool,
         h: i32,
-        i: usize,
+        at: At,
     ) -> Result<(), String> {
-        let op = self.site(site).int_op;
+        let i = at.i;
+        let facts = self.site(site);
+        let op = facts.int_op;
+        if let (Some(cc), true) = (
+            compare_cc(op),
+            self.speculates() && facts.expects_small_ints,
+        ) {
+            let (taken, not_taken) = (self.block(target as usize)?, self.block(i + 2)?);
+            let not_ints = self.deopt_block(at, site, DeoptReason::NotSmallInts);
+            let a = self.slot(h - 2);
+            let b = self.slot(h - 1);
+            let ints = self.both_ints(a, b);
+            let go = self.b.create_block();
+            self.b.ins().brif(ints, go, &[], not_ints, &[]);
+            self.b.switch_to_block(go);
+            let c = self.b.ins().icmp(cc, a, b);
+            if jump_if {
+                self.b.ins().brif(c, taken, &[], not_taken, &[]);
+            } else {
+                self.b.ins().brif(c, not_taken, &[], taken, &[]);
+            }
+            return Ok(());
+        }
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if let Some(cc) = compare_cc(op) {
@@ -1055,6 +1449,7 @@ impl Translator<'_, '_> {
     }
 
     fn op(&mut self, i: usize, op: Op, h: i32, len: usize) -> Result<(), String> {
+        let at = At { i, h0: h };
         let next = if i + 1 < len {
             self.blocks.get(i + 1).copied()
         } else {
@@ -1137,9 +1532,9 @@ impl Translator<'_, '_> {
                 self.set_slot(h, v);
                 self.jump(next_block(next)?);
             }
-            Op::Send(site) => self.direct_send(site, h, i)?,
+            Op::Send(site) => self.direct_send(site, h, at)?,
             Op::SuperSend(site) => self.send_stub(self.layout.stubs.super_send, site, h, i)?,
-            Op::SendBinary(site) => self.send_binary(site, h, i)?,
+            Op::SendBinary(site) => self.send_binary(site, h, at)?,
             Op::SendIsNil(site) | Op::SendNotNil(site) => {
                 // Answered by a comparison with nil while the core library's definitions
                 // stand (as the interpreter does), else sent through the stub.
@@ -1248,23 +1643,30 @@ impl Translator<'_, '_> {
             Op::PushLocalSend(k, site) => {
                 let v = self.slot(k as i32);
                 self.set_slot(h, v);
-                self.direct_send(site, h + 1, i)?;
+                self.direct_send(site, h + 1, at)?;
             }
             Op::PushLocalSendBinary(k, site) => {
                 let v = self.slot(k as i32);
                 self.set_slot(h, v);
-                self.send_binary(site, h + 1, i)?;
+                self.send_binary(site, h + 1, at)?;
             }
             Op::PushConstSendBinary(v, site) => {
                 let v = self.b.ins().iconst(I64, v.0 as i64);
                 self.set_slot(h, v);
-                self.send_binary(site, h + 1, i)?;
+                self.send_binary(site, h + 1, at)?;
             }
-            Op::SendCompareJumpIfFalse(site, t) => self.compare_and_branch(site, t, false, h, i)?,
-            Op::SendCompareJumpIfTrue(site, t) => self.compare_and_branch(site, t, true, h, i)?,
+            Op::SendCompareJumpIfFalse(site, t) => {
+                self.compare_and_branch(site, t, false, h, at)?
+            }
+            Op::SendCompareJumpIfTrue(site, t) => self.compare_and_branch(site, t, true, h, at)?,
         }
         Ok(())
     }
+}
+
+/// Whether `int_arith` has an inline form of `op`.
+fn has_int_form(op: IntOp) -> bool {
+    matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
 }
 
 /// The double condition of a comparison selector (immediate doubles are never NaN).

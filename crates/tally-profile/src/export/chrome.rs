@@ -64,6 +64,16 @@ pub fn to_json(p: &Profile) -> Value {
                 "args": {"past_ns": past_ns, "predicted_compile_ns": predicted_compile_ns,
                          "predicted_future_ns": predicted_future_ns},
             }),
+            EventKind::Deoptimized {
+                method,
+                bci,
+                reason,
+                now,
+            } => json!({
+                "name": format!("deopt {} @{bci}", symbols.method_name(*method)),
+                "cat": "jit", "ph": "i", "s": "t", "pid": PID, "tid": TID_VM, "ts": t,
+                "args": {"reason": reason, "now": now.map(|t| t.name())},
+            }),
             // The matching GcEnd carries the duration; a start alone would
             // duplicate the slice.
             EventKind::GcStart { .. } => continue,

@@ -50,7 +50,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 3;
+pub const MINOR: u16 = 4;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.
@@ -79,6 +79,8 @@ pub(crate) mod event_tags {
     pub const METHOD_LINES: u8 = 12;
     /// An adaptive controller's recompilation decision (since 1.3).
     pub const TIER_DECISION: u8 = 13;
+    /// Compiled code failed a speculation and handed its frame to the interpreter (since 1.4).
+    pub const DEOPTIMIZED: u8 = 14;
 }
 
 #[cfg(test)]

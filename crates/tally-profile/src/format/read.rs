@@ -353,6 +353,17 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
                 predicted_compile_ns: d.uv()?,
                 predicted_future_ns: d.uv()?,
             },
+            et::DEOPTIMIZED => EventKind::Deoptimized {
+                method: MethodId(d.u32()?),
+                bci: d.u32()?,
+                reason: d.str()?,
+                now: match d.uv()? {
+                    0 => None,
+                    t => Some(Tier::from_u8(
+                        u8::try_from(t - 1).map_err(|_| format!("tier {} out of range", t - 1))?,
+                    )),
+                },
+            },
             et::CODE_FREED => EventKind::CodeFreed {
                 code: CodeVersionId(d.u32()?),
             },

@@ -243,6 +243,19 @@ fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
             e.uv(*predicted_compile_ns);
             e.uv(*predicted_future_ns);
         }
+        EventKind::Deoptimized {
+            method,
+            bci,
+            reason,
+            now,
+        } => {
+            e.u8(et::DEOPTIMIZED);
+            e.uv(method.0.into());
+            e.uv((*bci).into());
+            e.str(reason);
+            // 0 for none, else the tier's number plus one.
+            e.uv(now.map_or(0, |t| u64::from(t.to_u8()) + 1));
+        }
         EventKind::CodeFreed { code } => {
             e.u8(et::CODE_FREED);
             e.uv(code.0.into());

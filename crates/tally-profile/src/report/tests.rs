@@ -213,11 +213,20 @@ fn the_tier_report_pairs_each_decision_with_its_compile() {
         ),
         "{text}"
     );
+    assert_eq!(r.deopts.len(), 1);
+    assert!(
+        text.contains(
+            "Bench>>loop @6: receiver class guard failed; invalidated, runs in interpreter"
+        ),
+        "{text}"
+    );
     let mut none = example_profile();
     none.events.retain(|e| {
         !matches!(
             e.kind,
-            crate::EventKind::CodeInstalled(_) | crate::EventKind::TierDecision { .. }
+            crate::EventKind::CodeInstalled(_)
+                | crate::EventKind::TierDecision { .. }
+                | crate::EventKind::Deoptimized { .. }
         )
     });
     assert_eq!(TierReport::new(&none), None);

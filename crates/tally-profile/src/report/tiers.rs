@@ -48,6 +48,18 @@ pub struct DecisionRow {
     pub code_bytes: Option<u64>,
 }
 
+/// A failed speculation: compiled code handed its frame back to the interpreter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeoptRow {
+    /// Since the profile started.
+    pub at_ns: u64,
+    pub method: String,
+    pub bci: u32,
+    pub reason: String,
+    /// The tier the method ran in afterwards, when its version was invalidated.
+    pub now: Option<Tier>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct TierReport {
     pub total_samples: u64,
@@ -56,6 +68,7 @@ pub struct TierReport {
     /// Methods with compiled code, most samples first.
     pub methods: Vec<MethodTiers>,
     pub decisions: Vec<DecisionRow>,
+    pub deopts: Vec<DeoptRow>,
 }
 
 impl TierReport {
@@ -66,6 +79,7 @@ impl TierReport {
         let mut tiers: BTreeMap<u8, TierRow> = BTreeMap::new();
         let mut versions: BTreeMap<MethodId, u64> = BTreeMap::new();
         let mut decisions: Vec<DecisionRow> = Vec::new();
+        let mut deopts: Vec<DeoptRow> = Vec::new();
         // Decisions waiting for their compile: (method, to) → index in `decisions`.
         let mut open: BTreeMap<(MethodId, u8), usize> = BTreeMap::new();
         for e in &p.events {
@@ -108,6 +122,18 @@ impl TierReport {
                         decisions[i].code_bytes = Some(v.code_len);
                     }
                 }
+                EventKind::Deoptimized {
+                    method,
+                    bci,
+                    reason,
+                    now,
+                } => deopts.push(DeoptRow {
+                    at_ns: e.time_ns.saturating_sub(start),
+                    method: symbols.method_name(*method),
+                    bci: *bci,
+                    reason: reason.clone(),
+                    now: *now,
+                }),
                 _ => {}
             }
         }
@@ -145,6 +171,7 @@ impl TierReport {
             tiers: tiers.into_values().collect(),
             methods,
             decisions,
+            deopts,
         })
     }
 
@@ -214,6 +241,29 @@ impl TierReport {
             }
             if self.decisions.len() > shown {
                 let _ = writeln!(out, "  … and {} more", self.decisions.len() - shown);
+            }
+        }
+        if !self.deopts.is_empty() {
+            let _ = writeln!(
+                out,
+                "\ndeoptimizations (times in ms): at, method @ bytecode index: reason; then"
+            );
+            for d in self.deopts.iter().take(shown) {
+                let then = match d.now {
+                    Some(t) => format!("invalidated, runs in {}", t.name()),
+                    None => "an older version; already invalidated".to_string(),
+                };
+                let _ = writeln!(
+                    out,
+                    "{:>9.1}  {} @{}: {}; {then}",
+                    ms(d.at_ns),
+                    d.method,
+                    d.bci,
+                    d.reason
+                );
+            }
+            if self.deopts.len() > shown {
+                let _ = writeln!(out, "  … and {} more", self.deopts.len() - shown);
             }
         }
         out

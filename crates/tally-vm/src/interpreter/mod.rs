@@ -225,11 +225,15 @@ impl Vm {
                 let int_op = self.rt.sites[site_id as usize].int_op;
                 let len = self.rt.stack.len();
                 let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
+                if !(a.is_int() && b.is_int()) {
+                    self.rt.sites[site_id as usize].saw_other_operands = true;
+                }
                 if let Some(r) = int_op.answer(a, b) {
                     self.rt.stack.truncate(len - 1);
                     self.rt.stack[len - 2] = r;
                     continue;
                 }
+                self.rt.sites[site_id as usize].saw_other_operands = true;
                 send!(site_id);
             }};
         }
@@ -262,6 +266,9 @@ impl Vm {
                 let int_op = self.rt.sites[site_id as usize].int_op;
                 let len = self.rt.stack.len();
                 let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
+                if !(a.is_int() && b.is_int()) {
+                    self.rt.sites[site_id as usize].saw_other_operands = true;
+                }
                 match int_op.answer(a, b) {
                     Some(r) => {
                         self.rt.stack.truncate(len - 2);
@@ -272,6 +279,7 @@ impl Vm {
                         };
                     }
                     None => {
+                        self.rt.sites[site_id as usize].saw_other_operands = true;
                         send!(site_id);
                     }
                 }
@@ -482,7 +490,9 @@ impl Vm {
                         // On-stack replacement: code compiled for this method meanwhile
                         // takes the frame over at the loop's head (compiled code resumes
                         // a frame at any instruction boundary).
-                        run_compiled_if_any!();
+                        if !self.jit.no_osr {
+                            run_compiled_if_any!();
+                        }
                     }
                 }
                 Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {

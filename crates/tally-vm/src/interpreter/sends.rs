@@ -240,7 +240,11 @@ impl Vm {
         let int_op = self.rt.sites[site as usize].int_op;
         let len = self.rt.stack.len();
         let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
-        match int_op.answer(a, b) {
+        let answer = int_op.answer(a, b);
+        if answer.is_none() || !(a.is_int() && b.is_int()) {
+            self.rt.sites[site as usize].saw_other_operands = true;
+        }
+        match answer {
             Some(r) => {
                 self.rt.stack.truncate(len - 1);
                 self.rt.stack[len - 2] = r;

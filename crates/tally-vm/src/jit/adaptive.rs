@@ -200,7 +200,7 @@ impl Vm {
                     predicted_future_ns: d.future_ns as u64,
                 });
             }
-            let request = CompileRequest::new(code, &self.rt);
+            let request = CompileRequest::new(code, &self.rt, self.speculation());
             if log {
                 self.write_err(
                     format!(

@@ -15,7 +15,10 @@ use tally_profile::{
 
 use super::jitdump;
 use super::request::CompileRequest;
-use super::{CodeGenerator, Layout, NativeCode};
+use super::{CodeGenerator, EntryPoint, Layout, NativeCode, Tier};
+use crate::bytecode::CodeId;
+use crate::runtime::Code;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Where installed code is announced when a profiler runs.
 pub(crate) struct ProfileLink {
@@ -40,6 +43,11 @@ pub(crate) struct Installer {
     pub(crate) profile: Option<ProfileLink>,
     /// The adaptive controller, told what was installed and what failed.
     pub(crate) controller: Option<Arc<Mutex<Controller>>>,
+    /// Codes whose installed version speculates (a guard may invalidate it).
+    speculative: FxHashSet<CodeId>,
+    /// Each code's newest version that does not speculate, to fall back to when a
+    /// speculative one is invalidated.
+    fallback: FxHashMap<CodeId, (Tier, EntryPoint)>,
 }
 
 /// Locks `m` whatever became of an earlier holder: everything behind these locks only ever
@@ -142,6 +150,12 @@ impl Installer {
         if let Some(c) = &self.controller {
             lock(c).code_installed(version, method, tier.profile_tier());
         }
+        if native.speculations > 0 {
+            self.speculative.insert(code.id);
+        } else {
+            self.speculative.remove(&code.id);
+            self.fallback.insert(code.id, (tier, native.entry));
+        }
         code.compiled.install(native.entry);
         let name = &request.name;
         let tier_name = tier.name();
@@ -181,12 +195,41 @@ impl Installer {
                 .and_then(|()| map.flush());
         }
         if self.log {
+            let guarded = match native.speculations {
+                0 => String::new(),
+                1 => ", speculating at 1 site".to_string(),
+                n => format!(", speculating at {n} sites"),
+            };
             say(&format!(
-                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us)\n",
+                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded})\n",
                 code.ops.len(),
                 native.size,
                 compile_ns as f64 / 1e3
             ));
         }
+    }
+
+    /// Takes `code`'s speculative version out of use after one of its guards failed: the
+    /// code falls back to its newest version that does not speculate, or to the
+    /// interpreter. Answers the tier it runs in now, or `None` when its installed version
+    /// does not speculate (an older activation of an invalidated version failed).
+    pub(crate) fn invalidate(&mut self, code: &'static Code) -> Option<Tier> {
+        if !self.speculative.remove(&code.id) {
+            return None;
+        }
+        let now = match self.fallback.get(&code.id) {
+            Some(&(tier, entry)) => {
+                code.compiled.install(entry);
+                tier
+            }
+            None => {
+                code.compiled.clear();
+                Tier::Interp
+            }
+        };
+        if let Some(c) = &self.controller {
+            lock(c).code_invalidated(MethodId(code.id), now.profile_tier());
+        }
+        Some(now)
     }
 }

@@ -29,7 +29,7 @@ use crate::runtime::{Code, Runtime};
 use crate::{Vm, VmError};
 
 pub use adaptive::{AdaptiveConfig, GeneratorFactory};
-pub use request::{CompileRequest, SiteFacts};
+pub use request::{CompileRequest, ExpectedReceiver, ExpectedTarget, SiteFacts, Speculation};
 pub use stubs::Stubs;
 
 use install::{lock, Installer};
@@ -89,6 +89,41 @@ pub enum Status {
     Interpret = 3,
     /// An error, parked in `Vm::jit_error`.
     Error = 4,
+    /// A speculation failed: the frame is exact at its saved `ip` (the instruction whose
+    /// guard failed), the site and reason are in [`Layout::deopt_site`] and
+    /// [`Layout::deopt_reason`], and the interpreter takes over.
+    Deopt = 5,
+}
+
+/// Why compiled code deoptimized (`Layout::deopt_reason`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeoptReason {
+    /// The receiver's class was not the one the site's inline cache had seen.
+    ReceiverClass = 1,
+    /// An operand of a binary send was not a small integer.
+    NotSmallInts = 2,
+    /// Small-integer arithmetic overflowed (the result needs a big integer).
+    Overflow = 3,
+}
+
+impl DeoptReason {
+    fn from_u32(r: u32) -> Option<DeoptReason> {
+        Some(match r {
+            1 => DeoptReason::ReceiverClass,
+            2 => DeoptReason::NotSmallInts,
+            3 => DeoptReason::Overflow,
+            _ => return None,
+        })
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            DeoptReason::ReceiverClass => "receiver class guard failed",
+            DeoptReason::NotSmallInts => "small-integer guard failed",
+            DeoptReason::Overflow => "small-integer overflow",
+        }
+    }
 }
 
 /// A compiled function: runs the top frame of `vm` from its saved `ip` when `resume` is 1.
@@ -126,6 +161,12 @@ pub struct Layout {
     pub stubs: Stubs,
     /// For sends that push the callee's frame and call its code directly:
     pub calls: CallLayout,
+    /// Offsets from the `*mut Vm` of the two u32s a failing guard writes before it answers
+    /// `Status::Deopt`: its send site and its `DeoptReason`.
+    pub deopt_site: i32,
+    pub deopt_reason: i32,
+    /// Class ids speculative code tests for.
+    pub array_class: u32,
 }
 
 /// What compiled code needs to do a send itself: probe the site's inline cache, find the
@@ -219,6 +260,9 @@ impl Layout {
             yieldpoint_flag: crate::profiling::YIELDPOINT.bits_address() as usize,
             yieldpoint_bits: flag::ALL_YIELDPOINTS,
             stubs: Stubs::new(),
+            deopt_site: offset_of!(Vm, jit.deopt.site) as i32,
+            deopt_reason: offset_of!(Vm, jit.deopt.reason) as i32,
+            array_class: rt.core.array,
         }
     }
 }
@@ -232,6 +276,9 @@ pub struct NativeCode {
     /// run goes on to the next entry's offset. `None`: code of no one instruction (the
     /// entry's dispatch, shared exits).
     pub pc_map: Vec<(u32, Option<u32>)>,
+    /// Send sites the code speculates at (guards that deoptimize); 0 for code that runs
+    /// whatever the program does.
+    pub speculations: u32,
 }
 
 /// A compiler back end. The VM asks it for code when a method or block is first called under
@@ -304,7 +351,31 @@ pub(crate) struct Jit {
     /// and lets the dispatcher run the callee, which unwinds the chain of native frames: SOM
     /// recursion may go far deeper than the native stack. Set when the generator is set.
     pub(crate) native_stack_limit: usize,
+    /// Written by a failing guard (`Status::Deopt`).
+    pub(crate) deopt: DeoptRecord,
+    /// `--no-speculation`: compiles never speculate.
+    pub(crate) no_speculation: bool,
+    /// `--no-osr`: a loop running in the interpreter does not move into compiled code at
+    /// its back-edge.
+    pub(crate) no_osr: bool,
+    /// Sites whose speculation failed: later compiles do the generic send there.
+    failed_sites: rustc_hash::FxHashSet<crate::bytecode::SiteId>,
+    /// Compiles of each code under a compile-at-first-call tier: after
+    /// `MAX_SPECULATIVE_COMPILES` the next compile does not speculate, so a method whose
+    /// guards keep failing stops being recompiled.
+    compiles: rustc_hash::FxHashMap<crate::bytecode::CodeId, u32>,
 }
+
+/// What a failing guard leaves for the dispatcher.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub(crate) struct DeoptRecord {
+    site: u32,
+    reason: u32,
+}
+
+/// Speculative compiles of one code under a compile-at-first-call tier, at most.
+const MAX_SPECULATIVE_COMPILES: u32 = 4;
 
 /// Native stack that chains of direct calls between compiled functions may use below the
 /// point where the code generator was set (the program's start).
@@ -337,6 +408,74 @@ impl Jit {
 }
 
 impl Vm {
+    /// `--no-speculation`: compiled code never guards on what the program did so far.
+    pub fn disable_speculation(&mut self) {
+        self.jit.no_speculation = true;
+    }
+
+    /// `--no-osr`: loops running in the interpreter stay there until their activation next
+    /// returns from a call (frames resume in whatever code is installed at that point).
+    pub fn disable_osr(&mut self) {
+        self.jit.no_osr = true;
+    }
+
+    /// What compiles may speculate on now.
+    pub(crate) fn speculation(&self) -> Speculation<'_> {
+        if self.jit.no_speculation {
+            Speculation::Off
+        } else {
+            Speculation::Except(&self.jit.failed_sites)
+        }
+    }
+
+    /// The top frame's compiled code failed a guard (`Status::Deopt`) and left the frame
+    /// exact at the guarded instruction. The site is never speculated on again; the
+    /// version, if it still runs, is invalidated: the method falls back to its last code
+    /// that does not speculate (or the interpreter), and is recompiled without that
+    /// speculation at its next call (compile-at-first-call tiers) or when the controller
+    /// decides again (adaptive).
+    #[cold]
+    #[inline(never)]
+    fn deoptimized(&mut self) {
+        let DeoptRecord { site, reason } = std::mem::take(&mut self.jit.deopt);
+        let frame = self.rt.frames.top();
+        let code: &'static Code = self.rt.codes[frame.code as usize];
+        let ip = frame.ip;
+        self.jit.failed_sites.insert(site);
+        let reason = DeoptReason::from_u32(reason);
+        let fell_back_to = lock(&self.jit.installer).invalidate(code);
+        if self.jit.generator.is_some() && fell_back_to.is_some() {
+            code.compiled.request();
+        }
+        let installer = lock(&self.jit.installer);
+        if let Some(p) = self.profiler.as_deref() {
+            p.recorder().event(tally_profile::EventKind::Deoptimized {
+                method: tally_profile::MethodId(code.id),
+                bci: ip,
+                reason: reason.map_or("unknown", DeoptReason::describe).to_string(),
+                now: fell_back_to.map(Tier::profile_tier),
+            });
+        }
+        if installer.log {
+            drop(installer);
+            let selector = self
+                .rt
+                .sites
+                .get(site as usize)
+                .map_or("?", |s| self.rt.symbols.name(s.selector));
+            let what = match fell_back_to {
+                Some(t) => format!("invalidated, now {}", t.name()),
+                None => "version already invalidated".to_string(),
+            };
+            let line = format!(
+                "[tier] deopt {} @{ip} (#{selector}): {}; {what}\n",
+                self.rt.code_name(code),
+                reason.map_or("unknown reason", DeoptReason::describe),
+            );
+            self.write_err(line.as_bytes());
+        }
+    }
+
     /// Makes `generator` compile every method and block at its first call from now on
     /// (`log`: one line on stderr per compile).
     pub fn set_code_generator(&mut self, generator: Box<dyn CodeGenerator>, log: bool) {
@@ -418,7 +557,14 @@ impl Vm {
             code.compiled.clear();
             return false;
         };
-        let request = CompileRequest::new(code, &self.rt);
+        let compiles = self.jit.compiles.entry(code.id).or_insert(0);
+        *compiles += 1;
+        let speculation = if self.jit.no_speculation || *compiles > MAX_SPECULATIVE_COMPILES {
+            Speculation::Off
+        } else {
+            Speculation::Except(&self.jit.failed_sites)
+        };
+        let request = CompileRequest::new(code, &self.rt, speculation);
         let mut installer = lock(&self.jit.installer);
         if installer.writes_stderr() {
             use std::io::Write as _;
@@ -476,6 +622,10 @@ impl Vm {
                     }
                 }
                 s if s == Status::Interpret as u32 => return Ok(Exit::Interpret),
+                s if s == Status::Deopt as u32 => {
+                    self.deoptimized();
+                    return Ok(Exit::Interpret);
+                }
                 _ => {
                     return Err(self.jit.error.take().unwrap_or_else(|| {
                         VmError::Fatal("compiled code failed without an error".into())

@@ -3,15 +3,65 @@
 //! reads the runtime while the program changes it (send sites are appended, and their
 //! caches rewritten, as the program runs).
 
+use rustc_hash::FxHashSet;
+
 use crate::bytecode::SiteId;
-use crate::runtime::{Code, IntOp, Runtime};
+use crate::runtime::{Code, IntOp, Runtime, NO_CLASS, TRIVIAL_NONE};
 
 /// What a compiler may know of one send site.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct SiteFacts {
     pub argc: u8,
     /// The small-integer operation the selector stands for, if any.
     pub int_op: IntOp,
+    /// Speculation allowed: a binary send whose operands have so far always been small
+    /// integers with a small-integer result (or that never ran). Compiled code may then guard
+    /// on that and deoptimize when it fails.
+    pub expects_small_ints: bool,
+    /// Speculation allowed: the one receiver class the site's inline cache has seen and
+    /// what that class runs there.
+    pub expects_receiver: Option<ExpectedReceiver>,
+}
+
+/// A send site's one receiver class (its inline cache is monomorphic) and its target.
+#[derive(Clone, Copy, Debug)]
+pub struct ExpectedReceiver {
+    pub class: u32,
+    pub target: ExpectedTarget,
+}
+
+/// What a monomorphic site runs, as far as compiled code can do it without the send stub.
+#[derive(Clone, Copy)]
+pub enum ExpectedTarget {
+    /// A trivial method (`Code::trivial_kind`, `Code::trivial_operand`): done in place.
+    Trivial {
+        kind: u8,
+        operand: u64,
+    },
+    /// Bytecode with a plain frame: its frame pushed and its compiled code (if it has some
+    /// when the send runs) called directly.
+    Method(&'static Code),
+    /// `Array>>at:`, `Array>>at:put:`, `Array>>length` on instances of Array itself.
+    ArrayAt,
+    ArrayAtPut,
+    ArrayLength,
+    /// `value`, `value:` … of a block class: the closure's code called directly.
+    BlockValue,
+}
+
+impl std::fmt::Debug for ExpectedTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpectedTarget::Trivial { kind, operand } => {
+                write!(f, "Trivial {{ kind: {kind}, operand: {operand:#x} }}")
+            }
+            ExpectedTarget::Method(code) => write!(f, "Method({:p})", *code),
+            ExpectedTarget::ArrayAt => f.write_str("ArrayAt"),
+            ExpectedTarget::ArrayAtPut => f.write_str("ArrayAtPut"),
+            ExpectedTarget::ArrayLength => f.write_str("ArrayLength"),
+            ExpectedTarget::BlockValue => f.write_str("BlockValue"),
+        }
+    }
 }
 
 /// One method or block to compile.
@@ -25,22 +75,40 @@ pub struct CompileRequest {
     sites: Vec<(SiteId, SiteFacts)>,
 }
 
+/// Whether a compile may speculate, and on what not: sites whose guard failed before.
+#[derive(Clone, Copy)]
+pub enum Speculation<'a> {
+    Off,
+    Except(&'a FxHashSet<SiteId>),
+}
+
 impl CompileRequest {
-    /// Copies what compiling `code` needs from `rt`.
-    pub fn new(code: &'static Code, rt: &Runtime) -> CompileRequest {
+    /// Copies what compiling `code` needs from `rt`, with type feedback from its send
+    /// sites where `speculation` allows it.
+    pub fn new(code: &'static Code, rt: &Runtime, speculation: Speculation) -> CompileRequest {
         let mut sites: Vec<(SiteId, SiteFacts)> = code
             .ops
             .iter()
             .filter_map(|op| op.site())
             .map(|s| {
                 let site = &rt.sites[s as usize];
-                (
-                    s,
-                    SiteFacts {
-                        argc: site.argc,
-                        int_op: site.int_op,
+                let allowed = match speculation {
+                    Speculation::Off => false,
+                    Speculation::Except(failed) => !failed.contains(&s),
+                };
+                let facts = SiteFacts {
+                    argc: site.argc,
+                    int_op: site.int_op,
+                    expects_small_ints: allowed
+                        && site.int_op != IntOp::None
+                        && !site.saw_other_operands,
+                    expects_receiver: if allowed {
+                        expected_receiver(rt, s)
+                    } else {
+                        None
                     },
-                )
+                };
+                (s, facts)
             })
             .collect();
         sites.sort_unstable_by_key(|&(s, _)| s);
@@ -53,6 +121,14 @@ impl CompileRequest {
         }
     }
 
+    /// How many sites the compile may speculate on.
+    pub fn speculating_sites(&self) -> usize {
+        self.sites
+            .iter()
+            .filter(|(_, f)| f.expects_small_ints || f.expects_receiver.is_some())
+            .count()
+    }
+
     /// The facts of `site`; an error for a site the code does not send from.
     pub fn site(&self, site: SiteId) -> Result<SiteFacts, String> {
         self.sites
@@ -60,4 +136,53 @@ impl CompileRequest {
             .map(|i| self.sites[i].1)
             .map_err(|_| format!("send site {site} is not one of {}'s", self.name))
     }
+}
+
+/// The receiver class and target of a send site whose inline cache holds one class, when
+/// compiled code can do that target without the send stub.
+fn expected_receiver(rt: &Runtime, site: SiteId) -> Option<ExpectedReceiver> {
+    let s = &rt.sites[site as usize];
+    // Immediate doubles carry no header to test a class in; a guard for them would only
+    // ever fail.
+    if s.super_lookup.is_some()
+        || s.cached_class == NO_CLASS
+        || s.cached_class2 != NO_CLASS
+        || s.cached_class == rt.core.double
+    {
+        return None;
+    }
+    let class = s.cached_class;
+    let code: &'static Code = rt.codes[s.cached_code as usize];
+    let argc = s.argc as usize;
+    let target = if code.trivial_kind != TRIVIAL_NONE && argc == code.num_args as usize {
+        ExpectedTarget::Trivial {
+            kind: code.trivial_kind,
+            operand: code.trivial_operand,
+        }
+    } else if code.is_plain_frame(argc) && code.context_size == 0 {
+        ExpectedTarget::Method(code)
+    } else if code.primitive.is_some() {
+        let selector = rt.symbols.name(code.selector);
+        if class == rt.core.array && code.holder == rt.core.array {
+            match selector {
+                "at:" => ExpectedTarget::ArrayAt,
+                "at:put:" => ExpectedTarget::ArrayAtPut,
+                "length" => ExpectedTarget::ArrayLength,
+                _ => return None,
+            }
+        } else if rt.block_classes.get(argc) == Some(&class)
+            && (code.holder == rt.core.block || rt.block_classes.contains(&code.holder))
+            && matches!(
+                selector,
+                "value" | "value:" | "value:with:" | "value:with:with:"
+            )
+        {
+            ExpectedTarget::BlockValue
+        } else {
+            return None;
+        }
+    } else {
+        return None;
+    };
+    Some(ExpectedReceiver { class, target })
 }

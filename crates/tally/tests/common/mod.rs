@@ -92,6 +92,20 @@ pub fn state_share(report: &str, state: &str) -> (f64, u64) {
     (count as f64 / total.max(1) as f64, total)
 }
 
+/// A cost model like `eager_calibration` whose optimizing tier is twice the baseline's
+/// speedup, so the controller sends every method it sees straight to the optimizing tier
+/// (speculation, deoptimization); answers its path.
+pub fn eager_opt_calibration(dir: &Path) -> String {
+    let path = dir.join("eager-opt.toml");
+    std::fs::write(
+        &path,
+        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [optimizing]\nspeedup = 2000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
+    )
+    .expect("write the cost model");
+    path.display().to_string()
+}
+
 /// A cost model that makes the adaptive controller compile every method it sees a sample of
 /// (no compile cost, a huge speedup), written into `dir`; answers its path.
 pub fn eager_calibration(dir: &Path) -> String {
