@@ -85,14 +85,14 @@ impl Default for CostModel {
                 method: "built-in figures (no calibration of this machine)".into(),
             },
             baseline: TierCost {
-                speedup: 1.6,
-                compile_fixed_ns: 160_000.0,
-                compile_per_bytecode_ns: 67_000.0,
+                speedup: 1.7,
+                compile_fixed_ns: 250_000.0,
+                compile_per_bytecode_ns: 57_000.0,
             },
             optimizing: TierCost {
-                speedup: 1.4,
-                compile_fixed_ns: 95_000.0,
-                compile_per_bytecode_ns: 110_000.0,
+                speedup: 2.5,
+                compile_fixed_ns: 63_000.0,
+                compile_per_bytecode_ns: 105_000.0,
             },
         }
     }

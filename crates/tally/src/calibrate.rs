@@ -3,8 +3,12 @@
 //! compile a method — and stores it where `--tier=adaptive` finds it.
 //!
 //! Method: each calibration program (ours, embedded in the binary) runs in child processes
-//! under `--tier=interp` and under each compiling tier (everything compiled at its first
-//! call), timing its iterations in CPU time; a tier's speedup is the geometric mean over the
+//! under `--tier=interp` and under each compiling tier, timing its iterations in CPU time.
+//! The baseline runs as `--tier=baseline` (everything compiled at its first call); the
+//! optimizing tier as the adaptive controller uses it, compiling from what the interpreter
+//! saw (its speculation needs the sites' feedback, which a compile at the first call has
+//! not got): `--tier=adaptive` with a cost model that sends every sampled method straight
+//! to it (`PREFER_OPT`). a tier's speedup is the geometric mean over the
 //! programs of the interpreter's median steady iteration (the second half of the
 //! iterations) over the tier's. Compile times come from the same runs' `--tier-log`: a
 //! least-squares line through (bytecodes, microseconds) of every compile.
@@ -38,6 +42,13 @@ const PROGRAMS: [(&str, &str); 4] = [
 
 /// The compiling tiers calibrated, as `--tier` spells them.
 const TIERS: [&str; 2] = ["baseline", "opt"];
+
+/// The cost model the optimizing tier's calibration runs under: no compile cost and a
+/// speedup above the baseline's, so the controller compiles everything it samples in the
+/// optimizing tier and nothing in the baseline.
+const PREFER_OPT: &str = "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\n\
+compile_per_bytecode_ns = 0.0\n\n[optimizing]\nspeedup = 2000.0\ncompile_fixed_ns = 0.0\n\
+compile_per_bytecode_ns = 0.0\n";
 
 /// A child run that takes longer than this is stopped and the calibration fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -210,6 +221,9 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     let mut compiles: Vec<Vec<(f64, f64)>> = vec![Vec::new(); TIERS.len()];
     let total = PROGRAMS.len() * (1 + TIERS.len()) * args.runs as usize;
     let mut done = 0;
+    let prefer_opt = dir.join("prefer-opt.toml");
+    std::fs::write(&prefer_opt, PREFER_OPT)
+        .map_err(|e| format!("cannot write {}: {e}", prefer_opt.display()))?;
     for (name, source) in PROGRAMS {
         let file = dir.join(format!("{name}.som"));
         std::fs::write(&file, source)
@@ -220,7 +234,7 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
             for _ in 0..args.runs {
                 done += 1;
                 say!("calibrating [{done}/{total}]: {name} --tier={tier}");
-                let run = run_child(tally, &file, tier, args.iterations)?;
+                let run = run_child(tally, &file, tier, &prefer_opt, args.iterations)?;
                 let half = run.iterations.len() / 2;
                 times.extend_from_slice(&run.iterations[half..]);
                 if let Some(c) = sink.as_deref_mut() {
@@ -270,11 +284,24 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     Ok((rows, model))
 }
 
-/// Runs `file` in a child tally under `tier`; its iteration times and, for compiling tiers,
-/// its compiles.
-fn run_child(tally: &Path, file: &Path, tier: &str, iterations: u32) -> Result<Run, String> {
+/// Runs `file` in a child tally under `tier` (`opt`: adaptive under the cost model
+/// `prefer_opt`); its iteration times and, for compiling tiers, its compiles.
+fn run_child(
+    tally: &Path,
+    file: &Path,
+    tier: &str,
+    prefer_opt: &Path,
+    iterations: u32,
+) -> Result<Run, String> {
     let mut cmd = Command::new(tally);
-    cmd.arg("--cpu-clock").arg(format!("--tier={tier}"));
+    cmd.arg("--cpu-clock");
+    if tier == "opt" {
+        cmd.arg("--tier=adaptive")
+            .arg("--calibration")
+            .arg(prefer_opt);
+    } else {
+        cmd.arg(format!("--tier={tier}"));
+    }
     if tier != "interp" {
         cmd.arg("--tier-log");
     }

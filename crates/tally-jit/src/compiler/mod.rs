@@ -20,7 +20,7 @@ use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCod
 /// A compiler for one tier: one Cranelift JIT module holding every function it made.
 pub struct Compiler {
     tier: Tier,
-    mode: translate::Mode,
+    shape: translate::Shape,
     module: JITModule,
     context: Context,
     builder_context: FunctionBuilderContext,
@@ -51,9 +51,22 @@ impl Compiler {
 
     /// The compiler of `tier`.
     pub fn new(tier: Tier) -> Result<Compiler, String> {
-        let (mode, opt_level) = match tier {
-            Tier::Baseline => (translate::Mode::Memory, "none"),
-            Tier::Opt => (translate::Mode::Registers, "speed"),
+        use translate::{Mode, Shape};
+        let (shape, opt_level) = match tier {
+            Tier::Baseline => (
+                Shape {
+                    mode: Mode::Memory,
+                    speculate: false,
+                },
+                "none",
+            ),
+            Tier::Opt => (
+                Shape {
+                    mode: Mode::Registers,
+                    speculate: true,
+                },
+                "speed",
+            ),
             Tier::Interp => return Err("the interpreter is not a compiler".into()),
         };
         let mut flags = settings::builder();
@@ -79,7 +92,7 @@ impl Compiler {
         let context = module.make_context();
         Ok(Compiler {
             tier,
-            mode,
+            shape,
             module,
             context,
             builder_context: FunctionBuilderContext::new(),
@@ -98,7 +111,7 @@ impl Compiler {
 
 /// Writes `code`'s function into `context` (signature, name, body).
 fn build(
-    mode: translate::Mode,
+    shape: translate::Shape,
     module: &JITModule,
     builder_context: &mut FunctionBuilderContext,
     context: &mut Context,
@@ -113,7 +126,7 @@ fn build(
         module,
         request,
         layout,
-        mode,
+        shape,
     )
 }
 
@@ -153,7 +166,7 @@ impl CodeGenerator for Compiler {
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         self.module.clear_context(&mut self.context);
         let speculations = build(
-            self.mode,
+            self.shape,
             &self.module,
             &mut self.builder_context,
             &mut self.context,
@@ -194,7 +207,7 @@ impl CodeGenerator for Compiler {
         let mut context = self.module.make_context();
         context.set_disasm(parts.machine);
         build(
-            self.mode,
+            self.shape,
             &self.module,
             &mut self.builder_context,
             &mut context,

@@ -41,8 +41,9 @@ pub(super) fn translate(
     module: &JITModule,
     request: &CompileRequest,
     layout: &Layout,
-    mode: Mode,
+    shape: Shape,
 ) -> Result<u32, String> {
+    let Shape { mode, speculate } = shape;
     let code = request.code;
     let ops = &code.ops;
     if ops.is_empty() {
@@ -154,7 +155,7 @@ pub(super) fn translate(
         handovers: Vec::new(),
         deopts: Vec::new(),
         speculated: std::collections::BTreeSet::new(),
-        mode,
+        speculate,
         vars,
         pending_reload: None,
         resumes: std::collections::BTreeSet::new(),
@@ -201,6 +202,14 @@ pub(super) fn translate(
     let config = module.target_config();
     t.b.finalize(config);
     Ok(speculated)
+}
+
+/// How a tier translates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub mode: Mode,
+    /// Whether to speculate on the sites' feedback (guards that deoptimize).
+    pub speculate: bool,
 }
 
 /// Where an activation's values live between stub calls.
@@ -270,7 +279,8 @@ struct Translator<'a, 'f> {
     deopts: Vec<(Block, Deopt)>,
     /// Sites the code speculates at.
     speculated: std::collections::BTreeSet<u32>,
-    mode: Mode,
+    /// Whether to speculate on what the sites' feedback says (the optimizing tier).
+    speculate: bool,
     /// `Mode::Registers`: the variable of each stack slot.
     vars: Option<Vec<cranelift_frontend::Variable>>,
     /// The height the last `sync` wrote to memory, until the call after it reads the slots
@@ -313,7 +323,7 @@ struct At {
 impl Translator<'_, '_> {
     /// Whether this tier speculates on what the sites' feedback says.
     fn speculates(&self) -> bool {
-        self.mode == Mode::Registers
+        self.speculate
     }
 
     fn site(&self, site: u32) -> SiteFacts {
