@@ -148,6 +148,9 @@ pub struct Cell {
     pub wall_s: Option<f64>,
     /// Largest peak RSS of any invocation, KiB.
     pub max_rss_kib: Option<u64>,
+    /// Mean compile time per invocation, microseconds per tier, for executors that log their
+    /// compiles (empty otherwise).
+    pub compile_us: std::collections::BTreeMap<String, f64>,
     /// Comparison with the baseline (absent for the baseline itself).
     pub ratio: Option<RatioCell>,
 }
@@ -467,6 +470,12 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
     let summary = Summary::with_level(&samples, s.level).ok();
     let cpu: Vec<f64> = ok.iter().map(|i| i.user_s + i.sys_s).collect();
     let wall: Vec<f64> = ok.iter().map(|i| i.wall_s).collect();
+    let mut compile_us: std::collections::BTreeMap<String, f64> = Default::default();
+    for i in &ok {
+        for (tier, us) in &i.compile_us {
+            *compile_us.entry(tier.clone()).or_insert(0.0) += us / ok.len() as f64;
+        }
+    }
     Cell {
         attempted: runs.len(),
         ok: ok.len(),
@@ -480,6 +489,7 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         cpu_s: mean_of(&cpu),
         wall_s: mean_of(&wall),
         max_rss_kib: ok.iter().map(|i| i.max_rss_kib).max(),
+        compile_us,
         ratio: None,
     }
 }
@@ -609,6 +619,7 @@ mod tests {
             sys_s: 0.25,
             max_rss_kib: 2048,
             output_tail: None,
+            compile_us: Default::default(),
         }
     }
 
@@ -646,6 +657,36 @@ mod tests {
             ],
             invocations,
         }
+    }
+
+    /// Compile times logged by an executor are averaged per cell and shown in the table,
+    /// with their share of the CPU time (0.75 s per invocation here); executors that log
+    /// none show a dash.
+    #[test]
+    fn logged_compile_times_reach_the_table() {
+        let mut inv = Vec::new();
+        for k in 1..=3 {
+            for b in ["A", "B"] {
+                inv.push(record(b, "base", k, &[100.0; 6], Outcome::Ok));
+                let mut r = record(b, "new", k, &[50.0; 6], Outcome::Ok);
+                r.compile_us.insert("opt".into(), 1000.0 * k as f64);
+                r.compile_us.insert("baseline".into(), 500.0);
+                inv.push(r);
+            }
+        }
+        let results = results(inv);
+        let report = Report::new(&results, &AnalysisSettings::default()).unwrap();
+        let cell = &report.benchmarks[0].cells[1];
+        assert_eq!(cell.compile_us["opt"], 2000.0);
+        assert_eq!(cell.compile_us["baseline"], 500.0);
+        assert!(report.benchmarks[0].cells[0].compile_us.is_empty());
+        let table = crate::table::render(&results, &report);
+        assert!(table.contains("compile ms (share of CPU)"), "{table}");
+        assert!(table.contains("2.500 (0.3%)"), "{table}");
+        assert!(
+            table.contains("new: 5.000 ms (baseline 1.000, opt 4.000); 0.3% of its CPU time"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -20,7 +20,8 @@ Executors (in the order given; the first is the baseline unless --baseline says 
   --tally NAME[@PATH][=FLAGS]     Tally with extra FLAGS; PATH defaults to this tally binary
   --command NAME[@VM]=TEMPLATE    any command; {placeholders} in TEMPLATE are filled in:
 PLACEHOLDERS
-  With no executor, `--tally tally` is used.
+  With no executor, `--tally tally` is used. A Tally executor given `--tier-log` has its compile
+  time per tier (and its share of the CPU time) in the table.
 
 Suites:
   a directory in the Are We Fast Yet layout: every `Name = Benchmark (` class is a benchmark,

@@ -127,6 +127,10 @@ pub struct InvocationRecord {
     /// The last lines of output, kept for failures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tail: Option<String>,
+    /// Time spent compiling, microseconds per tier, when the executor logs its compiles
+    /// (Tally with `--tier-log`: see [`parse_compile_times`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub compile_us: std::collections::BTreeMap<String, f64>,
 }
 
 /// Lines of each stream kept for a failed invocation.
@@ -165,6 +169,7 @@ impl InvocationRecord {
         };
         let output_tail =
             (outcome == Outcome::Failed).then(|| output_tail(&run.stdout, &run.stderr));
+        let compile_us = parse_compile_times(&run.stderr);
         InvocationRecord {
             benchmark: bench.name.clone(),
             executor: executor.to_string(),
@@ -181,6 +186,7 @@ impl InvocationRecord {
             sys_s: run.sys_s,
             max_rss_kib: run.max_rss_kib,
             output_tail,
+            compile_us,
         }
     }
 
@@ -209,8 +215,36 @@ impl InvocationRecord {
             sys_s: 0.0,
             max_rss_kib: 0,
             output_tail: None,
+            compile_us: Default::default(),
         }
     }
+}
+
+/// Compile time per tier, microseconds, from Tally's `--tier-log` lines on stderr:
+/// `[tier] TIER NAME (N bytecodes, B bytes, T us…)`, one per compile. Decisions, failures,
+/// deopts and other lines are not compiles.
+pub fn parse_compile_times(stderr: &str) -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in stderr.lines() {
+        if let Some((tier, us)) = parse_compile_line(line) {
+            *out.entry(tier.to_string()).or_insert(0.0) += us;
+        }
+    }
+    out
+}
+
+fn parse_compile_line(line: &str) -> Option<(&str, f64)> {
+    let rest = line.strip_prefix("[tier] ")?;
+    let (tier, rest) = rest.split_once(' ')?;
+    if matches!(tier, "decide" | "deopt" | "cost") || rest.starts_with("failed ") {
+        return None;
+    }
+    let figures = rest.rsplit_once(" (")?.1.strip_suffix(')')?;
+    let mut parts = figures.split(", ");
+    parts.next()?.strip_suffix(" bytecodes")?;
+    parts.next()?.strip_suffix(" bytes")?;
+    let us: f64 = parts.next()?.strip_suffix(" us")?.parse().ok()?;
+    (us.is_finite() && us >= 0.0).then_some((tier, us))
 }
 
 /// Iteration times from harness output: lines `Name: iterations=1 runtime: 1234us`
@@ -348,6 +382,23 @@ mod tests {
             sys_s: 0.1,
             max_rss_kib: 1000,
         }
+    }
+
+    #[test]
+    fn compile_times_come_from_compile_log_lines_only() {
+        let log = "[tier] cost model: built-in figures\n\
+                   [tier] decide Foo>>bar interpreter -> optimizing: ran 1.00 ms; predicted compile 0.27 ms, then 0.80 ms\n\
+                   [tier] opt Foo>>bar (12 bytecodes, 800 bytes, 350 us, speculating at 2 sites)\n\
+                   [tier] baseline Foo>>baz: (3 bytecodes, 100 bytes, 40 us)\n\
+                   [tier] opt [] in Foo>>bar (5 bytecodes, 300 bytes, 150 us)\n\
+                   [tier] deopt Foo>>bar @3 (#+): small-integer overflow; invalidated, now interp\n\
+                   [tier] opt failed for Foo>>qux, stays where it was: no (1 reason)\n\
+                   Foo: iterations=1 runtime: 5us\n";
+        let times = parse_compile_times(log);
+        assert_eq!(times.len(), 2, "{times:?}");
+        assert_eq!(times["opt"], 500.0);
+        assert_eq!(times["baseline"], 40.0);
+        assert!(parse_compile_times("").is_empty());
     }
 
     #[test]

@@ -89,7 +89,12 @@ pub fn render(results: &Results, report: &Report) -> String {
     );
     out.push('\n');
 
-    let mut t = Table::new(&[
+    // A column of compile time where some executor logged its compiles.
+    let compiles = report
+        .benchmarks
+        .iter()
+        .any(|b| b.cells.iter().any(|c| !c.compile_us.is_empty()));
+    let mut headers = vec![
         ("benchmark", Align::Left),
         ("executor", Align::Left),
         ("ok", Align::Right),
@@ -101,11 +106,15 @@ pub fn render(results: &Results, report: &Report) -> String {
         ("p", Align::Left),
         ("CPU s", Align::Right),
         ("RSS MiB", Align::Right),
-    ]);
+    ];
+    if compiles {
+        headers.push(("compile ms (share of CPU)", Align::Left));
+    }
+    let mut t = Table::new(&headers);
     for b in &report.benchmarks {
         for (i, c) in b.cells.iter().enumerate() {
             let name = if i == 0 { b.name.as_str() } else { "" };
-            t.row(vec![
+            let mut row = vec![
                 name.to_string(),
                 report.executors[i].clone(),
                 format!("{}/{}", c.ok, c.attempted),
@@ -119,7 +128,11 @@ pub fn render(results: &Results, report: &Report) -> String {
                 c.max_rss_kib
                     .map(|k| format!("{:.0}", k as f64 / 1024.0))
                     .unwrap_or_else(dash),
-            ]);
+            ];
+            if compiles {
+                row.push(compile_text(c));
+            }
+            t.row(row);
         }
     }
     out.push_str(&t.render());
@@ -184,6 +197,37 @@ pub fn render(results: &Results, report: &Report) -> String {
             );
         }
     }
+    if compiles {
+        let _ = writeln!(
+            out,
+            "\ncompile time per invocation, all benchmarks (from the executors' compile logs):"
+        );
+        for (i, name) in report.executors.iter().enumerate() {
+            let cells: Vec<&Cell> = report.benchmarks.iter().map(|b| &b.cells[i]).collect();
+            let mut tiers: std::collections::BTreeMap<&str, f64> = Default::default();
+            for c in &cells {
+                for (tier, us) in &c.compile_us {
+                    *tiers.entry(tier.as_str()).or_insert(0.0) += us;
+                }
+            }
+            if tiers.is_empty() {
+                continue;
+            }
+            let total_us: f64 = tiers.values().sum();
+            let cpu_s: f64 = cells.iter().filter_map(|c| c.cpu_s).sum();
+            let per_tier: Vec<String> = tiers
+                .iter()
+                .map(|(tier, us)| format!("{tier} {}", ms(*us)))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {name}: {} ms ({}); {:.1}% of its CPU time",
+                ms(total_us),
+                per_tier.join(", "),
+                100.0 * total_us / 1e6 / cpu_s.max(f64::MIN_POSITIVE)
+            );
+        }
+    }
     if report.max_iterations < s.steady_window {
         let _ = writeln!(
             out,
@@ -212,6 +256,18 @@ pub fn render(results: &Results, report: &Report) -> String {
         }
     }
     out
+}
+
+/// Mean compile time of a cell over its tiers, with its share of the cell's CPU time.
+fn compile_text(c: &Cell) -> String {
+    if c.compile_us.is_empty() {
+        return dash();
+    }
+    let us: f64 = c.compile_us.values().sum();
+    match c.cpu_s.filter(|s| *s > 0.0) {
+        Some(cpu) => format!("{} ({:.1}%)", ms(us), 100.0 * us / 1e6 / cpu),
+        None => ms(us),
+    }
 }
 
 fn dash() -> String {

@@ -102,8 +102,9 @@ pub struct CommonArgs {
     tally: Option<PathBuf>,
 
     /// The tier of the measured runs (profiled and baseline); the exhaustive reference runs
-    /// are always interpreted.
-    #[arg(long, value_name = "TIER", default_value = "interp", value_parser = ["interp", "baseline"])]
+    /// are always interpreted. Under `adaptive` the measured runs keep the default method
+    /// sampler (it feeds the controller) where the others take `--sampler none`.
+    #[arg(long, value_name = "TIER", default_value = "interp", value_parser = ["interp", "baseline", "opt", "adaptive"])]
     tier: String,
 
     /// Output directory [default: tally-experiment-NAME-DATE-TIME].

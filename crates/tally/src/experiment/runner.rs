@@ -116,6 +116,16 @@ impl Runner {
         let mut flags = flags;
         if !flags.iter().any(|f| f == "--exhaustive") {
             flags.push(format!("--tier={}", self.options.tier));
+            // The adaptive controller is fed by method samples: its runs keep the default
+            // sampler where the others take none.
+            if self.options.tier == "adaptive" {
+                if let Some(i) = flags
+                    .windows(2)
+                    .position(|w| w[0] == "--sampler" && w[1] == "none")
+                {
+                    flags.drain(i..i + 2);
+                }
+            }
         }
         let executor = Executor {
             name: "tally".into(),
