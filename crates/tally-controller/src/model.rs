@@ -86,13 +86,13 @@ impl Default for CostModel {
             },
             baseline: TierCost {
                 speedup: 1.7,
-                compile_fixed_ns: 250_000.0,
-                compile_per_bytecode_ns: 57_000.0,
+                compile_fixed_ns: 260_000.0,
+                compile_per_bytecode_ns: 51_000.0,
             },
             optimizing: TierCost {
-                speedup: 2.5,
-                compile_fixed_ns: 63_000.0,
-                compile_per_bytecode_ns: 105_000.0,
+                speedup: 2.9,
+                compile_fixed_ns: 400_000.0,
+                compile_per_bytecode_ns: 47_000.0,
             },
         }
     }

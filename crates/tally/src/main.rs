@@ -140,8 +140,9 @@ struct Cli {
     /// Which code runs methods and blocks: `interp`, the bytecode interpreter; `baseline`,
     /// machine code from the baseline compiler (Cranelift), made for each method and block at
     /// its first call (anything it cannot compile stays interpreted; see `--tier-log`); `opt`,
-    /// the same with the optimizing compiler (values in registers between calls, Cranelift's
-    /// optimisations);
+    /// the same with the optimizing compiler (operand values in registers between calls,
+    /// Cranelift's optimisations, speculation on what the send sites saw so far, with guards
+    /// that deoptimize: at a first call the sites have seen nothing but small integers);
     /// `adaptive`, methods start interpreted and a controller fed by samples recompiles the
     /// hot ones on a compiler thread when the predicted gain outweighs the compile (Jikes
     /// RVM's cost/benefit model, with this machine's figures from `tally calibrate`).

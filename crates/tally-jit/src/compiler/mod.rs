@@ -1,7 +1,8 @@
 //! The compiled tiers: every bytecode of a method or block becomes straight-line machine code,
 //! keeping the interpreter's frame and value-stack layout. The baseline tier keeps values in
 //! their value-stack slots and compiles fast (Cranelift without optimisation); the optimizing
-//! tier keeps them in registers between calls and lets Cranelift optimise (`translate::Mode`).
+//! tier keeps operand-stack values in registers between calls, speculates on what the sites saw
+//! (guards that deoptimize) and lets Cranelift optimise (`translate::Mode`, `translate::Shape`).
 //! Locals, fields, constants, jumps and small-integer arithmetic and comparisons are done
 //! inline; sends, closures, literals, globals and yieldpoints with a raised flag go through
 //! the VM's stubs; rare instructions and every error path hand the frame to the interpreter.

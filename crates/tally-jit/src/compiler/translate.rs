@@ -154,6 +154,7 @@ pub(super) fn translate(
         exit,
         handovers: Vec::new(),
         deopts: Vec::new(),
+        first_var: start as i32,
         speculated: std::collections::BTreeSet::new(),
         speculate,
         vars,
@@ -217,10 +218,14 @@ pub(super) struct Shape {
 pub(super) enum Mode {
     /// In their value-stack slots, loaded where used (the baseline tier: the least code).
     Memory,
-    /// In SSA variables (registers), written to their slots before every stub call and exit
-    /// and read back after every call (the collector may have moved what they point to):
-    /// the optimizing tier. An activation resumes only where the code left one (after a
-    /// call, at a loop head, at 0); anywhere else the interpreter takes the frame.
+    /// The operand stack (the slots above the locals) in SSA variables (registers), written to
+    /// their slots before every stub call and exit and read back after every call (the
+    /// collector may have moved what they point to); the receiver, arguments and locals in
+    /// their slots, as in `Memory`: the optimizing tier. Keeping the locals in memory costs
+    /// a load per use but spares every call a store and a load per local, which made code
+    /// with many locals twice the size (and compile time) and slower on call-heavy code.
+    /// An activation resumes only where the code left one (after a call, at a loop head, at
+    /// 0); anywhere else the interpreter takes the frame.
     Registers,
 }
 
@@ -281,8 +286,10 @@ struct Translator<'a, 'f> {
     speculated: std::collections::BTreeSet<u32>,
     /// Whether to speculate on what the sites' feedback says (the optimizing tier).
     speculate: bool,
-    /// `Mode::Registers`: the variable of each stack slot.
+    /// `Mode::Registers`: the variable of each stack slot from `first_var` up (the operand
+    /// stack); the receiver, arguments and locals below it stay in their slots.
     vars: Option<Vec<cranelift_frontend::Variable>>,
+    first_var: i32,
     /// The height the last `sync` wrote to memory, until the call after it reads the slots
     /// back; reset at each instruction and exit.
     pending_reload: Option<i32>,
@@ -373,43 +380,45 @@ impl Translator<'_, '_> {
     /// The value in stack slot `k` of the frame (0 is the receiver).
     fn slot(&mut self, k: i32) -> Value {
         match &self.vars {
-            Some(vars) => {
+            Some(vars) if k >= self.first_var => {
                 let var = vars[k as usize];
                 self.b.use_var(var)
             }
-            None => self.b.ins().load(I64, Self::flags(), self.fp, k * 8),
+            _ => self.b.ins().load(I64, Self::flags(), self.fp, k * 8),
         }
     }
 
     fn set_slot(&mut self, k: i32, v: Value) {
         match &self.vars {
-            Some(vars) => {
+            Some(vars) if k >= self.first_var => {
                 let var = vars[k as usize];
                 self.b.def_var(var, v);
             }
-            None => {
+            _ => {
                 self.b.ins().store(Self::flags(), v, self.fp, k * 8);
             }
         }
     }
 
-    /// `Mode::Registers`: writes slots `0..h` to memory.
+    /// `Mode::Registers`: writes the operand slots below `h` to memory.
     fn flush(&mut self, h: i32) {
         let Some(vars) = self.vars.clone() else {
             return;
         };
-        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize) {
+        let first = self.first_var as usize;
+        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
             let v = self.b.use_var(*var);
             self.b.ins().store(Self::flags(), v, self.fp, k as i32 * 8);
         }
     }
 
-    /// `Mode::Registers`: reads slots `0..h` back from memory.
+    /// `Mode::Registers`: reads the operand slots below `h` back from memory.
     fn reload(&mut self, h: i32) {
         let Some(vars) = self.vars.clone() else {
             return;
         };
-        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize) {
+        let first = self.first_var as usize;
+        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
             let v = self.b.ins().load(I64, Self::flags(), self.fp, k as i32 * 8);
             self.b.def_var(*var, v);
         }
@@ -543,6 +552,9 @@ impl Translator<'_, '_> {
         if self.speculates() {
             if let Some(expected) = facts.expects_receiver {
                 return self.speculative_send(site, expected, h, at);
+            }
+            if facts.cold {
+                return self.send_stub(self.layout.stubs.send, site, h, at.i);
             }
         }
         let i = at.i;

@@ -21,6 +21,10 @@ pub struct SiteFacts {
     /// Speculation allowed: the one receiver class the site's inline cache has seen and
     /// what that class runs there.
     pub expects_receiver: Option<ExpectedReceiver>,
+    /// Speculation allowed: a send that never ran although the code around it did (its
+    /// inline cache is empty while another site's is not). Compiled code may do it the
+    /// short way, through the send stub, instead of spending code on a fast path.
+    pub cold: bool,
 }
 
 /// A send site's one receiver class (its inline cache is monomorphic) and its target.
@@ -86,6 +90,13 @@ impl CompileRequest {
     /// Copies what compiling `code` needs from `rt`, with type feedback from its send
     /// sites where `speculation` allows it.
     pub fn new(code: &'static Code, rt: &Runtime, speculation: Speculation) -> CompileRequest {
+        // Whether the code has run at all: a compile at the first call knows nothing of
+        // which of its sends are cold.
+        let ran = code
+            .ops
+            .iter()
+            .filter_map(|op| op.site())
+            .any(|s| rt.sites[s as usize].cached_class != NO_CLASS);
         let mut sites: Vec<(SiteId, SiteFacts)> = code
             .ops
             .iter()
@@ -107,6 +118,10 @@ impl CompileRequest {
                     } else {
                         None
                     },
+                    cold: allowed
+                        && ran
+                        && site.cached_class == NO_CLASS
+                        && site.int_op == IntOp::None,
                 };
                 (s, facts)
             })
