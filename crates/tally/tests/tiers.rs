@@ -393,9 +393,12 @@ fn print_code_shows_the_methods_it_names() {
     assert!(err.contains("=== Fib>>fib: [baseline]"), "{err}");
     assert!(err.contains("--- baseline: Cranelift IR"), "{err}");
     assert!(err.contains("--- baseline: machine code"), "{err}");
-    let refused = run_in(dir.path(), &["--print-code=Fib", "Fib.som"]);
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("needs a compiling tier"));
+    for flag in ["--print-code=Fib", "--no-speculation", "--no-osr"] {
+        let refused = run_in(dir.path(), &[flag, "Fib.som"]);
+        assert_eq!(refused.status.code(), Some(2), "{flag}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains("needs a compiling tier"), "{flag}: {err}");
+    }
 }
 
 /// Under `--tier=adaptive` a method that runs long enough is compiled by the controller's
@@ -460,6 +463,54 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
     assert!(
         text.contains(&format!("Loop>>run interpreter -> {to}: ran")),
         "the decision is in the report:\n{text}"
+    );
+}
+
+/// `--no-osr`: the same hot loop, started interpreted, stays interpreted after its method is
+/// compiled (it makes no call to return from), and prints the same.
+#[test]
+fn without_on_stack_replacement_a_running_loop_stays_interpreted() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Loop.som"),
+        "Loop = (\n    run = (\n        | s |\n        s := 0.\n        1 to: 20000000 do: [:i |\n            s := s + (i * 3) - (i - 7) ].\n        s println\n    )\n)\n",
+    )
+    .unwrap();
+    let profile = dir.path().join("loop.profile");
+    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["--tier=adaptive", "--no-osr", "--tier-log", "--force"])
+        .arg(format!("--profile={}", profile.display()))
+        .args(METHOD_SAMPLES_ONLY)
+        .arg(dir.path().join("Loop.som"))
+        .output()
+        .expect("run tally");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "400000160000000\n");
+    assert!(
+        stderr.contains("[tier] decide Loop>>run interpreter -> "),
+        "{stderr}"
+    );
+    let report = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("report")
+        .arg(&profile)
+        .output()
+        .expect("run tally report");
+    let text = String::from_utf8_lossy(&report.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.ends_with("Loop>>run (1 version)"))
+        .unwrap_or_else(|| panic!("no tier row for Loop>>run:\n{text}"));
+    let counts: Vec<u64> = row
+        .split_whitespace()
+        .take(3)
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert!(counts[0] >= 10, "the loop ran interpreted: {row}");
+    assert_eq!(
+        counts[1] + counts[2],
+        0,
+        "nothing of the running loop moved into compiled code: {row}"
     );
 }
 
