@@ -150,8 +150,10 @@ struct Cli {
     tier: TierChoice,
 
     /// Print one line on stderr for every compile: tier, method, bytecodes, machine-code
-    /// bytes, compile time; for every method that could not be compiled, why; and under
-    /// `--tier=adaptive` every decision of the controller with its predicted cost and gain.
+    /// bytes, compile time; for every method that could not be compiled, why; under
+    /// `--tier=adaptive` every decision of the controller with its predicted cost and gain;
+    /// and every deoptimization (a speculation that failed: method, bytecode index, why, and
+    /// the tier the method runs in afterwards).
     #[arg(long)]
     tier_log: bool,
 
