@@ -687,3 +687,60 @@ fn a_receiver_of_a_class_loaded_after_the_compile_deoptimizes() {
         "{text}"
     );
 }
+
+/// `==` at a monomorphic site is answered inline by the optimizing tier (identity of the two
+/// words); numbers, which compare by value, never take that path: a receiver of another class
+/// deoptimizes, and an argument that is a number is simply not identical.
+#[test]
+fn identity_at_a_monomorphic_site_answers_what_the_interpreter_answers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   is: a same: b = ( ^a == b )\n\
+         \x20   run = (\n\
+         \x20       | other hits flip |\n\
+         \x20       other := Main new.\n\
+         \x20       hits := 0.\n\
+         \x20       flip := true.\n\
+         \x20       1 to: 2000000 do: [:i |\n\
+         \x20           (self is: self same: (flip ifTrue: [self] ifFalse: [other]))\n\
+         \x20               ifTrue: [hits := hits + 1].\n\
+         \x20           flip := flip not].\n\
+         \x20       hits println.\n\
+         \x20       (self is: self same: 3) println.\n\
+         \x20       (self is: 3 same: 3) println.\n\
+         \x20       (self is: 1.5 same: 1.5) println.\n\
+         \x20       (self is: (2 raisedTo: 100) same: (2 raisedTo: 100)) println.\n\
+         \x20       (self is: 'a' same: ('a' + '')) println.\n\
+         \x20       (self is: #a same: #a) println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "1000000\nfalse\ntrue\ntrue\ntrue\nfalse\ntrue\n");
+    let (got, log) = run_main(
+        dir.path(),
+        &["--tier=adaptive", "--calibration", &model, "--tier-log"],
+    );
+    assert_eq!(got, want, "{log}");
+    assert!(log.contains("[tier] opt Main>>is:same: ("), "{log}");
+    assert!(
+        log.contains("[tier] deopt Main>>is:same: @1 (#==): receiver class guard failed"),
+        "{log}"
+    );
+    let (got, log) = run_main(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--gc-stress",
+            "50",
+            "--tier-log",
+        ],
+    );
+    assert_eq!(got, want, "{log}");
+}

@@ -999,6 +999,15 @@ impl Translator<'_, '_> {
                 self.set_slot(recv_slot, v);
                 self.jump(next);
             }
+            ExpectedTarget::Identical => {
+                self.when_no_hook_due(slow);
+                let a = self.slot(recv_slot);
+                let b = self.slot(recv_slot + 1);
+                let same = self.b.ins().icmp(IntCC::Equal, a, b);
+                let v = self.boolean(same);
+                self.set_slot(recv_slot, v);
+                self.jump(next);
+            }
             ExpectedTarget::BlockValue => {
                 // The closure's code: compiled, a plain frame, no context of its own.
                 let closure = self.slot(recv_slot);

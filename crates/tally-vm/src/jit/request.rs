@@ -51,6 +51,9 @@ pub enum ExpectedTarget {
     ArrayLength,
     /// `value`, `value:` … of a block class: the closure's code called directly.
     BlockValue,
+    /// `Object>>==` on a class whose instances are neither numbers nor immediates: identity
+    /// of the two words (numbers compare by value, so their classes are left out).
+    Identical,
 }
 
 impl std::fmt::Debug for ExpectedTarget {
@@ -64,6 +67,7 @@ impl std::fmt::Debug for ExpectedTarget {
             ExpectedTarget::ArrayAtPut => f.write_str("ArrayAtPut"),
             ExpectedTarget::ArrayLength => f.write_str("ArrayLength"),
             ExpectedTarget::BlockValue => f.write_str("BlockValue"),
+            ExpectedTarget::Identical => f.write_str("Identical"),
         }
     }
 }
@@ -193,6 +197,12 @@ fn expected_receiver(rt: &Runtime, site: SiteId) -> Option<ExpectedReceiver> {
             )
         {
             ExpectedTarget::BlockValue
+        } else if selector == "=="
+            && argc == 1
+            && code.holder == rt.core.object
+            && class != rt.core.integer
+        {
+            ExpectedTarget::Identical
         } else {
             return None;
         }
