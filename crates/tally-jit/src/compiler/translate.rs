@@ -1,10 +1,13 @@
-//! Bytecode → Cranelift IR for the baseline tier: one block per instruction, entered from a
+//! Bytecode → Cranelift IR for both compiled tiers: one block per instruction, entered from a
 //! jump table on the frame's saved `ip`, so an activation can start or resume at any
-//! instruction the interpreter or a stub left it at.
+//! instruction the interpreter or a stub left it at (`Shape` says how a tier differs).
 //!
-//! Invariant: no heap reference is held in an SSA value across a stub call. Every value lives
-//! in its value-stack slot (the frame's base `fp` plus the instruction's static stack height),
-//! which the collector updates when it moves objects, and is loaded again where it is used.
+//! Invariant: no heap reference is held in an SSA value across a stub call or a direct call.
+//! Every value is in its value-stack slot (the frame's base `fp` plus the instruction's static
+//! stack height) whenever the collector may run, which updates it when it moves objects; it
+//! is loaded again where it is used (`Mode::Memory`) or after the call (`Mode::Registers`).
+//! Guards that deoptimize come before anything their instruction changes, so the interpreter
+//! can redo the instruction from its start.
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
