@@ -401,14 +401,10 @@ fn print_code_shows_the_methods_it_names() {
     }
 }
 
-/// Under `--tier=adaptive` a method that runs long enough is compiled by the controller's
-/// decision, and a loop that was started interpreted moves into the compiled code at a
-/// back-edge (`Loop>>run` is called once, so only on-stack replacement can get its samples
-/// into compiled code). The decision and the compile are in the log and the report. The
-/// body is what the compiled tiers do inline (a division would call a stub, whose samples
-/// count as native code).
-#[test]
-fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
+/// Runs `Loop>>run` (one long loop whose body compiled code does inline, entered once) under
+/// `--tier=adaptive` with method samples and `flags`; answers its `--tier-log`, its report
+/// and its samples per tier (interpreter, baseline, optimizing) from the report's tier table.
+fn run_hot_loop(flags: &[&str]) -> (String, String, [u64; 3]) {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         dir.path().join("Loop.som"),
@@ -418,14 +414,45 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
     let profile = dir.path().join("loop.profile");
     let out = Command::new(env!("CARGO_BIN_EXE_tally"))
         .args(["--tier=adaptive", "--tier-log", "--force"])
+        .args(flags)
         .arg(format!("--profile={}", profile.display()))
         .args(METHOD_SAMPLES_ONLY)
         .arg(dir.path().join("Loop.som"))
         .output()
         .expect("run tally");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "400000160000000\n");
+    let report = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .arg("report")
+        .arg(&profile)
+        .output()
+        .expect("run tally report");
+    let text = String::from_utf8_lossy(&report.stdout).into_owned();
+    let row = text
+        .lines()
+        .find(|l| l.ends_with("Loop>>run (1 version)"))
+        .unwrap_or_else(|| panic!("no tier row for Loop>>run:\n{text}"));
+    let mut counts = [0u64; 3];
+    for (slot, word) in counts.iter_mut().zip(row.split_whitespace()) {
+        *slot = word.parse().unwrap();
+    }
+    assert!(
+        text.contains("Loop>>run interpreter -> "),
+        "the decision is in the report:\n{text}"
+    );
+    (stderr, text, counts)
+}
+
+/// Under `--tier=adaptive` a method that runs long enough is compiled by the controller's
+/// decision, and a loop that was started interpreted moves into the compiled code at a
+/// back-edge (`Loop>>run` is called once, so only on-stack replacement can get its samples
+/// into compiled code). The decision and the compile are in the log and the report. The
+/// body is what the compiled tiers do inline (a division would call a stub, whose samples
+/// count as native code).
+#[test]
+fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
+    let (stderr, report, counts) = run_hot_loop(&[]);
     // The built-in cost model picks the tier; either compiled tier proves the move.
     let to = ["baseline", "optimizing"]
         .into_iter()
@@ -440,29 +467,14 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
         stderr.contains(&format!("[tier] {log_name} Loop>>run (")),
         "{stderr}"
     );
-    let report = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .arg("report")
-        .arg(&profile)
-        .output()
-        .expect("run tally report");
-    let text = String::from_utf8_lossy(&report.stdout);
-    let row = text
-        .lines()
-        .find(|l| l.ends_with("Loop>>run (1 version)"))
-        .unwrap_or_else(|| panic!("no tier row for Loop>>run:\n{text}"));
-    let counts: Vec<u64> = row
-        .split_whitespace()
-        .take(3)
-        .map(|w| w.parse().unwrap())
-        .collect();
     // `run` is entered once: samples of it in compiled code are samples after the move.
     assert!(
         counts[column] >= 10,
-        "the running loop moved into compiled code: {row}"
+        "the running loop moved into compiled code: {counts:?}"
     );
     assert!(
-        text.contains(&format!("Loop>>run interpreter -> {to}: ran")),
-        "the decision is in the report:\n{text}"
+        report.contains(&format!("Loop>>run interpreter -> {to}: ran")),
+        "the decision is in the report:\n{report}"
     );
 }
 
@@ -470,47 +482,16 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
 /// compiled (it makes no call to return from), and prints the same.
 #[test]
 fn without_on_stack_replacement_a_running_loop_stays_interpreted() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(
-        dir.path().join("Loop.som"),
-        "Loop = (\n    run = (\n        | s |\n        s := 0.\n        1 to: 20000000 do: [:i |\n            s := s + (i * 3) - (i - 7) ].\n        s println\n    )\n)\n",
-    )
-    .unwrap();
-    let profile = dir.path().join("loop.profile");
-    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(["--tier=adaptive", "--no-osr", "--tier-log", "--force"])
-        .arg(format!("--profile={}", profile.display()))
-        .args(METHOD_SAMPLES_ONLY)
-        .arg(dir.path().join("Loop.som"))
-        .output()
-        .expect("run tally");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "400000160000000\n");
+    let (stderr, _, counts) = run_hot_loop(&["--no-osr"]);
     assert!(
         stderr.contains("[tier] decide Loop>>run interpreter -> "),
         "{stderr}"
     );
-    let report = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .arg("report")
-        .arg(&profile)
-        .output()
-        .expect("run tally report");
-    let text = String::from_utf8_lossy(&report.stdout);
-    let row = text
-        .lines()
-        .find(|l| l.ends_with("Loop>>run (1 version)"))
-        .unwrap_or_else(|| panic!("no tier row for Loop>>run:\n{text}"));
-    let counts: Vec<u64> = row
-        .split_whitespace()
-        .take(3)
-        .map(|w| w.parse().unwrap())
-        .collect();
-    assert!(counts[0] >= 10, "the loop ran interpreted: {row}");
+    assert!(counts[0] >= 10, "the loop ran interpreted: {counts:?}");
     assert_eq!(
         counts[1] + counts[2],
         0,
-        "nothing of the running loop moved into compiled code: {row}"
+        "nothing of the running loop moved into compiled code: {counts:?}"
     );
 }
 

@@ -706,18 +706,29 @@ impl Translator<'_, '_> {
             .ins()
             .brif(is_int, done, &[int_class.into()], not_int, &[]);
         self.b.switch_to_block(not_int);
-        let tag = and_imm(&mut self.b, recv, 7);
-        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
-        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
-        let is_object = self.b.ins().band(is_ref, not_none);
-        let object = self.b.create_block();
-        self.b.ins().brif(is_object, object, &[], other, &[]);
-        self.b.switch_to_block(object);
-        // The class id is the high half of header word 0.
-        let class = self.b.ins().load(I32, Self::flags(), recv, 4);
+        let class = self.object_class(recv, other);
         self.b.ins().jump(done, &[class.into()]);
         self.b.switch_to_block(done);
         self.b.block_params(done)[0]
+    }
+
+    /// Whether `v` is a reference to a heap object (tag 0, not the null word).
+    fn is_object(&mut self, v: Value) -> Value {
+        let tag = and_imm(&mut self.b, v, 7);
+        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
+        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, v, 0);
+        self.b.ins().band(is_ref, not_none)
+    }
+
+    /// The class id (an I32) of heap object `v`, in a new block; a jump to `not_object` when
+    /// `v` is not one.
+    fn object_class(&mut self, v: Value, not_object: Block) -> Value {
+        let is_object = self.is_object(v);
+        let object = self.b.create_block();
+        self.b.ins().brif(is_object, object, &[], not_object, &[]);
+        self.b.switch_to_block(object);
+        // The class id is the high half of header word 0.
+        self.b.ins().load(I32, Self::flags(), v, 4)
     }
 
     /// A guard that the value in slot `k` is an instance of `class` (small integers and
@@ -729,14 +740,7 @@ impl Translator<'_, '_> {
             let is_int = and_imm(&mut self.b, recv, 1);
             self.b.ins().brif(is_int, ok, &[], fail, &[]);
         } else {
-            let tag = and_imm(&mut self.b, recv, 7);
-            let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
-            let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
-            let is_object = self.b.ins().band(is_ref, not_none);
-            let object = self.b.create_block();
-            self.b.ins().brif(is_object, object, &[], fail, &[]);
-            self.b.switch_to_block(object);
-            let actual = self.b.ins().load(I32, Self::flags(), recv, 4);
+            let actual = self.object_class(recv, fail);
             let same = cmp_imm(&mut self.b, IntCC::Equal, actual, class as i64);
             self.b.ins().brif(same, ok, &[], fail, &[]);
         }
@@ -1100,10 +1104,7 @@ impl Translator<'_, '_> {
     /// jump to `miss` when it is not an object with that many fields.
     fn dynamic_field_address(&mut self, k: i32, index: Value, miss: Block) -> Value {
         let recv = self.slot(k);
-        let tag = and_imm(&mut self.b, recv, 7);
-        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
-        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
-        let is_object = self.b.ins().band(is_ref, not_none);
+        let is_object = self.is_object(recv);
         let has_header = self.b.create_block();
         self.b.ins().brif(is_object, has_header, &[], miss, &[]);
         self.b.switch_to_block(has_header);
@@ -1121,10 +1122,7 @@ impl Translator<'_, '_> {
     /// not an object with that many fields.
     fn field_address(&mut self, index: u16, miss: Block) -> Value {
         let recv = self.slot(0);
-        let tag = and_imm(&mut self.b, recv, 7);
-        let is_ref = cmp_imm(&mut self.b, IntCC::Equal, tag, 0);
-        let not_none = cmp_imm(&mut self.b, IntCC::NotEqual, recv, 0);
-        let is_object = self.b.ins().band(is_ref, not_none);
+        let is_object = self.is_object(recv);
         let has_header = self.b.create_block();
         self.b.ins().brif(is_object, has_header, &[], miss, &[]);
         self.b.switch_to_block(has_header);

@@ -92,28 +92,29 @@ pub fn state_share(report: &str, state: &str) -> (f64, u64) {
     (count as f64 / total.max(1) as f64, total)
 }
 
-/// A cost model like `eager_calibration` whose optimizing tier is twice the baseline's
-/// speedup, so the controller sends every method it sees straight to the optimizing tier
-/// (speculation, deoptimization); answers its path.
-pub fn eager_opt_calibration(dir: &Path) -> String {
-    let path = dir.join("eager-opt.toml");
-    std::fs::write(
-        &path,
-        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
-         [optimizing]\nspeedup = 2000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
-    )
-    .expect("write the cost model");
-    path.display().to_string()
+/// A cost model that makes the adaptive controller compile every method it sees a sample of
+/// (no compile cost, a huge speedup, the same for both tiers: the baseline wins the tie),
+/// written into `dir`; answers its path.
+pub fn eager_calibration(dir: &Path) -> String {
+    eager_model(dir, "eager.toml", 1000.0)
 }
 
-/// A cost model that makes the adaptive controller compile every method it sees a sample of
-/// (no compile cost, a huge speedup), written into `dir`; answers its path.
-pub fn eager_calibration(dir: &Path) -> String {
-    let path = dir.join("eager.toml");
+/// `eager_calibration` with the optimizing tier twice the baseline's speedup, so the
+/// controller sends every method it sees straight to the optimizing tier (speculation,
+/// deoptimization).
+pub fn eager_opt_calibration(dir: &Path) -> String {
+    eager_model(dir, "eager-opt.toml", 2000.0)
+}
+
+fn eager_model(dir: &Path, name: &str, optimizing_speedup: f64) -> String {
+    let path = dir.join(name);
     std::fs::write(
         &path,
-        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
-         [optimizing]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n",
+        format!(
+            "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+             [optimizing]\nspeedup = {optimizing_speedup:.1}\ncompile_fixed_ns = 0.0\n\
+             compile_per_bytecode_ns = 0.0\n"
+        ),
     )
     .expect("write the cost model");
     path.display().to_string()
