@@ -322,6 +322,13 @@ struct Callee {
     closure: Value,
 }
 
+/// The frame stack (its address) and the number of live frames, loaded once per direct call.
+#[derive(Clone, Copy)]
+struct FrameDepth {
+    frame_stack: Value,
+    depth: Value,
+}
+
 /// The instruction being translated, as a guard needs it: its index and its stack height
 /// at its start.
 #[derive(Clone, Copy)]
@@ -611,7 +618,7 @@ impl Translator<'_, '_> {
         let ok = self.b.ins().band(ok, arity);
         let ok = self.b.ins().band(ok, no_context);
         let room = self.b.ins().uload32(flags, code, c.code_room);
-        let fits = self.room_for_call(h, room);
+        let (fits, frames) = self.room_for_call(h, room);
         let ok = self.b.ins().band(ok, fits);
         let push = self.b.create_block();
         let frameless = self.b.create_block();
@@ -673,7 +680,7 @@ impl Translator<'_, '_> {
             ctx: nil,
             closure: none,
         };
-        self.push_and_call(callee, argc, h, i)?;
+        self.push_and_call(callee, frames, argc, h, i)?;
 
         self.b.switch_to_block(slow);
         self.send_stub(self.layout.stubs.send, site, h, i)
@@ -758,8 +765,9 @@ impl Translator<'_, '_> {
     /// Whether a direct call from height `h` may go ahead: a frame below the push limit
     /// (tripped by the yieldpoint flag, so a raised flag sends the call through the stub's
     /// prologue), `room` (an I64: the callee's `room_above_arguments`) free value-stack
-    /// slots, and native stack for the call.
-    fn room_for_call(&mut self, h: i32, room: Value) -> Value {
+    /// slots, and native stack for the call. Also answers the frame stack and its depth as
+    /// loaded for the check, which `push_and_call` pushes at.
+    fn room_for_call(&mut self, h: i32, room: Value) -> (Value, FrameDepth) {
         let c = &self.layout.calls;
         let flags = Self::flags();
         let frame_stack = self
@@ -786,25 +794,27 @@ impl Translator<'_, '_> {
             .b
             .ins()
             .icmp(IntCC::UnsignedGreaterThan, sp, native_limit);
-        self.b.ins().band(ok, deep_enough)
+        let ok = self.b.ins().band(ok, deep_enough);
+        (ok, FrameDepth { frame_stack, depth })
     }
 
     /// Pushes `callee`'s frame over the receiver and `argc` arguments below height `h` (room
-    /// checked by `room_for_call`), calls its compiled function, and on its return pops the
-    /// frame and goes on at `i + 1` with the result in the receiver's slot.
-    fn push_and_call(&mut self, callee: Callee, argc: i32, h: i32, i: usize) -> Result<(), String> {
+    /// checked by `room_for_call`, which loaded `at`), calls its compiled function, and on
+    /// its return pops the frame and goes on at `i + 1` with the result in the receiver's
+    /// slot.
+    fn push_and_call(
+        &mut self,
+        callee: Callee,
+        at: FrameDepth,
+        argc: i32,
+        h: i32,
+        i: usize,
+    ) -> Result<(), String> {
         let c = &self.layout.calls;
         let flags = Self::flags();
+        let FrameDepth { frame_stack, depth } = at;
         // The callee's frame, written before the depth that makes it visible to samplers.
         self.sync(h, i + 1);
-        let frame_stack = self
-            .b
-            .ins()
-            .load(I64, flags, self.vm, self.layout.frame_stack);
-        let depth = self
-            .b
-            .ins()
-            .load(I64, flags, frame_stack, self.layout.frames_len);
         let height = add_imm(&mut self.b, self.bp, h as i64);
         let frames = self
             .b
@@ -968,7 +978,7 @@ impl Translator<'_, '_> {
                 let function = self.b.ins().load(I64, flags, address, c.code_compiled);
                 let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
                 let room = self.b.ins().iconst(I64, code.room_above_arguments as i64);
-                let fits = self.room_for_call(h, room);
+                let (fits, frames) = self.room_for_call(h, room);
                 let ok = self.b.ins().band(compiled, fits);
                 let push = self.b.create_block();
                 self.b.ins().brif(ok, push, &[], slow, &[]);
@@ -983,7 +993,7 @@ impl Translator<'_, '_> {
                     ctx: nil,
                     closure: none,
                 };
-                self.push_and_call(callee, argc, h, i)?;
+                self.push_and_call(callee, frames, argc, h, i)?;
             }
             ExpectedTarget::ArrayAt | ExpectedTarget::ArrayAtPut => {
                 self.when_no_hook_due(slow);
@@ -1039,7 +1049,7 @@ impl Translator<'_, '_> {
                 let ok = self.b.ins().band(ok, arity);
                 let ok = self.b.ins().band(ok, no_context);
                 let room = self.b.ins().uload32(flags, code, c.code_room);
-                let fits = self.room_for_call(h, room);
+                let (fits, frames) = self.room_for_call(h, room);
                 let ok = self.b.ins().band(ok, fits);
                 let push = self.b.create_block();
                 self.b.ins().brif(ok, push, &[], slow, &[]);
@@ -1062,7 +1072,7 @@ impl Translator<'_, '_> {
                     ctx,
                     closure,
                 };
-                self.push_and_call(callee, argc, h, i)?;
+                self.push_and_call(callee, frames, argc, h, i)?;
             }
         }
         self.b.switch_to_block(slow);
