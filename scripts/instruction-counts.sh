@@ -16,7 +16,8 @@
 # bench/awfy.toml; ITERATIONS (default 1) sets the harness's outer count for every benchmark.
 # Every build runs with the same fixed heap (HEAP, default 256M) so that no collection depends
 # on timing, and with GC_THREADS=1 so that the collector's work does not depend on scheduling.
-# BENCHMARKS (comma-separated) picks a subset. A run under valgrind is 20-50x slower than
+# Every build runs interpreted (TIER, default interp): the adaptive tier's decisions follow
+# timer samples, so its counts would not repeat. BENCHMARKS (comma-separated) picks a subset. A run under valgrind is 20-50x slower than
 # native: all 14 benchmarks at one iteration take about 4 minutes per build on a 2.5 GHz core.
 set -euo pipefail
 usage="usage: $0 SOM_CHECKOUT NAME=TALLY_BINARY [NAME=TALLY_BINARY ...]"
@@ -62,7 +63,7 @@ trap 'rm -rf "$work"' EXIT
 count() {
   local binary=$1 bench=$2 inner=$3
   if ! TALLY_GC_THREADS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
-      "$binary" --heap-size "$heap" -cp "$cp" Harness "$bench" "$iterations" "$inner" \
+      "$binary" --tier "${TIER:-interp}" --heap-size "$heap" -cp "$cp" Harness "$bench" "$iterations" "$inner" \
       >"$work/out" 2>"$work/err"; then
     echo "$0: $binary failed on $bench:" >&2
     tail -5 "$work/err" >&2

@@ -260,5 +260,7 @@ pub fn example_profile() -> Profile {
             w,
         );
     }
+    // As a file older than 1.5 reads: one sample per unit of weight.
+    p.cbs_samples = p.cbs_edges.total();
     p
 }

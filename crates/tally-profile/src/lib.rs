@@ -62,7 +62,9 @@
 //!     if f != 0 {
 //!         // The slow path: all profiling work is out of line.
 //!         if cbs.on_method_entry(f, &hot.flag) {
-//!             recorder.record_edge(CallEdge { caller: main, callsite: 3, callee: work });
+//!             // Edges wait for their window to close: its call rate is their weight.
+//!             let edge = CallEdge { caller: main, callsite: 3, callee: work };
+//!             cbs.keep(Some(edge), |e, w| recorder.record_edge(e, w));
 //!         }
 //!         if f & flag::SAMPLE != 0 {
 //!             hot.take_polled_sample();
@@ -75,6 +77,7 @@
 //!     hot.published.pop(); // epilogue
 //! }
 //! hot.settle(); // a real VM: `sampler.stop()`
+//! cbs.finish(|e, w| recorder.record_edge(e, w));
 //! let profile = recorder.finish(&hot, Some(exact), 0);
 //!
 //! assert!(profile.counters.balanced());

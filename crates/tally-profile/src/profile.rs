@@ -78,8 +78,11 @@ pub struct Profile {
     pub header: Header,
     pub events: Vec<Event>,
     pub samples: Vec<Sample>,
-    /// Call edges sampled by CBS.
+    /// Call edges sampled by CBS, each sample weighted by its window's call rate (calls per
+    /// millisecond; see [`crate::Cbs`]): edge weights are proportional to call counts.
     pub cbs_edges: CallGraph,
+    /// How many edges CBS sampled (the graph's weights are rates, not counts).
+    pub cbs_samples: u64,
     /// Ground truth, when the exhaustive mode was on.
     pub exact: Option<ExactCounts>,
     pub counters: SampleCounters,
@@ -249,7 +252,17 @@ impl Recorder {
         }
         let period_ns = 1e9 / f64::from(s.rate_hz);
         let max = s.max_frames.max(1) as usize;
-        let due = self.gc_pause_carry + (end_ns - start_ns) as f64 / period_ns;
+        // At the rate the trigger delivers, not the one asked for: a CPU-time timer above the
+        // kernel tick has most of its expiries merged, and pauses counted at the nominal rate
+        // would outweigh the running time sampled at the real one.
+        let c = hot.counters();
+        let delivered = c.taken.max(c.cbs_ticks);
+        let delivered_share = if delivered + c.ticks_merged == 0 {
+            1.0
+        } else {
+            delivered as f64 / (delivered + c.ticks_merged) as f64
+        };
+        let due = self.gc_pause_carry + (end_ns - start_ns) as f64 / period_ns * delivered_share;
         let n = due.floor() as u64;
         self.gc_pause_carry = due - n as f64;
         if n == 0 {
@@ -280,9 +293,11 @@ impl Recorder {
         }
     }
 
-    /// A call edge chosen by [`crate::Cbs::on_method_entry`].
-    pub fn record_edge(&mut self, edge: CallEdge) {
-        self.profile.cbs_edges.add(edge, 1);
+    /// A call edge chosen by [`crate::Cbs::on_method_entry`], with the weight
+    /// [`crate::Cbs::keep`] gave it (its window's call rate).
+    pub fn record_edge(&mut self, edge: CallEdge, weight: u64) {
+        self.profile.cbs_edges.add(edge, weight);
+        self.profile.cbs_samples += 1;
     }
 
     pub fn samples(&self) -> &[Sample] {
@@ -396,5 +411,39 @@ impl Recorder {
         });
         p.counters = hot.counters();
         p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hot::{HotConfig, Mechanism};
+
+    fn gc_samples_for_a_pause(merged_per_delivered: u64) -> usize {
+        let hot = HotState::new(HotConfig::default());
+        hot.set_mode(Some(Mechanism::Immediate), false);
+        let mut header = Header::default();
+        header.sampler.trigger = "timer".into();
+        header.sampler.mechanism = "immediate".into();
+        header.sampler.rate_hz = 1000;
+        header.sampler.max_frames = 8;
+        let mut r = Recorder::new(header);
+        for _ in 0..10 {
+            hot.on_tick();
+            hot.note_merged_ticks(merged_per_delivered);
+        }
+        r.attribute_gc_pause(&hot, 1_000_000_000, 1_100_000_000); // 100 ms
+        r.samples()
+            .iter()
+            .filter(|s| s.origin == crate::sample::Origin::GcPause)
+            .count()
+    }
+
+    /// A pause gets the samples the trigger would really have taken in it: at 1000 Hz, 100
+    /// for 100 ms when every tick comes, 25 when the kernel merges three expiries of four.
+    #[test]
+    fn a_gc_pause_is_sampled_at_the_rate_the_trigger_delivers() {
+        assert_eq!(gc_samples_for_a_pause(0), 100);
+        assert_eq!(gc_samples_for_a_pause(3), 25);
     }
 }

@@ -18,6 +18,7 @@ fn seeds() -> Vec<(&'static str, Profile)> {
     small.samples.truncate(2);
     small.exact = None;
     small.cbs_edges = Default::default();
+    small.cbs_samples = 0;
     vec![
         ("example.tprof", full),
         ("small.tprof", small),

@@ -127,6 +127,8 @@ fn immediate_sampling_balances_under_a_10khz_signal_storm() {
         ring_slots: 256,
         ..HotConfig::default()
     });
+    // The fake VM is interpreting from here on: a tick may land before `run_for`.
+    hot.published.set_state(VmState::Interpreting);
     let sampler = Sampler::start(
         hot.clone(),
         SamplerConfig {
@@ -160,6 +162,8 @@ fn an_undrained_ring_drops_and_reports_it() {
         ring_slots: 4,
         ..HotConfig::default()
     });
+    // The fake VM is interpreting from here on: a tick may land before `run_for`.
+    hot.published.set_state(VmState::Interpreting);
     let sampler = Sampler::start(
         hot.clone(),
         SamplerConfig {
@@ -183,6 +187,8 @@ fn an_undrained_ring_drops_and_reports_it() {
 fn polling_samples_at_yieldpoints_and_balances() {
     let _g = serial();
     let hot = HotState::new(HotConfig::default());
+    // The fake VM is interpreting from here on: a tick may land before `run_for`.
+    hot.published.set_state(VmState::Interpreting);
     let sampler = Sampler::start(
         hot.clone(),
         SamplerConfig {
@@ -208,6 +214,8 @@ fn polling_samples_at_yieldpoints_and_balances() {
 fn setitimer_trigger_balances() {
     let _g = serial();
     let hot = HotState::new(HotConfig::default());
+    // The fake VM is interpreting from here on: a tick may land before `run_for`.
+    hot.published.set_state(VmState::Interpreting);
     let sampler = Sampler::start(
         hot.clone(),
         SamplerConfig {
@@ -234,6 +242,8 @@ fn setitimer_trigger_balances() {
 fn perf_trigger_falls_back_to_software_and_reports_it() {
     let _g = serial();
     let hot = HotState::new(HotConfig::default());
+    // The fake VM is interpreting from here on: a tick may land before `run_for`.
+    hot.published.set_state(VmState::Interpreting);
     let sampler = Sampler::start(
         hot.clone(),
         SamplerConfig {

@@ -504,6 +504,10 @@ impl Profiler {
         if let Some(d) = self.drainer.take() {
             d.stop();
         }
+        if let Some(cbs) = self.cbs.as_mut() {
+            let mut r = lock(&self.recorder);
+            cbs.finish(|e, w| r.record_edge(e, w));
+        }
         self.hot.settle();
         // The VM clears its GC listener first, so the recorder has one owner again.
         let recorder = Arc::try_unwrap(self.recorder)
@@ -626,13 +630,17 @@ impl Vm {
         if f & flag::CBS_WINDOW != 0 {
             if let Some(cbs) = p.cbs.as_mut() {
                 if cbs.on_method_entry(f, p.hot.flag) {
-                    if let Some((caller, callsite)) = caller {
-                        p.recorder().record_edge(CallEdge {
-                            caller,
-                            callsite,
-                            callee: MethodId(callee),
-                        });
-                    }
+                    let edge = caller.map(|(caller, callsite)| CallEdge {
+                        caller,
+                        callsite,
+                        callee: MethodId(callee),
+                    });
+                    let mut recorder = None;
+                    cbs.keep(edge, |e, w| {
+                        recorder
+                            .get_or_insert_with(|| lock(&p.recorder))
+                            .record_edge(e, w)
+                    });
                 }
             }
         }

@@ -89,17 +89,15 @@ struct Cli {
     #[arg(long, value_enum, default_value_t = MechanismKind::Immediate, help_heading = "Profiling")]
     mechanism: MechanismKind,
 
-    /// Samples (and CBS ticks) per second of CPU time. The default keeps the cost under 1 %
-    /// where each tick is dear (on a virtual machine, up to 16 µs of kernel time per CPU-time
-    /// timer tick and 20–35 µs per perf_events tick); raise it for short runs (`auto` then
-    /// switches to perf_events above the kernel tick).
-    #[arg(
-        long,
-        value_name = "HZ",
-        default_value_t = DEFAULT_RATE,
-        help_heading = "Profiling"
-    )]
-    rate: u32,
+    /// Samples (and CBS ticks) per second of CPU time. The interpreter's default keeps the
+    /// cost under 1 % where each tick is dear (on a virtual machine, up to 16 µs of kernel
+    /// time per CPU-time timer tick and 20–35 µs per perf_events tick); raise it for short
+    /// runs (`auto` then switches to perf_events above the kernel tick). Under the adaptive
+    /// tier the profile's samples are also the controller's, so the default is the rate the
+    /// controller samples at without a profile: profiling then changes none of its decisions
+    /// [default: 250 interpreted, 1000 under --tier=adaptive].
+    #[arg(long, value_name = "HZ", help_heading = "Profiling")]
+    rate: Option<u32>,
 
     /// Counter-based sampling of call edges (Arnold & Grove): each tick opens a window that
     /// samples every STRIDE-th call, SAMPLES times; `off` disables it. The default was chosen
@@ -145,9 +143,12 @@ struct Cli {
     /// that deoptimize: at a first call the sites have seen nothing but small integers);
     /// `adaptive`, methods start interpreted and a controller fed by samples recompiles the
     /// hot ones on a compiler thread when the predicted gain outweighs the compile (Jikes
-    /// RVM's cost/benefit model, with this machine's figures from `tally calibrate`).
-    #[arg(long, value_enum, default_value_t = TierChoice::Interp)]
-    tier: TierChoice,
+    /// RVM's cost/benefit model, with this machine's figures from `tally calibrate`)
+    /// [default: adaptive; interp with `--exhaustive`, which counts bytecodes as the
+    /// interpreter runs them, with `--sampler=none`, which leaves the controller no samples,
+    /// and in a build without the profiler].
+    #[arg(long, value_enum)]
+    tier: Option<TierChoice>,
 
     /// Print one line on stderr for every compile: tier, method, bytecodes, machine-code
     /// bytes, compile time; for every method that could not be compiled, why; under
@@ -221,7 +222,7 @@ pub(crate) enum TierChoice {
     Adaptive,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum SamplerKind {
     Auto,
     Timer,
@@ -282,15 +283,19 @@ fn parse_sample_depth(s: &str) -> Result<usize, String> {
     }
 }
 
-fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
+fn profile_options(cli: &Cli, tier: TierChoice) -> Result<Option<ProfileOptions>, String> {
     let Some(output) = cli.profile.clone() else {
         return Ok(None);
     };
+    let rate = cli.rate.unwrap_or(match tier {
+        TierChoice::Adaptive => tally_jit::ADAPTIVE_SAMPLE_RATE,
+        _ => DEFAULT_RATE,
+    });
     check_output(&output, cli.force)?;
     let mut trigger_choice = None;
     let trigger = match cli.sampler {
         SamplerKind::Auto => {
-            let (t, why) = auto_trigger(cli.rate);
+            let (t, why) = auto_trigger(rate);
             trigger_choice = Some(why);
             Some(t)
         }
@@ -312,7 +317,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
             format!("{:?}", cli.sampler).to_lowercase(),
         ),
         ("mechanism".to_string(), mechanism.name().to_string()),
-        ("rate".to_string(), cli.rate.to_string()),
+        ("rate".to_string(), rate.to_string()),
         (
             "cbs".to_string(),
             cli.cbs
@@ -334,7 +339,7 @@ fn profile_options(cli: &Cli) -> Result<Option<ProfileOptions>, String> {
         trigger,
         trigger_choice,
         mechanism,
-        rate_hz: cli.rate,
+        rate_hz: rate,
         sample_depth: cli.sample_depth,
         cbs: cli.cbs.0,
         exhaustive: cli.exhaustive,
@@ -557,7 +562,18 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse_from(normalize_args(args));
-    let profile = match profile_options(&cli) {
+    // The controller feeds on method samples: a profile that takes none, and a build without
+    // the profiler, run interpreted unless a tier is named.
+    let takes_no_samples = cli.profile.is_some() && cli.sampler == SamplerKind::None;
+    let no_profiler = !cfg!(feature = "profiling");
+    let tier = cli
+        .tier
+        .unwrap_or(if cli.exhaustive || takes_no_samples || no_profiler {
+            TierChoice::Interp
+        } else {
+            TierChoice::Adaptive
+        });
+    let profile = match profile_options(&cli, tier) {
         Ok(p) => p,
         Err(e) => {
             say!("error: {e}");
@@ -577,7 +593,7 @@ fn main() -> ExitCode {
             ClockKind::Wall
         },
     };
-    if cli.tier == TierChoice::Interp {
+    if tier == TierChoice::Interp {
         let compiled_only = [
             ("--print-code", cli.print_code.is_some()),
             ("--perf-map", cli.perf_map),
@@ -593,15 +609,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if cli.calibration.is_some() && cli.tier != TierChoice::Adaptive {
+    if cli.calibration.is_some() && tier != TierChoice::Adaptive {
         say!("error: --calibration is the adaptive controller's cost model; it needs --tier=adaptive");
         return ExitCode::from(2);
     }
-    if cli.exhaustive && cli.tier != TierChoice::Interp {
+    if cli.exhaustive && tier != TierChoice::Interp {
         say!("error: --exhaustive counts bytecodes in the interpreter; it needs --tier=interp");
         return ExitCode::from(2);
     }
-    let model = match cli.tier {
+    let model = match tier {
         TierChoice::Adaptive => match calibrate::load_model(cli.calibration.as_deref()) {
             Ok((model, note)) => {
                 if cli.tier_log {
@@ -617,7 +633,7 @@ fn main() -> ExitCode {
         _ => None,
     };
     let result = Vm::new(options).and_then(|mut vm| {
-        match cli.tier {
+        match tier {
             TierChoice::Interp => {}
             TierChoice::Baseline => {
                 let generator = tally_jit::Compiler::baseline()

@@ -528,8 +528,9 @@ fn kill_9_leaves_a_partial_profile_with_the_samples_so_far() {
     );
     let report = text(&r.stdout);
     assert!(report.contains("Forever>>run"), "{report}");
-    // Two seconds at 250 Hz, less start-up and the last drain period (half a second at most):
-    // over 300 samples; a third of that allows for a slow start on a loaded machine.
+    // Two seconds at the default rate (1000 Hz under the adaptive tier, 250 interpreted), less
+    // start-up and the last drain period (half a second at most): over 300 samples even at
+    // 250 Hz; a third of that allows for a slow start on a loaded machine.
     let n: u64 = report
         .lines()
         .find_map(|l| l.strip_prefix("flat profile: "))
@@ -537,6 +538,32 @@ fn kill_9_leaves_a_partial_profile_with_the_samples_so_far() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no sample count in {report}"));
     assert!(n >= 100, "{n} samples in {report}");
+}
+
+/// The profile's samples feed the adaptive controller, so under that tier the default rate is
+/// the controller's own; interpreted runs keep the cheaper default; `--rate` decides either way.
+#[test]
+fn the_default_rate_follows_the_tier() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Fib.som"), FIB).unwrap();
+    for (args, rate) in [
+        (&["--profile=a.profile"][..], "at 1000 Hz"),
+        (&["--profile=i.profile", "--tier=interp"], "at 250 Hz"),
+        (&["--profile=r.profile", "--rate=500"], "at 500 Hz"),
+    ] {
+        let mut run = args.to_vec();
+        run.push("Fib.som");
+        let o = run_in(d.path(), &run);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        let file = args[0].trim_start_matches("--profile=");
+        let r = run_in(d.path(), &["report", file]);
+        let report = text(&r.stdout);
+        let sampler = report
+            .lines()
+            .find(|l| l.starts_with("sampler:"))
+            .unwrap_or("");
+        assert!(sampler.contains(rate), "{args:?}: {sampler}");
+    }
 }
 
 #[test]

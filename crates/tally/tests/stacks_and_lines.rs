@@ -16,7 +16,7 @@ use common::run_in;
 const DEEP: &[u8] = b"Deep = (
     run = ( (self down: 2000) println )
     down: n = ( n = 0 ifTrue: [ ^self spin ]. ^self down: n - 1 )
-    spin = ( | x | x := 0. 1 to: 4000000 do: [:i | x := x + i. x > 1000000 ifTrue: [ x := 0 ]]. ^x )
+    spin = ( | x | x := 0. 1 to: 12000000 do: [:i | x := x + i. x > 1000000 ifTrue: [ x := 0 ]]. ^x )
 )";
 
 /// `work` spends its time on two lines, one call on each.

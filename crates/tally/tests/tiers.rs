@@ -377,6 +377,56 @@ fn immediate_samples_in_compiled_code_count_as_compiled() {
     assert!(compiled / (1.0 - compiling) > 0.8, "{report}");
 }
 
+/// With no `--tier`, programs run under the adaptive controller; `--exhaustive`, and a profile
+/// that takes no method samples (the controller's food), run interpreted instead.
+#[test]
+fn the_default_tier_is_adaptive_unless_the_run_cannot_feed_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    run_fib(dir.path(), "--tier-log");
+    let logged = |args: &[&str]| {
+        let out = run_in(dir.path(), args);
+        assert!(out.status.success(), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "610");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let adaptive = logged(&["--tier-log", "Fib.som"]);
+    assert!(adaptive.contains("[tier] cost model:"), "{adaptive}");
+    for interpreted in [
+        &["--exhaustive", "--profile=x.profile", "Fib.som"][..],
+        &[
+            "--sampler=none",
+            "--cbs=3:32",
+            "--profile=y.profile",
+            "Fib.som",
+        ],
+    ] {
+        let err = logged(interpreted);
+        assert!(!err.contains("[tier]"), "{interpreted:?}: {err}");
+        // A flag about compiled code is refused there: the run is interpreted.
+        let mut with_log = vec!["--tier-log", "--force"];
+        with_log.extend_from_slice(interpreted);
+        let refused = run_in(dir.path(), &with_log);
+        assert_eq!(refused.status.code(), Some(2), "{with_log:?}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.contains("needs a compiling tier"),
+            "{with_log:?}: {err}"
+        );
+    }
+    // Named, the adaptive tier refuses a profile without samples instead.
+    let refused = run_in(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--sampler=none",
+            "--profile=z.profile",
+            "Fib.som",
+        ],
+    );
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("driven by method samples"));
+}
+
 /// `--print-code=PATTERN` prints the compiled code of the methods it names, and only those, as
 /// they are compiled; flags about compiled code are refused in the interpreter tier.
 #[test]
@@ -394,7 +444,7 @@ fn print_code_shows_the_methods_it_names() {
     assert!(err.contains("--- baseline: Cranelift IR"), "{err}");
     assert!(err.contains("--- baseline: machine code"), "{err}");
     for flag in ["--print-code=Fib", "--no-speculation", "--no-osr"] {
-        let refused = run_in(dir.path(), &[flag, "Fib.som"]);
+        let refused = run_in(dir.path(), &["--tier=interp", flag, "Fib.som"]);
         assert_eq!(refused.status.code(), Some(2), "{flag}");
         let err = String::from_utf8_lossy(&refused.stderr);
         assert!(err.contains("needs a compiling tier"), "{flag}: {err}");

@@ -21,7 +21,10 @@
 //!
 //! History: 1.1 adds `ticks_merged` at the end of `CNTR` (read as 0 from 1.0 files).
 //! 1.2 adds the `MethodLines` event (bytecode index → line and column); a 1.1 reader
-//! rejects files that carry it as holding an unknown event kind.
+//! rejects files that carry it as holding an unknown event kind. 1.3 and 1.4 add the
+//! controller's `Decision` and the `Deoptimized` events. 1.5 weights each CBS edge sample
+//! by its window's call rate and adds the number of samples at the end of `EDGE` (read
+//! as the sum of the weights from older files, whose samples weighed 1 each).
 //!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
@@ -50,7 +53,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 4;
+pub const MINOR: u16 = 5;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.

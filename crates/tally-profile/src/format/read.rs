@@ -491,6 +491,12 @@ fn edges(d: &mut Dec, p: &mut Profile) -> R<()> {
             return Err("duplicate call edge".into());
         }
     }
+    // Since 1.5, whose weights are window rates; before, each sample weighed 1.
+    p.cbs_samples = if d.remaining() > 0 {
+        d.uv()?
+    } else {
+        p.cbs_edges.total()
+    };
     Ok(())
 }
 

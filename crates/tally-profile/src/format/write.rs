@@ -88,6 +88,7 @@ pub(super) fn tail(p: &Profile) -> Vec<([u8; 4], Vec<u8>)> {
             e.uv(edge.callee.0.into());
             e.uv(w);
         }
+        e.uv(p.cbs_samples);
         out.push((tags::EDGE, e.buf));
     }
     if let Some(x) = &p.exact {

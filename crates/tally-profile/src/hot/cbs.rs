@@ -10,8 +10,24 @@
 //! The tick (a signal handler) only raises [`flag::CBS_WINDOW`]; this state
 //! machine lives on the VM thread and is driven from the prologue's slow
 //! path, so it needs no atomics of its own.
+//!
+//! **Weighting.** A timer-driven tick opens windows in proportion to a
+//! phase's *time*, so on its own CBS estimates edges weighted by time, not by
+//! calls: where a tier makes one phase's calls much cheaper than another's,
+//! that phase's edges come out below their share of the calls. Each window
+//! therefore measures the call rate it ran at (entries it saw over its
+//! duration on the profile clock), and every edge it sampled counts that
+//! rate: summed over windows spread uniformly in time, rate × time is the
+//! number of calls. Weights are calls per millisecond, so an edge's weight
+//! is proportional to its estimated call count (the graph's shares are
+//! what consumers use). The rate is measured with the window's own
+//! overhead in it (entry hooks on every call), which evens rates out a
+//! little: the correction is partial where a tier's calls are far cheaper
+//! than the hook.
 
 use super::flag::{self, YieldpointFlag};
+use crate::callgraph::CallEdge;
+use crate::clock;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CbsConfig {
@@ -44,6 +60,16 @@ pub struct Cbs {
     rng: u64,
     windows: u64,
     sampled: u64,
+    /// Entries seen since the open window opened (sampled or skipped).
+    entries: u64,
+    /// When the open window opened, on the profile clock.
+    opened_ns: u64,
+    /// The open window's sampled edges, until it closes and its rate is known.
+    kept: Vec<CallEdge>,
+    /// Whether the window that `kept` belongs to has closed (its weight is due).
+    closed_weight: Option<u64>,
+    /// The rate the last window that measured one ran at.
+    last_rate: u64,
 }
 
 impl Cbs {
@@ -56,6 +82,11 @@ impl Cbs {
             rng: config.seed | 1,
             windows: 0,
             sampled: 0,
+            entries: 0,
+            opened_ns: 0,
+            kept: Vec::with_capacity(config.samples.max(1) as usize),
+            closed_weight: None,
+            last_rate: 1,
         }
     }
 
@@ -70,6 +101,7 @@ impl Cbs {
             }
             self.open_window();
         }
+        self.entries += 1;
         self.countdown -= 1;
         if self.countdown > 0 {
             return false;
@@ -80,6 +112,7 @@ impl Cbs {
             // Ticks that arrived during the window coalesced with it; one
             // arriving after this clear opens the next window.
             flag.clear(flag::CBS_WINDOW);
+            self.closed_weight = Some(self.rate_so_far());
         } else {
             self.countdown = self.stride;
         }
@@ -90,6 +123,51 @@ impl Cbs {
         self.windows += 1;
         self.remaining = self.samples;
         self.countdown = 1 + (self.next_random() % u64::from(self.stride)) as u32;
+        self.entries = 0;
+        self.opened_ns = clock::now_ns();
+    }
+
+    /// Calls per millisecond since the window opened (at least 1): the entries after the
+    /// one that opened it over the time since. A window of one entry measures nothing and
+    /// takes the previous window's rate.
+    fn rate_so_far(&mut self) -> u64 {
+        if self.entries > 1 {
+            let elapsed = clock::now_ns().saturating_sub(self.opened_ns).max(1);
+            let rate = u128::from(self.entries - 1) * 1_000_000 / u128::from(elapsed);
+            self.last_rate = rate.clamp(1, u128::from(u64::MAX)) as u64;
+        }
+        self.last_rate
+    }
+
+    /// Keeps the edge of the entry [`Cbs::on_method_entry`] just chose, and hands every
+    /// edge of the window to `add` with its weight once the window has closed. Call it
+    /// after each `true` from `on_method_entry`, with `None` when the entry has no caller
+    /// to name (the sample still counts toward closing the window).
+    pub fn keep(&mut self, edge: Option<CallEdge>, add: impl FnMut(CallEdge, u64)) {
+        if let Some(e) = edge {
+            self.kept.push(e);
+        }
+        if let Some(weight) = self.closed_weight.take() {
+            self.hand_over(weight, add);
+        }
+    }
+
+    /// At the end of a run: the edges of a window still open, weighted with the rate it
+    /// ran at so far.
+    pub fn finish(&mut self, add: impl FnMut(CallEdge, u64)) {
+        if !self.kept.is_empty() {
+            let weight = self
+                .closed_weight
+                .take()
+                .unwrap_or_else(|| self.rate_so_far());
+            self.hand_over(weight, add);
+        }
+    }
+
+    fn hand_over(&mut self, weight: u64, mut add: impl FnMut(CallEdge, u64)) {
+        for e in self.kept.drain(..) {
+            add(e, weight);
+        }
     }
 
     /// xorshift64*: tiny, allocation-free, good enough for a skip.
@@ -198,6 +276,76 @@ mod tests {
         }
         assert_eq!(n, 2);
         assert_eq!(cbs.windows_opened(), 1);
+    }
+
+    /// Runs one window in which every entry takes about `entry_ns`; returns the weights
+    /// its edges were handed.
+    fn weighted_window(cbs: &mut Cbs, flag: &YieldpointFlag, entry_ns: u64) -> Vec<u64> {
+        flag.raise(flag::CBS_WINDOW);
+        let mut weights = vec![];
+        while flag.load() != 0 {
+            let start = clock::now_ns();
+            while clock::now_ns() - start < entry_ns {}
+            if cbs.on_method_entry(flag.load(), flag) {
+                let edge = CallEdge {
+                    caller: crate::ids::MethodId(0),
+                    callsite: 1,
+                    callee: crate::ids::MethodId(2),
+                };
+                cbs.keep(Some(edge), |_, w| weights.push(w));
+            }
+        }
+        weights
+    }
+
+    #[test]
+    fn a_windows_edges_arrive_when_it_closes_weighted_by_its_call_rate() {
+        let flag = YieldpointFlag::new();
+        let mut cbs = Cbs::new(CbsConfig {
+            stride: 2,
+            samples: 8,
+            seed: 3,
+        });
+        let fast = weighted_window(&mut cbs, &flag, 2_000);
+        let slow = weighted_window(&mut cbs, &flag, 20_000);
+        assert_eq!(
+            (fast.len(), slow.len()),
+            (8, 8),
+            "all at the close, none lost"
+        );
+        assert!(fast.iter().all(|&w| w == fast[0]) && slow.iter().all(|&w| w == slow[0]));
+        // 2 us a call is 500 calls per ms, 20 us is 50 (less whatever the loop adds).
+        // The entry that opens a window starts its clock: the rate counts the ones after.
+        assert!((350..=500).contains(&fast[0]), "fast window: {}", fast[0]);
+        assert!((35..=50).contains(&slow[0]), "slow window: {}", slow[0]);
+    }
+
+    #[test]
+    fn a_window_open_at_the_end_is_handed_over_by_finish() {
+        let flag = YieldpointFlag::new();
+        let mut cbs = Cbs::new(CbsConfig {
+            stride: 1,
+            samples: 10,
+            seed: 3,
+        });
+        flag.raise(flag::CBS_WINDOW);
+        for _ in 0..4 {
+            assert!(cbs.on_method_entry(flag.load(), &flag));
+            cbs.keep(None, |_, _| unreachable!("the window is still open"));
+            let edge = CallEdge {
+                caller: crate::ids::MethodId(0),
+                callsite: 1,
+                callee: crate::ids::MethodId(2),
+            };
+            cbs.keep(Some(edge), |_, _| unreachable!("the window is still open"));
+        }
+        let mut handed = 0;
+        cbs.finish(|_, w| {
+            assert!(w >= 1);
+            handed += 1;
+        });
+        assert_eq!(handed, 4);
+        cbs.finish(|_, _| unreachable!("nothing is left"));
     }
 
     #[test]

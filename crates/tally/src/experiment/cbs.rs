@@ -442,7 +442,7 @@ fn measure(
                     cell: Some(cell),
                     timing,
                     overlap: Some(metrics::overlap(&exact[step.bench], &graph)),
-                    cbs_samples: Some(profiles::total(&graph)),
+                    cbs_samples: Some(p.cbs_samples),
                     distinct_edges: Some(graph.len()),
                     cbs_ticks: Some(p.counters.cbs_ticks),
                     tick_source: Some(p.header.sampler.trigger_source.clone())
