@@ -113,6 +113,7 @@ pub mod report;
 pub mod sample;
 pub mod sigint;
 pub mod trigger;
+pub mod values;
 
 pub use callgraph::{CallEdge, CallGraph};
 pub use cct::{Cct, CctNode};
