@@ -225,24 +225,22 @@ impl ValueTable {
                 len += 1;
             }
         }
-        if len == self.capacity() || !self.rearrange(&present[..len], Some(value)) {
+        if len == self.capacity() || !self.rearrange(&present[..len], value) {
             self.other.fetch_add(1, Relaxed);
         }
     }
 
-    /// Places `entries` (and `new`, with count 1) under freshly chosen index bits. Answers
-    /// false, changing nothing, when no choice separates them. Call with the lock held.
-    fn rearrange(&self, entries: &[(u64, u64)], new: Option<u64>) -> bool {
+    /// Places `entries` and `new` (count 1) under freshly chosen index bits. Answers false,
+    /// changing nothing, when no choice separates them. Call with the lock held.
+    fn rearrange(&self, entries: &[(u64, u64)], new: u64) -> bool {
         let mut values = [0u64; MAX_SLOTS + 1];
         let mut n = 0;
         for &(v, _) in entries.iter() {
             values[n] = v;
             n += 1;
         }
-        if let Some(v) = new {
-            values[n] = v;
-            n += 1;
-        }
+        values[n] = new;
+        n += 1;
         let max_bits = self.capacity_bits as usize;
         let (bits, positions, key) = match self.hashing() {
             Hashing::Pext | Hashing::ShiftTable => {
@@ -265,7 +263,7 @@ impl ValueTable {
         self.bits.store(bits, Relaxed);
         self.positions.store(positions, Relaxed);
         self.mask_or_multiplier.store(key, Relaxed);
-        let placed = entries.iter().copied().chain(new.map(|v| (v, 1)));
+        let placed = entries.iter().copied().chain([(new, 1)]);
         for (v, c) in placed {
             let i = self.index(v);
             self.keys[i].store(v, Relaxed);
@@ -472,6 +470,19 @@ mod tests {
             assert_eq!(results[0].1, 0);
             assert_eq!(results[0].0.values().sum::<u64>(), 2000);
         }
+    }
+
+    #[test]
+    fn a_snapshot_names_the_dominant_values() {
+        let t = ValueTable::new(2, Hashing::ShiftTable);
+        for v in [8u64, 8, 8, 8, 8, 8, 16, 16, 24, 32] {
+            t.record(v);
+        }
+        let s = t.snapshot();
+        assert_eq!((s.total(), s.other), (10, 2));
+        assert_eq!(s.top_share(), 0.6);
+        assert_eq!(s.values_above(0.4), vec![(8, 0.6)]);
+        assert_eq!(TableSnapshot::default().top_share(), 0.0);
     }
 
     #[test]
