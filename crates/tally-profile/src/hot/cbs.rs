@@ -278,6 +278,14 @@ mod tests {
         assert_eq!(cbs.windows_opened(), 1);
     }
 
+    fn some_edge() -> CallEdge {
+        CallEdge {
+            caller: crate::ids::MethodId(0),
+            callsite: 1,
+            callee: crate::ids::MethodId(2),
+        }
+    }
+
     /// Runs one window in which every entry takes about `entry_ns`; returns the weights
     /// its edges were handed.
     fn weighted_window(cbs: &mut Cbs, flag: &YieldpointFlag, entry_ns: u64) -> Vec<u64> {
@@ -287,11 +295,7 @@ mod tests {
             let start = clock::now_ns();
             while clock::now_ns() - start < entry_ns {}
             if cbs.on_method_entry(flag.load(), flag) {
-                let edge = CallEdge {
-                    caller: crate::ids::MethodId(0),
-                    callsite: 1,
-                    callee: crate::ids::MethodId(2),
-                };
+                let edge = some_edge();
                 cbs.keep(Some(edge), |_, w| weights.push(w));
             }
         }
@@ -332,11 +336,7 @@ mod tests {
         for _ in 0..4 {
             assert!(cbs.on_method_entry(flag.load(), &flag));
             cbs.keep(None, |_, _| unreachable!("the window is still open"));
-            let edge = CallEdge {
-                caller: crate::ids::MethodId(0),
-                callsite: 1,
-                callee: crate::ids::MethodId(2),
-            };
+            let edge = some_edge();
             cbs.keep(Some(edge), |_, _| unreachable!("the window is still open"));
         }
         let mut handed = 0;
