@@ -719,6 +719,61 @@ fn a_receiver_of_a_class_loaded_after_the_compile_deoptimizes() {
     );
 }
 
+/// A send whose cache holds two receiver classes is guarded on both, each target called
+/// directly; a third class takes the send stub instead of deoptimizing (a full cache may have
+/// lost classes before), so the version stays and the output is the interpreter's.
+#[test]
+fn a_bimorphic_site_guards_both_classes_and_sends_the_rest() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   area: shape = ( ^shape area )\n\
+         \x20   sum: a and: b times: n = (\n\
+         \x20       | total |\n\
+         \x20       total := 0.\n\
+         \x20       1 to: n do: [:i | total := total + (self area: a) + (self area: b)].\n\
+         \x20       ^total\n\
+         \x20   )\n\
+         \x20   run = (\n\
+         \x20       (self sum: (Square new side: 3) and: (Circle new r: 2) times: 1500000) println.\n\
+         \x20       (self sum: (Triangle new b: 4 h: 5) and: (Square new side: 1) times: 1000) println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Square.som"),
+        "Square = ( | side | side: s = ( side := s ) area = ( ^side * side ) )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Circle.som"),
+        "Circle = ( | r | r: x = ( r := x ) area = ( ^r * r * 3 ) )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Triangle.som"),
+        "Triangle = ( | b h | b: x h: y = ( b := x. h := y ) area = ( ^b * h / 2 ) )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "31500000\n11000\n");
+    for extra in [&[][..], &["--gc-stress", "50"]] {
+        let mut args = vec!["--tier=adaptive", "--calibration", &model, "--tier-log"];
+        args.extend_from_slice(extra);
+        let (got, log) = run_main(dir.path(), &args);
+        assert_eq!(got, want, "{log}");
+        let compiled = log
+            .lines()
+            .find(|l| l.starts_with("[tier] opt Main>>area: ("))
+            .unwrap_or_else(|| panic!("area: compiled: {log}"));
+        assert!(compiled.contains("speculating at 1 site"), "{compiled}");
+        assert!(!log.contains("deopt Main>>area:"), "{log}");
+    }
+}
+
 /// `==` at a monomorphic site is answered inline by the optimizing tier (identity of the two
 /// words); numbers, which compare by value, never take that path: a receiver of another class
 /// deoptimizes, and an argument that is a number is simply not identical.

@@ -20,7 +20,7 @@ use cranelift_module::Module;
 use tally_heap::object::HEADER_BYTES;
 use tally_vm::bytecode::{stack_heights, Op};
 use tally_vm::jit::{
-    CompileRequest, DeoptReason, ExpectedReceiver, ExpectedTarget, Layout, SiteFacts, Status,
+    CompileRequest, DeoptReason, ExpectedReceivers, ExpectedTarget, Layout, SiteFacts, Status,
 };
 use tally_vm::objects::{block, context};
 use tally_vm::runtime::{
@@ -556,7 +556,7 @@ impl Translator<'_, '_> {
     /// plain frame, pushes the callee's frame and calls its code directly; anything else
     /// (a miss, a primitive, a trivial method, a context to make, a tripped push limit, too
     /// little value stack or native stack) takes the send stub. Resumes at `i + 1`. Where
-    /// the tier speculates and the site has seen one receiver class, `speculative_send`.
+    /// the tier speculates and the site's cache holds one or two classes, `speculative_send`.
     fn direct_send(&mut self, site: u32, h: i32, at: At) -> Result<(), String> {
         let facts = self.site(site);
         if self.speculates() {
@@ -925,29 +925,65 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// A send from a site whose inline cache has seen one receiver class: a guard on that
-    /// class (deoptimizing when it fails), then the target without the cache probe: a
-    /// trivial method or an Array primitive in place, a method or a block's code called
-    /// directly. What the fast path cannot do (a raised profiler flag, an index out of
-    /// bounds, no compiled code yet, no room) takes the send stub.
+    /// A send from a site whose inline cache holds one or two receiver classes: a guard on
+    /// each class in turn, each followed by its target without the cache probe: a trivial
+    /// method or an Array primitive in place, a method or a block's code called directly.
+    /// A receiver of no guarded class deoptimizes when the site has seen one class, and
+    /// takes the send stub when it has seen two (a full cache may have lost others). What a
+    /// fast path cannot do (a raised profiler flag, an index out of bounds, no compiled code
+    /// yet, no room) takes the send stub.
     fn speculative_send(
         &mut self,
         site: u32,
-        expected: ExpectedReceiver,
+        expected: ExpectedReceivers,
         h: i32,
         at: At,
     ) -> Result<(), String> {
         let i = at.i;
         let argc = self.site(site).argc as i32;
         let recv_slot = h - 1 - argc;
-        let flags = Self::flags();
-        let c = &self.layout.calls;
-        let deopt = self.deopt_block(at, site, DeoptReason::ReceiverClass);
-        self.guard_class(recv_slot, expected.class, deopt);
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
+        let classes = expected.classes();
+        let last_miss = if expected.deopt_on_miss() {
+            self.deopt_block(at, site, DeoptReason::ReceiverClass)
+        } else {
+            self.speculated.insert(site);
+            slow
+        };
+        for (k, e) in classes.iter().enumerate() {
+            let last = k + 1 == classes.len();
+            let miss = if last {
+                last_miss
+            } else {
+                self.b.create_block()
+            };
+            self.guard_class(recv_slot, e.class, miss);
+            self.expected_target(e.target, recv_slot, argc, h, i, slow)?;
+            if !last {
+                self.b.switch_to_block(miss);
+                self.pending_reload = None;
+            }
+        }
+        self.b.switch_to_block(slow);
+        self.send_stub(self.layout.stubs.send, site, h, i)
+    }
+
+    /// The code of one expected target, the receiver's class already guarded: done in place
+    /// or called directly, then on to `i + 1`; what it cannot do goes to `slow`.
+    fn expected_target(
+        &mut self,
+        target: ExpectedTarget,
+        recv_slot: i32,
+        argc: i32,
+        h: i32,
+        i: usize,
+        slow: Block,
+    ) -> Result<(), String> {
+        let flags = Self::flags();
+        let c = &self.layout.calls;
         let next = self.block(i + 1)?;
-        match expected.target {
+        match target {
             ExpectedTarget::Trivial { kind, operand } => {
                 self.when_no_hook_due(slow);
                 match kind {
@@ -998,7 +1034,7 @@ impl Translator<'_, '_> {
             ExpectedTarget::ArrayAt | ExpectedTarget::ArrayAtPut => {
                 self.when_no_hook_due(slow);
                 let address = self.element_address(recv_slot, slow);
-                if matches!(expected.target, ExpectedTarget::ArrayAt) {
+                if matches!(target, ExpectedTarget::ArrayAt) {
                     let v = self.b.ins().load(I64, flags, address, 0);
                     self.set_slot(recv_slot, v);
                 } else {
@@ -1075,8 +1111,7 @@ impl Translator<'_, '_> {
                 self.push_and_call(callee, frames, argc, h, i)?;
             }
         }
-        self.b.switch_to_block(slow);
-        self.send_stub(self.layout.stubs.send, site, h, i)
+        Ok(())
     }
 
     /// Goes on in a new block when no profiler hook is due, else to `hook`.

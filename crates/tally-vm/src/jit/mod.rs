@@ -29,7 +29,9 @@ use crate::runtime::{Code, Runtime};
 use crate::{Vm, VmError};
 
 pub use adaptive::{AdaptiveConfig, GeneratorFactory};
-pub use request::{CompileRequest, ExpectedReceiver, ExpectedTarget, SiteFacts, Speculation};
+pub use request::{
+    CompileRequest, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts, Speculation,
+};
 pub use stubs::Stubs;
 
 use install::{lock, Installer};

@@ -18,16 +18,43 @@ pub struct SiteFacts {
     /// integers with a small-integer result (or that never ran). Compiled code may then guard
     /// on that and deoptimize when it fails.
     pub expects_small_ints: bool,
-    /// Speculation allowed: the one receiver class the site's inline cache has seen and
-    /// what that class runs there.
-    pub expects_receiver: Option<ExpectedReceiver>,
+    /// Speculation allowed: the receiver classes the site's inline cache holds and what each
+    /// runs there.
+    pub expects_receiver: Option<ExpectedReceivers>,
     /// Speculation allowed: a send that never ran although the code around it did (its
     /// inline cache is empty while another site's is not). Compiled code may do it the
     /// short way, through the send stub, instead of spending code on a fast path.
     pub cold: bool,
 }
 
-/// A send site's one receiver class (its inline cache is monomorphic) and its target.
+/// The classes a send site's inline cache holds, with their targets.
+#[derive(Clone, Copy, Debug)]
+pub enum ExpectedReceivers {
+    /// The one class the site has seen: compiled code guards on it and deoptimizes when
+    /// another comes.
+    One(ExpectedReceiver),
+    /// Both entries of a full cache: guarded in turn, and any other class takes the send
+    /// stub (a full cache may have lost earlier classes, so a miss is no surprise worth a
+    /// deopt).
+    Two([ExpectedReceiver; 2]),
+}
+
+impl ExpectedReceivers {
+    /// The classes to guard on, in order.
+    pub fn classes(&self) -> &[ExpectedReceiver] {
+        match self {
+            ExpectedReceivers::One(e) => std::slice::from_ref(e),
+            ExpectedReceivers::Two(pair) => pair,
+        }
+    }
+
+    /// Whether a receiver of none of the classes deoptimizes (else it takes the send stub).
+    pub fn deopt_on_miss(&self) -> bool {
+        matches!(self, ExpectedReceivers::One(_))
+    }
+}
+
+/// A receiver class a send site has seen, and its target there.
 #[derive(Clone, Copy, Debug)]
 pub struct ExpectedReceiver {
     pub class: u32,
@@ -118,7 +145,7 @@ impl CompileRequest {
                         && site.int_op != IntOp::None
                         && !site.saw_other_operands,
                     expects_receiver: if allowed {
-                        expected_receiver(rt, s)
+                        expected_receivers(rt, s)
                     } else {
                         None
                     },
@@ -157,22 +184,36 @@ impl CompileRequest {
     }
 }
 
-/// The receiver class and target of a send site whose inline cache holds one class, when
-/// compiled code can do that target without the send stub.
-fn expected_receiver(rt: &Runtime, site: SiteId) -> Option<ExpectedReceiver> {
+/// The receiver classes and targets of a send site's inline cache, when compiled code can do
+/// every target without the send stub.
+fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
     let s = &rt.sites[site as usize];
-    // Immediate doubles carry no header to test a class in; a guard for them would only
-    // ever fail.
-    if s.super_lookup.is_some()
-        || s.cached_class == NO_CLASS
-        || s.cached_class2 != NO_CLASS
-        || s.cached_class == rt.core.double
-    {
+    if s.super_lookup.is_some() || s.cached_class == NO_CLASS {
         return None;
     }
-    let class = s.cached_class;
-    let code: &'static Code = rt.codes[s.cached_code as usize];
-    let argc = s.argc as usize;
+    let first = expected_receiver(rt, s.cached_class, s.cached_code, s.argc)?;
+    if s.cached_class2 == NO_CLASS {
+        return Some(ExpectedReceivers::One(first));
+    }
+    let second = expected_receiver(rt, s.cached_class2, s.cached_code2, s.argc)?;
+    Some(ExpectedReceivers::Two([first, second]))
+}
+
+/// What receivers of `class` run at a site whose cache says `code`, when compiled code can do
+/// it without the send stub.
+fn expected_receiver(
+    rt: &Runtime,
+    class: u32,
+    code: crate::bytecode::CodeId,
+    argc: u8,
+) -> Option<ExpectedReceiver> {
+    // Immediate doubles carry no header to test a class in; a guard for them would only
+    // ever fail.
+    if class == rt.core.double {
+        return None;
+    }
+    let code: &'static Code = rt.codes[code as usize];
+    let argc = argc as usize;
     let target = if code.trivial_kind != TRIVIAL_NONE && argc == code.num_args as usize {
         ExpectedTarget::Trivial {
             kind: code.trivial_kind,
