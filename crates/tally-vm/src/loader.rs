@@ -531,6 +531,7 @@ impl CompileEnv for Env<'_> {
             cached_class2: NO_CLASS,
             cached_code2: 0,
             saw_other_operands: false,
+            stub_sends: 0,
         })
     }
 

@@ -409,6 +409,9 @@ pub struct Site {
     /// integers, or their result overflowed. The optimizing tier speculates on small
     /// integers only at sites where it is still clear.
     pub saw_other_operands: bool,
+    /// Times compiled code took a send stub at this site (for `--tier-log`'s summary of
+    /// what compiled code could not do on its own).
+    pub stub_sends: u64,
 }
 
 pub const NO_CLASS: ClassId = u32::MAX;

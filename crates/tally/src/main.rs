@@ -669,6 +669,7 @@ fn main() -> ExitCode {
         }
         let r = vm.run_main(&cli.program);
         vm.flush();
+        vm.log_stub_sends();
         let exit_code = match &r {
             Ok(_) => 0,
             Err(e) => e.exit_code(),

@@ -774,6 +774,61 @@ fn a_bimorphic_site_guards_both_classes_and_sends_the_rest() {
     }
 }
 
+/// `nil`, `true` and `false` are immediates: a class guard for them compares the word (a
+/// header load would fail on every call, deoptimize, and leave the site to the send stub).
+/// Sites that only ever see them stay speculated and never deoptimize; a receiver of another
+/// kind afterwards (a number, an object) fails the guard and gets the interpreter's answer. `--tier-log` ends with the sites that still took the send stubs.
+#[test]
+fn guards_on_nil_and_booleans_hold_for_the_immediates() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    let program = |odd: &str| {
+        format!(
+            "Main = (\n\
+             \x20   none: x = ( ^x == nil )\n\
+             \x20   flip: b = ( ^b not )\n\
+             \x20   run = (\n\
+             \x20       | hits b |\n\
+             \x20       hits := 0. b := true.\n\
+             \x20       1 to: 2000000 do: [:i |\n\
+             \x20           (self none: nil) ifTrue: [hits := hits + 1].\n\
+             \x20           b := self flip: b].\n\
+             \x20       hits println. b println.\n\
+             \x20       {odd}\n\
+             \x20   )\n\
+             )\n"
+        )
+    };
+    let adaptive = ["--tier=adaptive", "--calibration", &model, "--tier-log"];
+    std::fs::write(dir.path().join("Main.som"), program("")).unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "2000000\ntrue\n");
+    let (got, log) = run_main(dir.path(), &adaptive);
+    assert_eq!(got, want, "{log}");
+    for method in ["Main>>none: (", "Main>>flip: ("] {
+        let compiled = log
+            .lines()
+            .find(|l| l.starts_with(&format!("[tier] opt {method}")))
+            .unwrap_or_else(|| panic!("{method} compiled: {log}"));
+        assert!(compiled.contains("speculating at 1 site"), "{compiled}");
+    }
+    assert!(!log.contains("] deopt "), "{log}");
+    assert!(
+        log.contains("[tier] compiled code took the send stubs"),
+        "{log}"
+    );
+    std::fs::write(
+        dir.path().join("Main.som"),
+        program(
+            "(self none: 3) println. (self none: Object new) println. (self none: nil) println",
+        ),
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    let (got, log) = run_main(dir.path(), &adaptive);
+    assert_eq!(got, want, "{log}");
+}
+
 /// `==` at a monomorphic site is answered inline by the optimizing tier (identity of the two
 /// words); numbers, which compare by value, never take that path: a receiver of another class
 /// deoptimizes, and an argument that is a number is simply not identical.

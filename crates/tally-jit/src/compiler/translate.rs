@@ -738,14 +738,26 @@ impl Translator<'_, '_> {
         self.b.ins().load(I32, Self::flags(), v, 4)
     }
 
-    /// A guard that the value in slot `k` is an instance of `class` (small integers and
-    /// objects: the request never expects the class of other immediates), else `fail`.
+    /// A guard that the value in slot `k` is an instance of `class`, else `fail`: a tag test
+    /// for small integers, a word compare for `nil`, `true` and `false` (their classes have no
+    /// other instances: the VM refuses `new` for them), the header's class id for objects
+    /// (the request never expects immediate doubles).
     fn guard_class(&mut self, k: i32, class: u32, fail: Block) {
         let recv = self.slot(k);
         let ok = self.b.create_block();
+        let immediate = self
+            .layout
+            .calls
+            .immediate_classes
+            .iter()
+            .find(|(c, _)| *c == class)
+            .map(|&(_, word)| word);
         if class == self.layout.calls.integer_class {
             let is_int = and_imm(&mut self.b, recv, 1);
             self.b.ins().brif(is_int, ok, &[], fail, &[]);
+        } else if let Some(word) = immediate {
+            let same = cmp_imm(&mut self.b, IntCC::Equal, recv, word as i64);
+            self.b.ins().brif(same, ok, &[], fail, &[]);
         } else {
             let actual = self.object_class(recv, fail);
             let same = cmp_imm(&mut self.b, IntCC::Equal, actual, class as i64);

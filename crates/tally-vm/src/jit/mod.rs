@@ -16,6 +16,7 @@ mod adaptive;
 mod install;
 mod jitdump;
 mod request;
+mod stub_report;
 mod stubs;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -207,6 +208,9 @@ pub struct CallLayout {
     pub code_trivial_operand: i32,
     /// The class id of small integers.
     pub integer_class: u32,
+    /// The classes whose usual instances are the immediates `nil`, `true` and `false`, with
+    /// those words: a class guard for them compares the word.
+    pub immediate_classes: [(u32, u64); 3],
     /// Offsets from the `*mut Vm` of the two bytes that say whether `isNil`/`notNil` mean
     /// what the core library says (`NilTests::standard`): the first must be `0b1111`, the
     /// second 0.
@@ -242,6 +246,11 @@ impl Layout {
             code_trivial_kind: offset_of!(Code, trivial_kind) as i32,
             code_trivial_operand: offset_of!(Code, trivial_operand) as i32,
             integer_class: rt.core.integer,
+            immediate_classes: [
+                (rt.core.nil, Value::NIL.0),
+                (rt.core.true_, Value::TRUE.0),
+                (rt.core.false_, Value::FALSE.0),
+            ],
             nil_tests_standard: (offset_of!(Vm, rt.nil_tests)
                 + crate::runtime::NilTests::STANDARD_OFFSET) as i32,
             nil_tests_redefined: (offset_of!(Vm, rt.nil_tests)

@@ -107,16 +107,30 @@ fn guarded(vm: *mut Vm, body: impl FnOnce(&mut Vm) -> Result<(), VmError>) -> u3
     }
 }
 
+/// Counts a trip through a send stub at `site` (see `Site::stub_sends`).
+fn count_stub_send(vm: &mut Vm, site: u32) {
+    if let Some(s) = vm.rt.sites.get_mut(site as usize) {
+        s.stub_sends += 1;
+    }
+}
+
 extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {
-    guarded(vm, |vm| vm.send(site, false))
+    guarded(vm, |vm| {
+        count_stub_send(vm, site);
+        vm.send(site, false)
+    })
 }
 
 extern "C" fn super_send(vm: *mut Vm, site: u32) -> u32 {
-    guarded(vm, |vm| vm.send(site, true))
+    guarded(vm, |vm| {
+        count_stub_send(vm, site);
+        vm.send(site, true)
+    })
 }
 
 extern "C" fn send_binary(vm: *mut Vm, site: u32) -> u32 {
     guarded(vm, |vm| {
+        count_stub_send(vm, site);
         if vm.answer_binary_in_place(site) {
             return Ok(());
         }
@@ -126,6 +140,7 @@ extern "C" fn send_binary(vm: *mut Vm, site: u32) -> u32 {
 
 extern "C" fn send_nil_test(vm: *mut Vm, site: u32, is_nil: u32) -> u32 {
     guarded(vm, |vm| {
+        count_stub_send(vm, site);
         if vm.rt.nil_tests.standard() {
             let top = vm.rt.stack.last_mut().expect("receiver");
             *top = Value::from_bool((*top == Value::NIL) == (is_nil != 0));
