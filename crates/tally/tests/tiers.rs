@@ -774,6 +774,64 @@ fn a_bimorphic_site_guards_both_classes_and_sends_the_rest() {
     }
 }
 
+/// A site whose one-class guard failed is not speculated on again the deoptimizing way, but
+/// once its cache holds two classes it gets the guard chain that sends on a miss (which cannot
+/// deoptimize): the recompiled method speculates there again.
+#[test]
+fn a_site_whose_guard_failed_gets_the_two_class_chain_on_recompile() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   area: shape = ( ^shape area )\n\
+         \x20   sum: a and: b times: n = (\n\
+         \x20       | total |\n\
+         \x20       total := 0.\n\
+         \x20       1 to: n do: [:i | total := total + (self area: a) + (self area: b)].\n\
+         \x20       ^total\n\
+         \x20   )\n\
+         \x20   run = (\n\
+         \x20       | s c |\n\
+         \x20       s := Square new side: 3. c := Circle new r: 2.\n\
+         \x20       (self sum: s and: s times: 1000000) println.\n\
+         \x20       (self sum: s and: c times: 3000000) println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Square.som"),
+        "Square = ( | side | side: s = ( side := s ) area = ( ^side * side ) )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Circle.som"),
+        "Circle = ( | r | r: x = ( r := x ) area = ( ^r * r * 3 ) )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "18000000\n63000000\n");
+    let (got, log) = run_main(
+        dir.path(),
+        &["--tier=adaptive", "--calibration", &model, "--tier-log"],
+    );
+    assert_eq!(got, want, "{log}");
+    let compiles: Vec<&str> = log
+        .lines()
+        .filter(|l| l.starts_with("[tier] opt Main>>area: ("))
+        .collect();
+    assert!(
+        log.contains("[tier] deopt Main>>area: @0 (#area): receiver class guard failed"),
+        "{log}"
+    );
+    assert!(compiles.len() >= 2, "{log}");
+    assert!(
+        compiles.iter().all(|l| l.contains("speculating at 1 site")),
+        "{log}"
+    );
+}
+
 /// `nil`, `true` and `false` are immediates: a class guard for them compares the word (a
 /// header load would fail on every call, deoptimize, and leave the site to the send stub).
 /// Sites that only ever see them stay speculated and never deoptimize; a receiver of another

@@ -144,10 +144,13 @@ impl CompileRequest {
                     expects_small_ints: allowed
                         && site.int_op != IntOp::None
                         && !site.saw_other_operands,
-                    expects_receiver: if allowed {
-                        expected_receivers(rt, s)
-                    } else {
-                        None
+                    // A guard chain that sends on a miss never deoptimizes, so a site whose
+                    // earlier guard failed may still have one.
+                    expects_receiver: match speculation {
+                        Speculation::Off => None,
+                        Speculation::Except(_) => {
+                            expected_receivers(rt, s).filter(|r| allowed || !r.deopt_on_miss())
+                        }
                     },
                     cold: allowed
                         && ran
