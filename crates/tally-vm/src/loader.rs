@@ -571,6 +571,14 @@ impl CompileEnv for Env<'_> {
             sites[site as usize].argc as usize
         })
         .unwrap_or_else(|e| panic!("the bytecode compiler emitted unbalanced code: {e}"));
+        // `^0.0`, `^1000.0`: a literal that is an immediate (never moved by the collector)
+        // answered as a constant, so the method is trivial for compiled code too.
+        if let [Op::PushLiteral(i), Op::Return] = code.ops[..] {
+            let v = self.vm.rt.literals[i as usize];
+            if !v.is_ref() {
+                code.ops[0] = Op::PushConst(v);
+            }
+        }
         let id = self.vm.rt.codes.len() as CodeId;
         self.vm
             .rt
