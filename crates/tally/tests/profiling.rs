@@ -293,6 +293,8 @@ fn immediate_samples_tell_primitives_from_interpretation() {
         let o = run_in(
             d.path(),
             &[
+                // Interpretation against primitives: the interpreter's own attribution.
+                "--tier=interp",
                 "--profile=p.profile",
                 "--force",
                 "--sampler",
@@ -659,6 +661,10 @@ fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
             "off",
             "--sampler",
             "timer",
+            // A rate the CPU-time timer delivers (the kernel tick), whatever the tier's
+            // default: merged expiries would make the comparison rougher.
+            "--rate",
+            "250",
             "Churn.som",
         ],
     );
