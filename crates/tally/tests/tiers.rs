@@ -653,6 +653,37 @@ fn failing_small_integer_guards_deoptimize_and_keep_the_interpreters_answers() {
     );
 }
 
+/// A Main whose `sum:and:times:` adds the areas of two shapes `n` times through one send
+/// site (`area:`'s `shape area`), with `run` as given.
+fn sum_of_areas(run: &str) -> String {
+    format!(
+        "Main = (\n\
+         \x20   area: shape = ( ^shape area )\n\
+         \x20   sum: a and: b times: n = (\n\
+         \x20       | total |\n\
+         \x20       total := 0.\n\
+         \x20       1 to: n do: [:i | total := total + (self area: a) + (self area: b)].\n\
+         \x20       ^total\n\
+         \x20   )\n\
+         \x20   run = ( {run} )\n\
+         )\n"
+    )
+}
+
+/// Square and Circle, two classes that answer `area` (for the receiver-class tests).
+fn write_shapes(dir: &std::path::Path) {
+    std::fs::write(
+        dir.join("Square.som"),
+        "Square = ( | side | side: s = ( side := s ) area = ( ^side * side ) )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("Circle.som"),
+        "Circle = ( | r | r: x = ( r := x ) area = ( ^r * r * 3 ) )\n",
+    )
+    .unwrap();
+}
+
 /// Under the adaptive tier a method compiled while its send has seen one receiver class
 /// guards on that class. The loop then meets an instance of a class loaded after the
 /// compile: the guard fails, the frame continues in the interpreter, the version is
@@ -678,16 +709,7 @@ fn a_receiver_of_a_class_loaded_after_the_compile_deoptimizes() {
          )\n",
     )
     .unwrap();
-    std::fs::write(
-        dir.path().join("Square.som"),
-        "Square = ( | side | side: s = ( side := s ) area = ( ^side * side ) )\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("Circle.som"),
-        "Circle = ( | r | r: x = ( r := x ) area = ( ^r * r * 3 ) )\n",
-    )
-    .unwrap();
+    write_shapes(dir.path());
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "27000000\n12000\n");
     let profile = dir.path().join("run.profile");
@@ -728,31 +750,13 @@ fn a_bimorphic_site_guards_both_classes_and_sends_the_rest() {
     let model = eager_opt_calibration(dir.path());
     std::fs::write(
         dir.path().join("Main.som"),
-        "Main = (\n\
-         \x20   area: shape = ( ^shape area )\n\
-         \x20   sum: a and: b times: n = (\n\
-         \x20       | total |\n\
-         \x20       total := 0.\n\
-         \x20       1 to: n do: [:i | total := total + (self area: a) + (self area: b)].\n\
-         \x20       ^total\n\
-         \x20   )\n\
-         \x20   run = (\n\
-         \x20       (self sum: (Square new side: 3) and: (Circle new r: 2) times: 1500000) println.\n\
-         \x20       (self sum: (Triangle new b: 4 h: 5) and: (Square new side: 1) times: 1000) println\n\
-         \x20   )\n\
-         )\n",
+        sum_of_areas(
+            "(self sum: (Square new side: 3) and: (Circle new r: 2) times: 1500000) println.\n\
+             (self sum: (Triangle new b: 4 h: 5) and: (Square new side: 1) times: 1000) println",
+        ),
     )
     .unwrap();
-    std::fs::write(
-        dir.path().join("Square.som"),
-        "Square = ( | side | side: s = ( side := s ) area = ( ^side * side ) )\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("Circle.som"),
-        "Circle = ( | r | r: x = ( r := x ) area = ( ^r * r * 3 ) )\n",
-    )
-    .unwrap();
+    write_shapes(dir.path());
     std::fs::write(
         dir.path().join("Triangle.som"),
         "Triangle = ( | b h | b: x h: y = ( b := x. h := y ) area = ( ^b * h / 2 ) )\n",
@@ -783,33 +787,15 @@ fn a_site_whose_guard_failed_gets_the_two_class_chain_on_recompile() {
     let model = eager_opt_calibration(dir.path());
     std::fs::write(
         dir.path().join("Main.som"),
-        "Main = (\n\
-         \x20   area: shape = ( ^shape area )\n\
-         \x20   sum: a and: b times: n = (\n\
-         \x20       | total |\n\
-         \x20       total := 0.\n\
-         \x20       1 to: n do: [:i | total := total + (self area: a) + (self area: b)].\n\
-         \x20       ^total\n\
-         \x20   )\n\
-         \x20   run = (\n\
-         \x20       | s c |\n\
-         \x20       s := Square new side: 3. c := Circle new r: 2.\n\
-         \x20       (self sum: s and: s times: 1000000) println.\n\
-         \x20       (self sum: s and: c times: 3000000) println\n\
-         \x20   )\n\
-         )\n",
+        sum_of_areas(
+            "| s c |\n\
+             s := Square new side: 3. c := Circle new r: 2.\n\
+             (self sum: s and: s times: 1000000) println.\n\
+             (self sum: s and: c times: 3000000) println",
+        ),
     )
     .unwrap();
-    std::fs::write(
-        dir.path().join("Square.som"),
-        "Square = ( | side | side: s = ( side := s ) area = ( ^side * side ) )\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("Circle.som"),
-        "Circle = ( | r | r: x = ( r := x ) area = ( ^r * r * 3 ) )\n",
-    )
-    .unwrap();
+    write_shapes(dir.path());
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "18000000\n63000000\n");
     let (got, log) = run_main(
