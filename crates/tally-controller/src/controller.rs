@@ -3,7 +3,7 @@
 //! tier i it would take C_i (compiling) + T_j·S_j/S_i (running faster). The controller picks
 //! the tier i that minimizes that sum, and recompiles when the sum beats staying (T_j).
 
-use tally_profile::{CodeVersionId, MethodId, Sample, Tier};
+use tally_profile::{CallGraph, CodeVersionId, MethodId, Sample, Tier};
 
 use crate::model::CostModel;
 use crate::organizer::{MethodRecord, Organizer};
@@ -40,6 +40,9 @@ pub struct Controller {
     sample_ns: f64,
     /// The tiers the VM can compile to, lowest first.
     tiers: Vec<Tier>,
+    /// Call edges from the samples' two innermost frames (one per sample that has them): the
+    /// inliner's call graph when it is fed by timer samples instead of CBS.
+    sample_edges: CallGraph,
 }
 
 impl Controller {
@@ -51,7 +54,14 @@ impl Controller {
             organizer: Organizer::default(),
             sample_ns,
             tiers: tiers.iter().copied().filter(model_has).collect(),
+            sample_edges: CallGraph::default(),
         }
+    }
+
+    /// The call graph the samples' adjacent frames show so far (empty when samples keep one
+    /// frame).
+    pub fn sample_call_graph(&self) -> &CallGraph {
+        &self.sample_edges
     }
 
     pub fn model(&self) -> &CostModel {
@@ -97,6 +107,11 @@ impl Controller {
     /// method, each marked pending until [`Controller::code_installed`] or
     /// [`Controller::compile_failed`] reports back.
     pub fn observe(&mut self, samples: &[Sample]) -> Vec<Decision> {
+        for s in samples {
+            if let Some(edge) = self.organizer.edge(s) {
+                self.sample_edges.add(edge, 1);
+            }
+        }
         let touched = self.organizer.observe(samples);
         let mut decisions = Vec::new();
         for method in touched {

@@ -23,6 +23,16 @@ use std::collections::BTreeMap;
 
 use tally_profile::{CallGraph, MethodId};
 
+/// Where the inliner's call graph comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallGraphSource {
+    /// Call-edge samples taken in method prologues (CBS: Arnold & Grove's design).
+    Cbs,
+    /// The two innermost frames of the timer's method samples (the seeds' design, against
+    /// which CBS is measured).
+    TimerSamples,
+}
+
 /// Sizes are in the VM's bytecodes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct InlinePolicy {

@@ -15,8 +15,8 @@ mod organizer;
 
 pub use controller::{Controller, Decision, MAX_COMPILES_PER_METHOD};
 pub use inlining::{
-    plan as plan_inlining, size_limit, InlineChoice, InlinePlan, InlinePolicy, InlineSource,
-    Verdict,
+    plan as plan_inlining, size_limit, CallGraphSource, InlineChoice, InlinePlan, InlinePolicy,
+    InlineSource, Verdict,
 };
 pub use model::{CostModel, ModelError, Provenance, TierCost};
 pub use organizer::{MethodRecord, Organizer};

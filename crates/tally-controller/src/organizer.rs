@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use tally_profile::{CodeVersionId, MethodId, RawFrame, Sample, Tier, VmState};
+use tally_profile::{CallEdge, CodeVersionId, MethodId, RawFrame, Sample, Tier, VmState};
 
 /// What the organizer knows of one method.
 #[derive(Clone, Debug, Default)]
@@ -87,6 +87,26 @@ impl Organizer {
             RawFrame::Interpreted { method, .. } => Some((method, Tier::Interpreter)),
             RawFrame::Compiled { code, .. } => self.versions.get(&code).copied(),
         }
+    }
+
+    /// The call edge a sample's two innermost frames show: the caller's method and call
+    /// site (a caller waits at its send) and the callee's method. `None` for samples with
+    /// one frame, callers in compiled code (their call site needs the pc map) and a method
+    /// calling itself (which may be a method inlined into itself's compiled frame, and is
+    /// never inlined anyway).
+    pub(crate) fn edge(&self, sample: &Sample) -> Option<CallEdge> {
+        let callee = match *sample.frames.first()? {
+            RawFrame::Interpreted { method, .. } => method,
+            RawFrame::Compiled { code, .. } => self.versions.get(&code)?.0,
+        };
+        let RawFrame::Interpreted { method, bci } = *sample.frames.get(1)? else {
+            return None;
+        };
+        (method != callee).then_some(CallEdge {
+            caller: method,
+            callsite: bci,
+            callee,
+        })
     }
 
     /// Adds `samples`; answers the methods they fell in, each once, in order of first sample.

@@ -7,15 +7,16 @@ mod compiler;
 pub use compiler::{Compiler, ListingParts};
 
 use tally_vm::jit::{AdaptiveConfig, CodeGenerator, Tier};
-use tally_vm::tally_controller::CostModel;
+use tally_vm::tally_controller::{CallGraphSource, CostModel, InlinePolicy};
 
 /// Samples per second that drive `--tier=adaptive` when no profile is recorded: enough for
 /// the controller to see a method that runs for a few milliseconds, at a cost below the
 /// noise of a benchmark (the samples are taken in the signal handler, one frame deep).
 pub const ADAPTIVE_SAMPLE_RATE: u32 = 1000;
 
-/// `--tier=adaptive` with this crate's compilers and `model`'s figures.
-pub fn adaptive_config(model: CostModel) -> AdaptiveConfig {
+/// `--tier=adaptive` with this crate's compilers and `model`'s figures, the optimizing tier
+/// inlining by the call graph from `inline_from` (`None`: no inlining).
+pub fn adaptive_config(model: CostModel, inline_from: Option<CallGraphSource>) -> AdaptiveConfig {
     AdaptiveConfig {
         generators: Box::new(|tier| -> Result<Box<dyn CodeGenerator>, String> {
             Ok(Box::new(Compiler::new(tier)?))
@@ -23,5 +24,7 @@ pub fn adaptive_config(model: CostModel) -> AdaptiveConfig {
         tiers: vec![Tier::Baseline, Tier::Opt],
         model,
         rate_hz: ADAPTIVE_SAMPLE_RATE,
+        inline_from,
+        inline_policy: InlinePolicy::default(),
     }
 }

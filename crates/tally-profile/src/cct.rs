@@ -19,6 +19,9 @@ pub struct CctNode {
     pub self_count: u64,
     /// Samples passing through this context.
     pub total_count: u64,
+    /// Of `total_count`, the samples in which this context ran inlined into its caller's
+    /// compiled code.
+    pub inlined_count: u64,
     pub children: Vec<usize>,
 }
 
@@ -36,6 +39,7 @@ impl Default for Cct {
                 callsite: 0,
                 self_count: 0,
                 total_count: 0,
+                inlined_count: 0,
                 children: vec![],
             }],
             index: HashMap::new(),
@@ -71,6 +75,7 @@ impl Cct {
                         callsite,
                         self_count: 0,
                         total_count: 0,
+                        inlined_count: 0,
                         children: vec![],
                     });
                     self.nodes[node].children.push(c);
@@ -80,6 +85,9 @@ impl Cct {
             };
             node = child;
             self.nodes[node].total_count += weight;
+            if f.inlined {
+                self.nodes[node].inlined_count += weight;
+            }
             callsite = f.bci;
         }
         self.nodes[node].self_count += weight;

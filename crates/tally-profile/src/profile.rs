@@ -304,6 +304,11 @@ impl Recorder {
         &self.profile.samples
     }
 
+    /// The CBS call graph so far.
+    pub fn cbs_edges(&self) -> &CallGraph {
+        &self.profile.cbs_edges
+    }
+
     pub fn events(&self) -> &[Event] {
         &self.profile.events
     }

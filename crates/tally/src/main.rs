@@ -164,6 +164,15 @@ struct Cli {
     #[arg(long)]
     no_speculation: bool,
 
+    /// What the optimizing tier inlines by (under `--tier=adaptive`): `cbs`, the call graph
+    /// of call-edge samples taken in method prologues (Arnold & Grove's CBS; a recorded
+    /// profile without CBS falls back to `samples`); `samples`, the edges between the two
+    /// innermost frames of the timer's method samples; `off`, no inlining. A send's targets
+    /// holding over 40 % of its calls are inlined behind their class guards when their size
+    /// is within a limit that grows with the edge's weight [default: cbs].
+    #[arg(long, value_enum, value_name = "GRAPH")]
+    inline: Option<InlineChoice>,
+
     /// No on-stack replacement: a loop running in the interpreter does not move into
     /// compiled code at its back-edge; its activation moves only when it next returns from a
     /// call.
@@ -220,6 +229,25 @@ pub(crate) enum TierChoice {
     Baseline,
     Opt,
     Adaptive,
+}
+
+/// `--inline`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum InlineChoice {
+    Cbs,
+    Samples,
+    Off,
+}
+
+impl InlineChoice {
+    fn source(self) -> Option<tally_vm::tally_controller::CallGraphSource> {
+        use tally_vm::tally_controller::CallGraphSource;
+        match self {
+            InlineChoice::Cbs => Some(CallGraphSource::Cbs),
+            InlineChoice::Samples => Some(CallGraphSource::TimerSamples),
+            InlineChoice::Off => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -609,6 +637,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    if cli.inline.is_some() && tier != TierChoice::Adaptive {
+        say!("error: --inline chooses the adaptive optimizing tier's call graph; it needs --tier=adaptive");
+        return ExitCode::from(2);
+    }
     if cli.calibration.is_some() && tier != TierChoice::Adaptive {
         say!("error: --calibration is the adaptive controller's cost model; it needs --tier=adaptive");
         return ExitCode::from(2);
@@ -647,7 +679,10 @@ fn main() -> ExitCode {
             }
             TierChoice::Adaptive => {
                 vm.set_adaptive(
-                    tally_jit::adaptive_config(model.clone().unwrap_or_default()),
+                    tally_jit::adaptive_config(
+                        model.clone().unwrap_or_default(),
+                        cli.inline.unwrap_or(InlineChoice::Cbs).source(),
+                    ),
                     cli.tier_log,
                 )?;
             }

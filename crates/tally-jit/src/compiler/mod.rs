@@ -118,7 +118,7 @@ fn build(
     context: &mut Context,
     request: &CompileRequest,
     layout: &Layout,
-) -> Result<u32, String> {
+) -> Result<translate::Translated, String> {
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
     translate::translate(
@@ -131,13 +131,16 @@ fn build(
     )
 }
 
-/// Machine code offset → bytecode index, from the source locations the translator set (one
-/// per instruction); stretches without one (the entry's dispatch, shared exits) map to `None`.
+/// Machine code offset → packed location (inline scope and bytecode index), from the source
+/// locations the translator set (one per instruction); code the translator set none for (the
+/// entry's dispatch, shared exits) maps to `None`. Stretches between two located ranges (the
+/// register allocator's moves and spills) belong to the instruction before them: a pc there
+/// still runs that instruction's scope, whose frame a sample must not be taken out of.
 fn pc_map(compiled: &cranelift_codegen::CompiledCode) -> Vec<(u32, Option<u32>)> {
     let mut map: Vec<(u32, Option<u32>)> = Vec::new();
     let mut end = 0;
     for loc in compiled.buffer.get_srclocs_sorted() {
-        if loc.start > end {
+        if loc.start > end && map.is_empty() {
             map.push((end, None));
         }
         let bci = (!loc.loc.is_default()).then(|| loc.loc.bits());
@@ -166,7 +169,7 @@ impl CodeGenerator for Compiler {
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         self.module.clear_context(&mut self.context);
-        let speculations = build(
+        let translated = build(
             self.shape,
             &self.module,
             &mut self.builder_context,
@@ -197,7 +200,8 @@ impl CodeGenerator for Compiler {
             entry,
             size,
             pc_map,
-            speculations,
+            speculations: translated.speculations,
+            inlined: translated.inlined,
         })
     }
 

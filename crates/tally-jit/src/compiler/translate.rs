@@ -20,7 +20,8 @@ use cranelift_module::Module;
 use tally_heap::object::HEADER_BYTES;
 use tally_vm::bytecode::{stack_heights, Op};
 use tally_vm::jit::{
-    CompileRequest, DeoptReason, ExpectedReceivers, ExpectedTarget, Layout, SiteFacts, Status,
+    CompileRequest, DeoptReason, ExpectedReceivers, ExpectedTarget, InlinedScope, Layout,
+    SiteFacts, Status, SCOPE_SHIFT,
 };
 use tally_vm::objects::{block, context};
 use tally_vm::runtime::{
@@ -45,7 +46,7 @@ pub(super) fn translate(
     request: &CompileRequest,
     layout: &Layout,
     shape: Shape,
-) -> Result<u32, String> {
+) -> Result<Translated, String> {
     let Shape { mode, speculate } = shape;
     let code = request.code;
     let ops = &code.ops;
@@ -53,14 +54,7 @@ pub(super) fn translate(
         return Err("no bytecode".into());
     }
     let start = 1 + code.num_args as usize + code.num_locals as usize;
-    for op in ops {
-        if let Some(site) = op.site() {
-            request.site(site)?;
-        }
-    }
-    let (heights, _) = stack_heights(ops, start, |s| {
-        request.site(s).map_or(0, |f| f.argc as usize)
-    })?;
+    let heights = heights_of(request)?;
     let sigs = StubSignatures::declare(func, module);
     let mut b = FunctionBuilder::new(func, builder_context);
     let vars = match mode {
@@ -163,19 +157,12 @@ pub(super) fn translate(
         vars,
         pending_reload: None,
         resumes: std::collections::BTreeSet::new(),
+        scope: 0,
+        return_to: None,
+        inlined: Vec::new(),
+        root: code.id,
     };
-    for (i, &op) in ops.iter().enumerate() {
-        t.b.switch_to_block(t.blocks[i]);
-        t.b.set_srcloc(SourceLoc::new(i as u32));
-        t.pending_reload = None;
-        match heights[i] {
-            Some(h) => t.op(i, op, h as i32, ops.len())?,
-            None => {
-                let status = t.b.ins().iconst(I32, Status::Interpret as i64);
-                t.b.ins().return_(&[status]);
-            }
-        }
-    }
+    t.translate_ops(&heights)?;
     t.finish_handovers();
     if mode == Mode::Registers {
         t.resumes.insert(0);
@@ -186,7 +173,7 @@ pub(super) fn translate(
             };
             let resume = t.b.create_block();
             t.b.switch_to_block(resume);
-            t.b.set_srcloc(SourceLoc::new(ip as u32));
+            t.b.set_srcloc(t.loc(ip));
             t.reload(*h as i32);
             let target = t.blocks[ip];
             t.jump(target);
@@ -202,10 +189,42 @@ pub(super) fn translate(
         t.b.ins().br_table(ip32, jt);
     }
     let speculated = t.speculated.len() as u32;
+    let inlined = std::mem::take(&mut t.inlined);
     t.b.seal_all_blocks();
     let config = module.target_config();
     t.b.finalize(config);
-    Ok(speculated)
+    Ok(Translated {
+        speculations: speculated,
+        inlined,
+    })
+}
+
+/// What a translation made besides the function.
+pub(super) struct Translated {
+    /// Sites the code speculates at.
+    pub speculations: u32,
+    /// The methods inlined, by scope (`NativeCode::inlined`).
+    pub inlined: Vec<InlinedScope>,
+}
+
+/// Inline scopes nest at most this deep (the plan's own bound is lower; this one keeps a
+/// plan that recurses from unrolling without end).
+const MAX_INLINE_DEPTH: u32 = 12;
+
+/// The stack height before each instruction of `request`'s code (`None`: unreachable),
+/// once every site it sends from is known to be in the request.
+fn heights_of(request: &CompileRequest) -> Result<Vec<Option<u32>>, String> {
+    let code = request.code;
+    for op in &code.ops {
+        if let Some(site) = op.site() {
+            request.site(site)?;
+        }
+    }
+    let start = 1 + code.num_args as usize + code.num_locals as usize;
+    let (heights, _) = stack_heights(&code.ops, start, |s| {
+        request.site(s).map_or(0, |f| f.argc as usize)
+    })?;
+    Ok(heights)
 }
 
 /// How a tier translates.
@@ -296,8 +315,36 @@ struct Translator<'a, 'f> {
     /// The height the last `sync` wrote to memory, until the call after it reads the slots
     /// back; reset at each instruction and exit.
     pending_reload: Option<i32>,
-    /// Every `ip` a frame was left at: where the code may be resumed.
+    /// Every `ip` a frame was left at: where the code may be resumed (the compiled code's
+    /// own scope only: an inlined method's frame resumes in its own code).
     resumes: std::collections::BTreeSet<usize>,
+    /// The inline scope being translated: 0 for the code's own, k for `inlined[k - 1]`.
+    scope: u32,
+    /// In an inlined method: the block its returns jump to, the value as its parameter.
+    return_to: Option<Block>,
+    /// Every method inlined so far.
+    inlined: Vec<InlinedScope>,
+    /// The compiled code's own id (a failing guard names it: its version is the one to
+    /// invalidate).
+    root: u32,
+}
+
+/// The part of the translator's state that belongs to one inline scope, set aside while an
+/// inlined method is translated.
+struct ScopeState<'a> {
+    frame: Value,
+    fp: Value,
+    bp: Value,
+    request: &'a CompileRequest,
+    blocks: Vec<Block>,
+    handovers: Vec<(Block, usize, i32)>,
+    deopts: Vec<(Block, Deopt)>,
+    vars: Option<Vec<cranelift_frontend::Variable>>,
+    first_var: i32,
+    pending_reload: Option<i32>,
+    resumes: std::collections::BTreeSet<usize>,
+    scope: u32,
+    return_to: Option<Block>,
 }
 
 /// Where a guard of instruction `at` deoptimizes to: the instruction's start, `height` values
@@ -337,10 +384,179 @@ struct At {
     h0: i32,
 }
 
-impl Translator<'_, '_> {
+impl<'a> Translator<'a, '_> {
     /// Whether this tier speculates on what the sites' feedback says.
     fn speculates(&self) -> bool {
         self.speculate
+    }
+
+    /// The source location of instruction `i` of the scope being translated (its scope
+    /// above `SCOPE_SHIFT` bits of bytecode index; scope 0 is the index alone).
+    fn loc(&self, i: usize) -> SourceLoc {
+        SourceLoc::new((self.scope << SCOPE_SHIFT) | i as u32)
+    }
+
+    /// Translates every instruction of the scope's code into its block.
+    fn translate_ops(&mut self, heights: &[Option<u32>]) -> Result<(), String> {
+        let ops = &self.request.code.ops;
+        for (i, &op) in ops.iter().enumerate() {
+            self.b.switch_to_block(self.blocks[i]);
+            self.b.set_srcloc(self.loc(i));
+            self.pending_reload = None;
+            match heights[i] {
+                Some(h) => self.op(i, op, h as i32, ops.len())?,
+                None => {
+                    let status = self.b.ins().iconst(I32, Status::Interpret as i64);
+                    self.b.ins().return_(&[status]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `next` the scope being translated and answers the one it replaces.
+    fn swap_scope(&mut self, mut next: ScopeState<'a>) -> ScopeState<'a> {
+        std::mem::swap(&mut self.frame, &mut next.frame);
+        std::mem::swap(&mut self.fp, &mut next.fp);
+        std::mem::swap(&mut self.bp, &mut next.bp);
+        std::mem::swap(&mut self.request, &mut next.request);
+        std::mem::swap(&mut self.blocks, &mut next.blocks);
+        std::mem::swap(&mut self.handovers, &mut next.handovers);
+        std::mem::swap(&mut self.deopts, &mut next.deopts);
+        std::mem::swap(&mut self.vars, &mut next.vars);
+        std::mem::swap(&mut self.first_var, &mut next.first_var);
+        std::mem::swap(&mut self.pending_reload, &mut next.pending_reload);
+        std::mem::swap(&mut self.resumes, &mut next.resumes);
+        std::mem::swap(&mut self.scope, &mut next.scope);
+        std::mem::swap(&mut self.return_to, &mut next.return_to);
+        next
+    }
+
+    /// Returns the value on top of the `h` values on the stack at instruction `i`: the
+    /// function answers `Returned`, or an inlined method hands the value to its caller's
+    /// code.
+    fn return_top(&mut self, h: i32, i: usize) {
+        match self.return_to {
+            Some(to) => {
+                let v = self.slot(h - 1);
+                self.pending_reload = None;
+                self.b.ins().jump(to, &[v.into()]);
+            }
+            None => {
+                self.sync(h, i + 1);
+                self.leave(Status::Returned);
+            }
+        }
+    }
+
+    /// Inlines `callee` (its receiver's class already guarded) at the send at `i`, whose
+    /// receiver and `argc` arguments are below `h`. Its frame is pushed as a call would push
+    /// it, so that everything that walks or resumes frames (stubs, deoptimization, the
+    /// collector, samples, the dispatcher after a stub changed the frames) finds what a call
+    /// would have made; its code is translated here, with its own operand variables, and its
+    /// returns go on at `i + 1`. What the push cannot do (a tripped push limit: a profiler
+    /// hook due; too little value stack) goes to `slow`.
+    fn inline_method(
+        &mut self,
+        callee: &'a CompileRequest,
+        recv_slot: i32,
+        argc: i32,
+        h: i32,
+        i: usize,
+        slow: Block,
+    ) -> Result<(), String> {
+        let code = callee.code;
+        let heights = heights_of(callee)?;
+        let room = self.b.ins().iconst(I64, code.room_above_arguments as i64);
+        let (fits, frames) = self.room_for_call(h, room);
+        let push = self.b.create_block();
+        self.b.ins().brif(fits, push, &[], slow, &[]);
+        self.b.switch_to_block(push);
+        let id = self.b.ins().iconst(I32, code.id as i64);
+        let address = self
+            .b
+            .ins()
+            .iconst(I64, code as *const tally_vm::runtime::Code as i64);
+        let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
+        let none = self.b.ins().iconst(I64, 0);
+        let pushed = Callee {
+            id,
+            code: address,
+            function: none,
+            ctx: nil,
+            closure: none,
+        };
+        let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
+        let fp = add_imm(&mut self.b, self.fp, recv_slot as i64 * 8);
+        let ret = self.b.create_block();
+        self.b.append_block_param(ret, I64);
+        let blocks: Vec<Block> = code.ops.iter().map(|_| self.b.create_block()).collect();
+        let slots = heights.iter().flatten().max().copied().unwrap_or(0) + 2;
+        let vars = Some((0..slots).map(|_| self.b.declare_var(I64)).collect());
+        self.inlined.push(InlinedScope {
+            code: code.id,
+            parent: self.scope,
+            call_bci: i as u32,
+        });
+        let entry = blocks[0];
+        let outer = self.swap_scope(ScopeState {
+            frame,
+            fp,
+            bp,
+            request: callee,
+            blocks,
+            handovers: Vec::new(),
+            deopts: Vec::new(),
+            vars,
+            first_var: 1 + code.num_args as i32 + code.num_locals as i32,
+            pending_reload: None,
+            resumes: std::collections::BTreeSet::new(),
+            scope: self.inlined.len() as u32,
+            return_to: Some(ret),
+        });
+        self.jump(entry);
+        self.translate_ops(&heights)?;
+        self.finish_handovers();
+        self.swap_scope(outer);
+
+        // Back in the caller: its operands below the receiver may have been moved by a
+        // collection in the inlined code.
+        self.b.switch_to_block(ret);
+        self.b.set_srcloc(self.loc(i));
+        let result = self.b.block_params(ret)[0];
+        self.pending_reload = None;
+        self.reload(recv_slot);
+        self.pop_and_continue(result, frames, argc, h, i)
+    }
+
+    /// How deep the scope being translated is inlined (0: the code's own).
+    fn inline_depth(&self) -> u32 {
+        let mut depth = 0;
+        let mut scope = self.scope;
+        while let Some(s) = scope
+            .checked_sub(1)
+            .and_then(|k| self.inlined.get(k as usize))
+        {
+            depth += 1;
+            scope = s.parent;
+        }
+        depth
+    }
+
+    /// The request of `callee` when the plan inlines it at the send at `i` of the scope
+    /// being translated and the compiler can.
+    fn inline_request(
+        &self,
+        i: usize,
+        callee: &tally_vm::runtime::Code,
+    ) -> Option<&'a CompileRequest> {
+        let request: &'a CompileRequest = self.request;
+        let r = request.inlined_at(i as u32, callee.id)?;
+        let fits = self.blocks.len() < 1 << SCOPE_SHIFT
+            && self.inlined.len() + 1 < 1 << (32 - SCOPE_SHIFT)
+            && self.inline_depth() < MAX_INLINE_DEPTH
+            && self.vars.is_some();
+        fits.then_some(r)
     }
 
     fn site(&self, site: u32) -> SiteFacts {
@@ -483,18 +699,22 @@ impl Translator<'_, '_> {
     fn finish_handovers(&mut self) {
         for (blk, at, h) in std::mem::take(&mut self.handovers) {
             self.b.switch_to_block(blk);
-            self.b.set_srcloc(SourceLoc::new(at as u32));
+            self.b.set_srcloc(self.loc(at));
             self.sync(h, at);
             self.leave(Status::Interpret);
         }
         for (blk, d) in std::mem::take(&mut self.deopts) {
             self.b.switch_to_block(blk);
-            self.b.set_srcloc(SourceLoc::new(d.at as u32));
+            self.b.set_srcloc(self.loc(d.at));
             self.sync(d.height, d.at);
             let site = self.b.ins().iconst(I32, d.site as i64);
             self.b
                 .ins()
                 .store(Self::flags(), site, self.vm, self.layout.deopt_site);
+            let root = self.b.ins().iconst(I32, self.root as i64);
+            self.b
+                .ins()
+                .store(Self::flags(), root, self.vm, self.layout.deopt_code);
             let reason = self.b.ins().iconst(I32, d.reason as i64);
             self.b
                 .ins()
@@ -822,6 +1042,53 @@ impl Translator<'_, '_> {
         h: i32,
         i: usize,
     ) -> Result<(), String> {
+        let flags = Self::flags();
+        let (callee_frame, new_bp) = self.push_frame(&callee, at, argc, h, i, None);
+        let sig = self.sigs.entry;
+        let fresh = self.b.ins().iconst(I32, 0);
+        let call = self.b.ins().call_indirect(
+            sig,
+            callee.function,
+            &[self.vm, callee_frame, new_bp, fresh],
+        );
+        let status = self.b.inst_results(call)[0];
+        self.reload_after_call();
+        let returned = self.b.create_block();
+        let is_return = cmp_imm(&mut self.b, IntCC::Equal, status, Status::Returned as i64);
+        let exit = self.exit;
+        self.b
+            .ins()
+            .brif(is_return, returned, &[], exit, &[status.into()]);
+
+        // The callee returned the value on top of its stack.
+        self.b.switch_to_block(returned);
+        let stack_len = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.stack_len);
+        let stack = self
+            .b
+            .ins()
+            .load(I64, flags, self.vm, self.layout.stack_base);
+        let top = mul_imm(&mut self.b, stack_len, 8);
+        let top = self.b.ins().iadd(stack, top);
+        let result = self.b.ins().load(I64, flags, top, -8);
+        self.pop_and_continue(result, at, argc, h, i)
+    }
+
+    /// Writes `callee`'s frame over the receiver and `argc` arguments below height `h` at
+    /// depth `at` (room checked by `room_for_call`), its stack locals nil (`locals`: their
+    /// number when known, else read from the code), after making the caller exact for a
+    /// call from `i`. Answers the new frame's address and base (a u64).
+    fn push_frame(
+        &mut self,
+        callee: &Callee,
+        at: FrameDepth,
+        argc: i32,
+        h: i32,
+        i: usize,
+        locals: Option<u16>,
+    ) -> (Value, Value) {
         let c = &self.layout.calls;
         let flags = Self::flags();
         let FrameDepth { frame_stack, depth } = at;
@@ -858,61 +1125,60 @@ impl Translator<'_, '_> {
             .ins()
             .store(flags, new_depth, frame_stack, self.layout.frames_len);
         // Its stack locals, nil.
-        let locals = self
-            .b
-            .ins()
-            .uload16(I64, flags, callee.code, c.code_num_locals);
-        let fill = self.b.create_block();
-        self.b.append_block_param(fill, I64);
-        let filled = self.b.create_block();
-        let start = self.b.ins().iconst(I64, 0);
-        self.b.ins().jump(fill, &[start.into()]);
-        self.b.switch_to_block(fill);
-        let k = self.b.block_params(fill)[0];
-        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, k, locals);
-        let store_one = self.b.create_block();
-        self.b.ins().brif(more, store_one, &[], filled, &[]);
-        self.b.switch_to_block(store_one);
-        let byte = mul_imm(&mut self.b, k, 8);
-        let address = self.b.ins().iadd(self.fp, byte);
-        self.b.ins().store(flags, nil, address, h * 8);
-        let k1 = add_imm(&mut self.b, k, 1);
-        self.b.ins().jump(fill, &[k1.into()]);
-        self.b.switch_to_block(filled);
+        let locals = match locals {
+            Some(n) => {
+                for k in 0..n as i32 {
+                    self.b.ins().store(flags, nil, self.fp, (h + k) * 8);
+                }
+                self.b.ins().iconst(I64, n as i64)
+            }
+            None => {
+                let locals = self
+                    .b
+                    .ins()
+                    .uload16(I64, flags, callee.code, c.code_num_locals);
+                let fill = self.b.create_block();
+                self.b.append_block_param(fill, I64);
+                let filled = self.b.create_block();
+                let start = self.b.ins().iconst(I64, 0);
+                self.b.ins().jump(fill, &[start.into()]);
+                self.b.switch_to_block(fill);
+                let k = self.b.block_params(fill)[0];
+                let more = self.b.ins().icmp(IntCC::UnsignedLessThan, k, locals);
+                let store_one = self.b.create_block();
+                self.b.ins().brif(more, store_one, &[], filled, &[]);
+                self.b.switch_to_block(store_one);
+                let byte = mul_imm(&mut self.b, k, 8);
+                let address = self.b.ins().iadd(self.fp, byte);
+                self.b.ins().store(flags, nil, address, h * 8);
+                let k1 = add_imm(&mut self.b, k, 1);
+                self.b.ins().jump(fill, &[k1.into()]);
+                self.b.switch_to_block(filled);
+                locals
+            }
+        };
         let len = self.b.ins().iadd(height, locals);
         self.b
             .ins()
             .store(flags, len, self.vm, self.layout.stack_len);
-        let sig = self.sigs.entry;
-        let fresh = self.b.ins().iconst(I32, 0);
-        let call = self.b.ins().call_indirect(
-            sig,
-            callee.function,
-            &[self.vm, callee_frame, new_bp, fresh],
-        );
-        let status = self.b.inst_results(call)[0];
-        self.reload_after_call();
-        let returned = self.b.create_block();
-        let is_return = cmp_imm(&mut self.b, IntCC::Equal, status, Status::Returned as i64);
-        let exit = self.exit;
-        self.b
-            .ins()
-            .brif(is_return, returned, &[], exit, &[status.into()]);
+        (callee_frame, new_bp)
+    }
 
-        // The callee returned the value on top of its stack: pop its frame, as
-        // `Vm::pop_frame` does, unless the exit depth is tripped (then the epilogue stub).
-        self.b.switch_to_block(returned);
-        let stack_len = self
-            .b
-            .ins()
-            .load(I64, flags, self.vm, self.layout.stack_len);
-        let stack = self
-            .b
-            .ins()
-            .load(I64, flags, self.vm, self.layout.stack_base);
-        let top = mul_imm(&mut self.b, stack_len, 8);
-        let top = self.b.ins().iadd(stack, top);
-        let result = self.b.ins().load(I64, flags, top, -8);
+    /// After a callee pushed at depth `at` from the send at `i` (receiver and `argc`
+    /// arguments below `h`) returned `result`: pops its frame, as `Vm::pop_frame` does, and
+    /// goes on at `i + 1` with the result in the receiver's slot, through the epilogue stub
+    /// when the exit depth is tripped.
+    fn pop_and_continue(
+        &mut self,
+        result: Value,
+        at: FrameDepth,
+        argc: i32,
+        h: i32,
+        i: usize,
+    ) -> Result<(), String> {
+        let c = &self.layout.calls;
+        let flags = Self::flags();
+        let FrameDepth { frame_stack, depth } = at;
         self.set_slot(h - 1 - argc, result);
         self.b
             .ins()
@@ -1019,6 +1285,9 @@ impl Translator<'_, '_> {
                 self.jump(next);
             }
             ExpectedTarget::Method(code) => {
+                if let Some(callee) = self.inline_request(i, code) {
+                    return self.inline_method(callee, recv_slot, argc, h, i, slow);
+                }
                 let address = self
                     .b
                     .ins()
@@ -1694,10 +1963,7 @@ impl Translator<'_, '_> {
                 let status = self.call_stub(self.layout.stubs.send_nil_test, sig, &[site, is_nil]);
                 self.continue_or_leave(status, next_block(next)?);
             }
-            Op::Return => {
-                self.sync(h, i + 1);
-                self.leave(Status::Returned);
-            }
+            Op::Return => self.return_top(h, i),
             Op::ReturnSelf | Op::ReturnLocal(_) => {
                 let k = if let Op::ReturnLocal(k) = op {
                     k as i32
@@ -1706,13 +1972,11 @@ impl Translator<'_, '_> {
                 };
                 let v = self.slot(k);
                 self.set_slot(h, v);
-                self.sync(h + 1, i + 1);
-                self.leave(Status::Returned);
+                self.return_top(h + 1, i);
             }
             Op::ReturnField(k) => {
                 self.push_field(k, h, i, h);
-                self.sync(h + 1, i + 1);
-                self.leave(Status::Returned);
+                self.return_top(h + 1, i);
             }
             Op::ReturnNonLocal => {
                 self.sync(h, i);

@@ -254,25 +254,26 @@ impl PublishedState {
         code: Range<usize>,
         version: crate::ids::CodeVersionId,
         method: MethodId,
+        inlined: &[MethodId],
     ) -> bool {
-        self.compiled.add(code, version, method)
+        self.compiled.add(code, version, method, inlined)
     }
 
     /// The innermost frame of a sample interrupted at `pc`: when `pc` lies in a compiled
-    /// version of the frame's own method, that version at `pc`'s offset (resolved later through
-    /// its pc map to a bytecode index and a tier), else the frame as the stack holds it (its
-    /// last saved position). The check against the method covers the few instructions of a
-    /// direct call where the callee's frame is pushed but the caller's code still runs.
-    /// Async-signal-safe.
+    /// version of the frame's own method, or of a method the frame's method is inlined into,
+    /// that version at `pc`'s offset (resolved later through its pc map to a bytecode index,
+    /// a tier and the inlined methods, [`crate::Symbols::resolve_stack`]), else the frame as
+    /// the stack holds it (its last saved position). The check against the method covers
+    /// the few instructions of a direct call where the callee's frame is pushed but the
+    /// caller's code still runs. Async-signal-safe.
     #[inline]
     pub fn innermost_at(&self, word: u64, pc: usize) -> u64 {
-        match (self.compiled.find(pc), RawFrame::unpack(word)) {
-            (Some((code, owner, pc_offset)), RawFrame::Interpreted { method, .. })
-                if method == owner =>
-            {
-                RawFrame::Compiled { code, pc_offset }.pack()
-            }
-            _ => word,
+        match RawFrame::unpack(word) {
+            RawFrame::Interpreted { method, .. } => match self.compiled.find_running(pc, method) {
+                Some((code, pc_offset)) => RawFrame::Compiled { code, pc_offset }.pack(),
+                None => word,
+            },
+            RawFrame::Compiled { .. } => word,
         }
     }
 

@@ -13,7 +13,7 @@ use crate::ids::MethodId;
 pub fn render_call_tree(cct: &Cct, symbols: &Symbols, min_pct: f64, max_depth: usize) -> String {
     let total = cct.total();
     let mut out = format!(
-        "call tree: {total} samples (total% self% method @file:line of the call in its caller)\n"
+        "call tree: {total} samples (total% self% method @file:line of the call in its caller; [inlined]: ran inlined into its caller's compiled code)\n"
     );
     let mut stack: Vec<(usize, usize, Option<MethodId>)> = cct
         .sorted_children(Cct::ROOT)
@@ -31,14 +31,20 @@ pub fn render_call_tree(cct: &Cct, symbols: &Symbols, min_pct: f64, max_depth: u
             Some(pos) => format!(" @{}:{}", file_name(pos.file), pos.line),
             None => String::new(),
         };
+        let inlined = match n.inlined_count {
+            0 => String::new(),
+            k if k == n.total_count => " [inlined]".to_string(),
+            k => format!(" [inlined in {:.0}%]", pct(k, n.total_count)),
+        };
         let _ = writeln!(
             out,
-            "{:>6.2}% {:>6.2}% {}{}{}",
+            "{:>6.2}% {:>6.2}% {}{}{}{}",
             pct(n.total_count, total),
             pct(n.self_count, total),
             "  ".repeat(depth),
             name,
-            site
+            site,
+            inlined
         );
         for c in cct.sorted_children(node).into_iter().rev() {
             stack.push((c, depth + 1, n.method));

@@ -15,11 +15,13 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use tally_controller::{Controller, CostModel, Decision};
-use tally_profile::{flag, EventKind, MethodId};
+use tally_controller::{
+    CallGraphSource, Controller, CostModel, Decision, InlinePlan, InlinePolicy, InlineSource,
+};
+use tally_profile::{flag, CallGraph, EventKind, MethodId};
 
 use super::install::{lock, say, Installer};
-use super::request::CompileRequest;
+use super::request::{inlinable, CompileRequest};
 use super::{CodeGenerator, Layout, Tier};
 use crate::{Vm, VmError};
 
@@ -37,6 +39,25 @@ pub struct AdaptiveConfig {
     /// Samples per second when no profile is recorded (a recorded profile's rate rules
     /// otherwise).
     pub rate_hz: u32,
+    /// The call graph the optimizing tier's inliner decides from, or `None`: no inlining.
+    pub inline_from: Option<CallGraphSource>,
+    pub inline_policy: InlinePolicy,
+}
+
+/// The runtime's methods as the inliner sees them.
+struct Methods<'a>(&'a crate::runtime::Runtime);
+
+impl InlineSource for Methods<'_> {
+    fn size(&self, method: MethodId) -> Option<u32> {
+        let code = self.0.codes.get(method.0 as usize)?;
+        inlinable(code).then_some(code.ops.len() as u32)
+    }
+
+    /// Trivial methods are done in place at the send already; nothing else is inlined
+    /// whatever the profile says.
+    fn always_inline(&self, _: MethodId) -> bool {
+        false
+    }
 }
 
 /// How often the controller looks at new samples at the longest.
@@ -48,6 +69,9 @@ pub(crate) struct Adaptive {
     decisions: Arc<Mutex<Vec<Decision>>>,
     requests: Option<mpsc::Sender<(Tier, CompileRequest)>>,
     thread: Option<JoinHandle<()>>,
+    /// Where the inliner's call graph comes from (`None`: no inlining).
+    inline_from: Option<CallGraphSource>,
+    inline_policy: InlinePolicy,
 }
 
 impl Adaptive {
@@ -113,7 +137,16 @@ impl Vm {
             ));
         }
         if self.profiler.is_none() {
-            self.start_profiler(crate::ProfileOptions::for_controller(config.rate_hz))?;
+            let mut options = crate::ProfileOptions::for_controller(config.rate_hz);
+            match config.inline_from {
+                Some(CallGraphSource::Cbs) => {
+                    options.cbs = Some(tally_profile::CbsConfig::default());
+                }
+                // A caller and its callee: the edge a sample shows.
+                Some(CallGraphSource::TimerSamples) => options.sample_depth = 2,
+                None => {}
+            }
+            self.start_profiler(options)?;
         }
         let profiler = self.profiler.as_deref_mut().expect("a profiler was set");
         let options = profiler.options();
@@ -121,6 +154,15 @@ impl Vm {
             return Err(VmError::Fatal(
                 "--tier=adaptive is driven by method samples; this profile takes none (--sampler=none)".into(),
             ));
+        }
+        // A recorded profile's settings rule: without CBS the inliner takes the samples'
+        // edges, which need two frames per sample.
+        let mut inline_from = config.inline_from;
+        if inline_from == Some(CallGraphSource::Cbs) && options.cbs.is_none() {
+            inline_from = Some(CallGraphSource::TimerSamples);
+        }
+        if inline_from == Some(CallGraphSource::TimerSamples) && options.sample_depth < 2 {
+            inline_from = None;
         }
         let sample_ns = 1e9 / f64::from(options.rate_hz.max(1));
         let tiers: Vec<_> = config.tiers.iter().map(|t| t.profile_tier()).collect();
@@ -156,7 +198,20 @@ impl Vm {
             decisions,
             requests: Some(tx),
             thread: Some(thread),
+            inline_from,
+            inline_policy: config.inline_policy,
         });
+        if log {
+            let how = match inline_from {
+                Some(CallGraphSource::Cbs) => "inlining from CBS call-edge samples",
+                Some(CallGraphSource::TimerSamples) => "inlining from timer samples' frames",
+                None if config.inline_from.is_some() => {
+                    "no inlining (the profile keeps one frame per sample and takes no CBS edges)"
+                }
+                None => "no inlining",
+            };
+            self.write_err(format!("[tier] {how}\n").as_bytes());
+        }
         self.code_added(0);
         Ok(())
     }
@@ -200,7 +255,12 @@ impl Vm {
                     predicted_future_ns: d.future_ns as u64,
                 });
             }
-            let request = CompileRequest::new(code, &self.rt, self.speculation());
+            let mut request = CompileRequest::new(code, &self.rt, self.speculation());
+            if tier == Tier::Opt {
+                if let Some(plan) = self.inline_plan(d.method) {
+                    request = request.with_inlining(&plan, &self.rt, self.speculation());
+                }
+            }
             if log {
                 self.write_err(
                     format!(
@@ -225,5 +285,20 @@ impl Vm {
                 lock(&controller).compile_failed(d.method, d.to);
             }
         }
+    }
+
+    /// What to inline into `method` by the call graph the adaptive system was set to use.
+    fn inline_plan(&self, method: MethodId) -> Option<InlinePlan> {
+        let a = self.jit.adaptive.as_ref()?;
+        let graph: CallGraph = match a.inline_from? {
+            CallGraphSource::Cbs => self.profiler.as_deref()?.recorder().cbs_edges().clone(),
+            CallGraphSource::TimerSamples => lock(&a.controller).sample_call_graph().clone(),
+        };
+        Some(tally_controller::plan_inlining(
+            method,
+            &graph,
+            &Methods(&self.rt),
+            &a.inline_policy,
+        ))
     }
 }

@@ -168,6 +168,9 @@ pub struct Layout {
     /// `Status::Deopt`: its send site and its `DeoptReason`.
     pub deopt_site: i32,
     pub deopt_reason: i32,
+    /// And the u32 id of the code whose compiled version holds the guard (with inlining,
+    /// not always the top frame's).
+    pub deopt_code: i32,
     /// Class ids speculative code tests for.
     pub array_class: u32,
 }
@@ -273,6 +276,7 @@ impl Layout {
             stubs: Stubs::new(),
             deopt_site: offset_of!(Vm, jit.deopt.site) as i32,
             deopt_reason: offset_of!(Vm, jit.deopt.reason) as i32,
+            deopt_code: offset_of!(Vm, jit.deopt.code) as i32,
             array_class: rt.core.array,
         }
     }
@@ -290,6 +294,45 @@ pub struct NativeCode {
     /// Send sites the code speculates at (guards that deoptimize); 0 for code that runs
     /// whatever the program does.
     pub speculations: u32,
+    /// The methods inlined into the code: scope `k` of a packed location
+    /// ([`NativeCode::chain`]) is `inlined[k - 1]`; scope 0 is the compiled code's own.
+    pub inlined: Vec<InlinedScope>,
+}
+
+/// Bits of bytecode index in a packed pc-map location of code with inlined methods; the bits
+/// above name the inline scope. Inlining is refused into or of code longer than this.
+pub const SCOPE_SHIFT: u32 = 20;
+
+/// A method inlined into compiled code: its code, the scope it was inlined into (0: the
+/// compiled code's own) and the send there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlinedScope {
+    pub code: crate::bytecode::CodeId,
+    pub parent: u32,
+    pub call_bci: u32,
+}
+
+impl NativeCode {
+    /// The (code, bytecode index) chain a pc-map location stands for, innermost first; the
+    /// last entry is `root`'s (the compiled code's own).
+    pub fn chain(&self, root: crate::bytecode::CodeId, loc: u32) -> Vec<(u32, u32)> {
+        if self.inlined.is_empty() {
+            return vec![(root, loc)];
+        }
+        let mut scope = loc >> SCOPE_SHIFT;
+        let mut bci = loc & ((1 << SCOPE_SHIFT) - 1);
+        let mut chain = Vec::new();
+        while let Some(s) = scope
+            .checked_sub(1)
+            .and_then(|k| self.inlined.get(k as usize))
+        {
+            chain.push((s.code, bci));
+            bci = s.call_bci;
+            scope = s.parent;
+        }
+        chain.push((root, bci));
+        chain
+    }
 }
 
 /// A compiler back end. The VM asks it for code when a method or block is first called under
@@ -383,6 +426,9 @@ pub(crate) struct Jit {
 pub(crate) struct DeoptRecord {
     site: u32,
     reason: u32,
+    /// The code whose compiled version the guard is in (the top frame's, or one that
+    /// inlined it).
+    code: u32,
 }
 
 /// Speculative compiles of one code under a compile-at-first-call tier, at most.
@@ -448,9 +494,12 @@ impl Vm {
     #[cold]
     #[inline(never)]
     fn deoptimized(&mut self) {
-        let DeoptRecord { site, reason } = std::mem::take(&mut self.jit.deopt);
+        let DeoptRecord { site, reason, code } = std::mem::take(&mut self.jit.deopt);
         let frame = self.rt.frames.top();
-        let code: &'static Code = self.rt.codes[frame.code as usize];
+        // The frame the interpreter takes over (an inlined method's, when the guard was in
+        // inlined code) and the code whose version is invalidated (the one that inlined it).
+        let at: &'static Code = self.rt.codes[frame.code as usize];
+        let code: &'static Code = self.rt.codes.get(code as usize).copied().unwrap_or(at);
         let ip = frame.ip;
         self.jit.failed_sites.insert(site);
         let reason = DeoptReason::from_u32(reason);
@@ -458,12 +507,20 @@ impl Vm {
         if self.jit.generator.is_some() && fell_back_to.is_some() {
             code.compiled.request();
         }
+        let inlined_into = if at.id == code.id {
+            String::new()
+        } else {
+            format!(" (inlined into {})", self.rt.code_name(code))
+        };
         let installer = lock(&self.jit.installer);
         if let Some(p) = self.profiler.as_deref() {
             p.recorder().event(tally_profile::EventKind::Deoptimized {
-                method: tally_profile::MethodId(code.id),
+                method: tally_profile::MethodId(at.id),
                 bci: ip,
-                reason: reason.map_or("unknown", DeoptReason::describe).to_string(),
+                reason: format!(
+                    "{}{inlined_into}",
+                    reason.map_or("unknown", DeoptReason::describe)
+                ),
                 now: fell_back_to.map(Tier::profile_tier),
             });
         }
@@ -479,8 +536,8 @@ impl Vm {
                 None => "version already invalidated".to_string(),
             };
             let line = format!(
-                "[tier] deopt {} @{ip} (#{selector}): {}; {what}\n",
-                self.rt.code_name(code),
+                "[tier] deopt {} @{ip} (#{selector}){inlined_into}: {}; {what}\n",
+                self.rt.code_name(at),
                 reason.map_or("unknown reason", DeoptReason::describe),
             );
             self.write_err(line.as_bytes());

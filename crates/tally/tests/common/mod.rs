@@ -106,6 +106,21 @@ pub fn eager_opt_calibration(dir: &Path) -> String {
     eager_model(dir, "eager-opt.toml", 2000.0)
 }
 
+/// A cost model that moves every sampled method to the baseline tier at once and on to the
+/// optimizing tier only after it has run a few milliseconds there: long enough for CBS to
+/// have sampled the calls the optimizing tier's inliner decides by.
+pub fn late_opt_calibration(dir: &Path) -> String {
+    let path = dir.join("late-opt.toml");
+    std::fs::write(
+        &path,
+        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [optimizing]\nspeedup = 2000.0\ncompile_fixed_ns = 3000000.0\n\
+         compile_per_bytecode_ns = 0.0\n",
+    )
+    .expect("write the cost model");
+    path.display().to_string()
+}
+
 fn eager_model(dir: &Path, name: &str, optimizing_speedup: f64) -> String {
     let path = dir.join(name);
     std::fs::write(
