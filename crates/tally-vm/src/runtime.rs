@@ -558,6 +558,23 @@ impl Runtime {
         }
     }
 
+    /// Method lookup along the superclass chain, without memoizing (for readers that may
+    /// not change the runtime: compile requests).
+    pub fn find_method(&self, class: ClassId, selector: Symbol) -> Option<CodeId> {
+        if let Some(&r) = self.lookup_cache.get(&(class, selector)) {
+            return r;
+        }
+        let mut c = Some(class);
+        while let Some(id) = c {
+            let info = self.classes.get(id as usize)?;
+            if let Some(&m) = info.methods.get(&selector) {
+                return Some(m);
+            }
+            c = info.superclass;
+        }
+        None
+    }
+
     /// Method lookup along the superclass chain, memoized.
     pub fn lookup(&mut self, class: ClassId, selector: Symbol) -> Option<CodeId> {
         if let Some(&r) = self.lookup_cache.get(&(class, selector)) {

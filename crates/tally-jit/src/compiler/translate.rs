@@ -261,6 +261,8 @@ struct StubSignatures {
     status2: SigRef,
     /// `(vm, u32) -> u64`
     value1: SigRef,
+    /// `(vm, u64, u64) -> u32`
+    record: SigRef,
     /// A compiled function's (`super::entry_signature`).
     entry: SigRef,
 }
@@ -278,6 +280,7 @@ impl StubSignatures {
             status1: make(&[I64, I32], I32),
             status2: make(&[I64, I32, I32], I32),
             value1: make(&[I64, I32], I64),
+            record: make(&[I64, I64, I64], I32),
             entry: func.import_signature(super::entry_signature(module)),
         }
     }
@@ -805,6 +808,9 @@ impl Translator<'_, '_> {
         // The inline cache's two entries.
         self.b.switch_to_block(have_class);
         let class = self.b.block_params(have_class)[0];
+        if facts.receiver_table != 0 {
+            self.count_value(facts.receiver_table, class);
+        }
         let sites = self.b.ins().load(I64, flags, self.vm, c.sites_base);
         let entry = site as i32 * c.site_size;
         let class1 = self.b.ins().load(I32, flags, sites, entry + c.site_class1);
@@ -904,6 +910,56 @@ impl Translator<'_, '_> {
 
         self.b.switch_to_block(slow);
         self.send_stub(self.layout.stubs.send, site, h, i)
+    }
+
+    /// Counts `class` (an I32) in the value table at `table`: the common path of a
+    /// multiplicative table inline (lock word clear, the slot `(class × multiplier) >> (64 −
+    /// bits)` holding the class with a count: add one), anything else through the
+    /// `record_value` stub. Goes on in a new block. The stub neither allocates nor changes
+    /// frames, so nothing needs syncing around it.
+    fn count_value(&mut self, table: usize, class: Value) {
+        let l = tally_vm::tally_profile::values::TableLayout::OF_VALUE_TABLE;
+        let flags = Self::flags();
+        let done = self.b.create_block();
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        let t = self.b.ins().iconst(I64, table as i64);
+        let value = self.b.ins().uextend(I64, class);
+        let lock = self.b.ins().uload32(flags, t, l.lock);
+        let unlocked = self.b.create_block();
+        self.b.ins().brif(lock, slow, &[], unlocked, &[]);
+        self.b.switch_to_block(unlocked);
+        let bits = self.b.ins().uload8(I64, flags, t, l.bits);
+        let multiplier = self.b.ins().load(I64, flags, t, l.multiplier);
+        let product = self.b.ins().imul(value, multiplier);
+        let sixty_four = self.b.ins().iconst(I64, 64);
+        let shift = self.b.ins().isub(sixty_four, bits);
+        let shifted = self.b.ins().ushr(product, shift);
+        // A shift by 64 is a shift by 0 in Cranelift: no bits is index 0.
+        let zero = self.b.ins().iconst(I64, 0);
+        let index = self.b.ins().select(bits, shifted, zero);
+        let offset = mul_imm(&mut self.b, index, 8);
+        let slot = self.b.ins().iadd(t, offset);
+        let key = self.b.ins().load(I64, flags, slot, l.keys);
+        let count = self.b.ins().load(I64, flags, slot, l.counts);
+        let same = self.b.ins().icmp(IntCC::Equal, key, value);
+        let counted = cmp_imm(&mut self.b, IntCC::NotEqual, count, 0);
+        let hit = self.b.ins().band(same, counted);
+        let add = self.b.create_block();
+        self.b.ins().brif(hit, add, &[], slow, &[]);
+        self.b.switch_to_block(add);
+        let more = add_imm(&mut self.b, count, 1);
+        self.b.ins().store(flags, more, slot, l.counts);
+        self.jump(done);
+        self.b.switch_to_block(slow);
+        let sig = self.sigs.record;
+        let stub = self
+            .b
+            .ins()
+            .iconst(I64, self.layout.stubs.record_value as i64);
+        self.b.ins().call_indirect(sig, stub, &[self.vm, t, value]);
+        self.jump(done);
+        self.b.switch_to_block(done);
     }
 
     /// The `&Code` of code id `id` (a run-time u32).

@@ -20,4 +20,4 @@ pub mod table;
 pub use hashing::{pext_is_fast, Hashing};
 pub use history::{ProfileHistory, ProfileSnapshot};
 pub use maintenance::{Maintainer, PassReport, ResetPolicy, ValueProfiles};
-pub use table::{TableSnapshot, ValueTable, MAX_SLOTS};
+pub use table::{TableLayout, TableSnapshot, ValueTable, MAX_SLOTS};

@@ -72,6 +72,29 @@ pub struct ValueTable {
     counts: [AtomicU64; MAX_SLOTS],
 }
 
+/// Where compiled code finds what the common path of a [`Hashing::Multiplicative`] table
+/// reads: byte offsets into a [`ValueTable`]. The lock word is a u32, the bit count a u8, the
+/// multiplier a u64, keys and counts arrays of u64; index = `(value × multiplier) >> (64 −
+/// bits)`, 0 when bits is 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TableLayout {
+    pub lock: i32,
+    pub bits: i32,
+    pub multiplier: i32,
+    pub keys: i32,
+    pub counts: i32,
+}
+
+impl TableLayout {
+    pub const OF_VALUE_TABLE: TableLayout = TableLayout {
+        lock: std::mem::offset_of!(ValueTable, lock) as i32,
+        bits: std::mem::offset_of!(ValueTable, bits) as i32,
+        multiplier: std::mem::offset_of!(ValueTable, mask_or_multiplier) as i32,
+        keys: std::mem::offset_of!(ValueTable, keys) as i32,
+        counts: std::mem::offset_of!(ValueTable, counts) as i32,
+    };
+}
+
 /// What a table held at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TableSnapshot {
@@ -363,6 +386,50 @@ mod tests {
     use std::sync::Arc;
 
     const ALL: [Hashing; 3] = [Hashing::Pext, Hashing::ShiftTable, Hashing::Multiplicative];
+
+    /// What compiled code does with [`TableLayout`]: the common path read through raw
+    /// offsets. `Some(count)` when it would count the value in place.
+    fn common_path_by_layout(t: &ValueTable, value: u64) -> Option<u64> {
+        let l = TableLayout::OF_VALUE_TABLE;
+        let base = t as *const ValueTable as *const u8;
+        // SAFETY: the offsets are `offset_of!` the table's own fields, read at their types.
+        unsafe {
+            let read64 = |off: i32| std::ptr::read(base.add(off as usize) as *const u64);
+            if std::ptr::read(base.add(l.lock as usize) as *const u32) != 0 {
+                return None;
+            }
+            let bits = std::ptr::read(base.add(l.bits as usize));
+            let index = if bits == 0 {
+                0
+            } else {
+                value.wrapping_mul(read64(l.multiplier)) >> (64 - u32::from(bits))
+            };
+            let key = read64(l.keys + 8 * index as i32);
+            let count = read64(l.counts + 8 * index as i32);
+            (key == value && count != 0).then_some(count)
+        }
+    }
+
+    #[test]
+    fn the_layout_gives_compiled_code_the_common_path_of_multiplicative_tables() {
+        let t = ValueTable::new(4, Hashing::Multiplicative);
+        assert_eq!(
+            common_path_by_layout(&t, 7),
+            None,
+            "empty: the slow path adds"
+        );
+        for v in [7u64, 19, 1000, 7, 7, 19] {
+            t.record(v);
+        }
+        assert_eq!(common_path_by_layout(&t, 7), Some(3));
+        assert_eq!(common_path_by_layout(&t, 19), Some(2));
+        assert_eq!(common_path_by_layout(&t, 1000), Some(1));
+        assert_eq!(
+            common_path_by_layout(&t, 5),
+            None,
+            "a new value goes out of line"
+        );
+    }
 
     fn contents(t: &ValueTable) -> (BTreeMap<u64, u64>, u64) {
         let s = t.snapshot();

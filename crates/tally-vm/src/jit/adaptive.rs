@@ -21,7 +21,8 @@ use tally_controller::{
 use tally_profile::{flag, CallGraph, EventKind, MethodId};
 
 use super::install::{lock, say, Installer};
-use super::request::{inlinable, CompileRequest};
+use super::request::{inlinable, CompileRequest, Speculation};
+use super::values::SiteProfiles;
 use super::{CodeGenerator, Layout, Tier};
 use crate::{Vm, VmError};
 
@@ -256,9 +257,37 @@ impl Vm {
                 });
             }
             let mut request = CompileRequest::new(code, &self.rt, self.speculation());
+            if tier == Tier::Baseline {
+                if let Some(values) = self.jit.values.as_mut() {
+                    request = request.with_value_tables(values);
+                }
+            }
             if tier == Tier::Opt {
-                if let Some(plan) = self.inline_plan(d.method) {
-                    request = request.with_inlining(&plan, &self.rt, self.speculation());
+                let plan = self.inline_plan(d.method);
+                let share = self
+                    .jit
+                    .adaptive
+                    .as_ref()
+                    .map_or(0.4, |a| a.inline_policy.min_target_share);
+                let speculation = if self.jit.no_speculation {
+                    Speculation::Off
+                } else {
+                    Speculation::Except(&self.jit.failed_sites)
+                };
+                let mut guards_log = String::new();
+                let (rt, values) = (&self.rt, &mut self.jit.values);
+                let mut prepare = |r: &mut CompileRequest| {
+                    if let Some(values) = values.as_mut() {
+                        let log = log.then_some(&mut guards_log);
+                        apply_value_profiles(values, rt, r, share, speculation, log);
+                    }
+                };
+                prepare(&mut request);
+                if let Some(plan) = plan {
+                    request = request.with_inlining(&plan, rt, speculation, &mut prepare);
+                }
+                if !guards_log.is_empty() {
+                    self.write_err(guards_log.as_bytes());
                 }
             }
             if log {
@@ -300,5 +329,35 @@ impl Vm {
             &Methods(&self.rt),
             &a.inline_policy,
         ))
+    }
+}
+
+/// Makes `request` guard on what its sites' value tables counted (classes above `share`),
+/// noting each such site in `log`.
+fn apply_value_profiles(
+    values: &mut SiteProfiles,
+    rt: &crate::runtime::Runtime,
+    request: &mut CompileRequest,
+    share: f64,
+    speculation: Speculation,
+    log: Option<&mut String>,
+) {
+    let tables = values.for_compile(request.code, &request.site_ids());
+    let applied = request.with_receiver_profiles(rt, &tables, share, speculation);
+    let Some(log) = log else {
+        return;
+    };
+    for (site, classes) in applied {
+        let s = &rt.sites[site as usize];
+        let guards: Vec<String> = classes
+            .iter()
+            .map(|&(c, sh)| format!("{} {:.0}%", rt.class_name(c), sh * 100.0))
+            .collect();
+        log.push_str(&format!(
+            "[tier]   {} #{}: guards from the value profile: {}\n",
+            request.name,
+            rt.symbols.name(s.selector),
+            guards.join(", ")
+        ));
     }
 }

@@ -18,6 +18,7 @@ mod jitdump;
 mod request;
 mod stub_report;
 mod stubs;
+mod values;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -409,6 +410,8 @@ pub(crate) struct Jit {
     pub(crate) deopt: DeoptRecord,
     /// `--no-speculation`: compiles never speculate.
     pub(crate) no_speculation: bool,
+    /// Receiver-class value profiles, when on.
+    values: Option<values::SiteProfiles>,
     /// `--no-osr`: a loop running in the interpreter does not move into compiled code at
     /// its back-edge.
     pub(crate) no_osr: bool,
@@ -474,6 +477,15 @@ impl Vm {
     /// returns from a call (frames resume in whatever code is installed at that point).
     pub fn disable_osr(&mut self) {
         self.jit.no_osr = true;
+    }
+
+    /// Value profiles from now on: baseline code counts each send's receiver classes in a
+    /// table per site, and optimizing compiles guard on what the tables counted
+    /// (`values.rs`).
+    pub fn enable_value_profiles(&mut self) {
+        if self.jit.values.is_none() {
+            self.jit.values = Some(values::SiteProfiles::start());
+        }
     }
 
     /// What compiles may speculate on now.
@@ -632,7 +644,12 @@ impl Vm {
         } else {
             Speculation::Except(&self.jit.failed_sites)
         };
-        let request = CompileRequest::new(code, &self.rt, speculation);
+        let mut request = CompileRequest::new(code, &self.rt, speculation);
+        if generator.tier() == Tier::Baseline {
+            if let Some(values) = self.jit.values.as_mut() {
+                request = request.with_value_tables(values);
+            }
+        }
         let mut installer = lock(&self.jit.installer);
         if installer.writes_stderr() {
             use std::io::Write as _;

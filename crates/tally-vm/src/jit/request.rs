@@ -5,8 +5,13 @@
 
 use rustc_hash::FxHashSet;
 
-use crate::bytecode::SiteId;
+use tally_profile::values::TableSnapshot;
+
+use crate::bytecode::{Op, SiteId};
 use crate::runtime::{Code, IntOp, Runtime, NO_CLASS, TRIVIAL_NONE};
+
+/// Counts a site's value table needs before its distribution replaces the inline cache's.
+const MIN_PROFILE_COUNTS: u64 = 32;
 
 /// What a compiler may know of one send site.
 #[derive(Clone, Copy, Debug)]
@@ -25,6 +30,10 @@ pub struct SiteFacts {
     /// inline cache is empty while another site's is not). Compiled code may do it the
     /// short way, through the send stub, instead of spending code on a fast path.
     pub cold: bool,
+    /// The address of the value table the code counts this send's receiver classes in
+    /// (`tally_profile::values::ValueTable`, multiplicative hashing: see
+    /// `TableLayout`), or 0: none (only the baseline tier counts, with value profiles on).
+    pub receiver_table: usize,
 }
 
 /// The classes a send site's inline cache holds, with their targets.
@@ -37,13 +46,18 @@ pub enum ExpectedReceivers {
     /// stub (a full cache may have lost earlier classes, so a miss is no surprise worth a
     /// deopt).
     Two([ExpectedReceiver; 2]),
+    /// The one class a value profile shows above the guard share at a site that has seen
+    /// others: guarded, and any other class takes the send stub.
+    OneThenSend(ExpectedReceiver),
 }
 
 impl ExpectedReceivers {
     /// The classes to guard on, in order.
     pub fn classes(&self) -> &[ExpectedReceiver] {
         match self {
-            ExpectedReceivers::One(e) => std::slice::from_ref(e),
+            ExpectedReceivers::One(e) | ExpectedReceivers::OneThenSend(e) => {
+                std::slice::from_ref(e)
+            }
             ExpectedReceivers::Two(pair) => pair,
         }
     }
@@ -159,6 +173,7 @@ impl CompileRequest {
                         && ran
                         && site.cached_class == NO_CLASS
                         && site.int_op == IntOp::None,
+                    receiver_table: 0,
                 };
                 (s, facts)
             })
@@ -174,15 +189,93 @@ impl CompileRequest {
         }
     }
 
+    /// Gives each plain send (not a super send, not a binary or nil-test send) a value
+    /// table to count its receiver classes in: code compiled from the request profiles.
+    pub(crate) fn with_value_tables(mut self, profiles: &mut super::values::SiteProfiles) -> Self {
+        let owner = self.code.id;
+        for op in &self.code.ops {
+            let (Op::Send(site) | Op::PushLocalSend(_, site)) = *op else {
+                continue;
+            };
+            if let Ok(k) = self.sites.binary_search_by_key(&site, |&(s, _)| s) {
+                self.sites[k].1.receiver_table = profiles.table_address(site, owner);
+            }
+        }
+        self
+    }
+
+    /// Replaces what the inline caches say about the sends' receivers by what the sites'
+    /// value tables counted, where a table has counted enough (`tables`: per site in the
+    /// request's site order): the classes above `share` of a site's receivers are guarded
+    /// (at most two, most frequent first); a site whose table holds one class and nothing
+    /// else deoptimizes on a miss (unless its guard failed before), any other sends.
+    /// Answers the sites it set, each with the guarded classes and their shares.
+    pub(crate) fn with_receiver_profiles(
+        &mut self,
+        rt: &Runtime,
+        tables: &[TableSnapshot],
+        share: f64,
+        speculation: Speculation,
+    ) -> Vec<(SiteId, Vec<(u32, f64)>)> {
+        let mut applied = Vec::new();
+        let Speculation::Except(failed) = speculation else {
+            return applied;
+        };
+        for ((site, facts), table) in self.sites.iter_mut().zip(tables) {
+            if table.total() < MIN_PROFILE_COUNTS || facts.expects_small_ints {
+                continue;
+            }
+            let s = &rt.sites[*site as usize];
+            if s.super_lookup.is_some() {
+                continue;
+            }
+            let mut guarded = Vec::new();
+            let mut shares = Vec::new();
+            for (class, class_share) in table.values_above(share).into_iter().take(2) {
+                let class = class as u32;
+                let target = rt
+                    .find_method(class, s.selector)
+                    .and_then(|code| expected_receiver(rt, class, code, s.argc));
+                match target {
+                    Some(e) => {
+                        guarded.push(e);
+                        shares.push((class, class_share));
+                    }
+                    // A class the compiled code cannot guard or serve without the stub:
+                    // the inline cache's facts stay.
+                    None => break,
+                }
+            }
+            facts.expects_receiver = match guarded[..] {
+                [] => continue,
+                [one] if table.entries.len() == 1 && table.other == 0 && !failed.contains(site) => {
+                    Some(ExpectedReceivers::One(one))
+                }
+                [one] => Some(ExpectedReceivers::OneThenSend(one)),
+                [a, b] => Some(ExpectedReceivers::Two([a, b])),
+                _ => unreachable!("at most two"),
+            };
+            applied.push((*site, shares));
+        }
+        applied
+    }
+
+    /// The request's send sites, in the order its facts are kept.
+    pub(crate) fn site_ids(&self) -> Vec<SiteId> {
+        self.sites.iter().map(|&(s, _)| s).collect()
+    }
+
     /// Adds what inlining `plan`'s choices needs: a request of each inlined method, with its
     /// own inlined methods, so that the compiler thread reads nothing of the runtime. A
     /// choice the code cannot take (a send with no site, a method too long to encode) is
     /// left out.
+    /// `prepare` finishes each inlined method's request as the caller's was (value profiles).
     pub fn with_inlining(
         mut self,
         plan: &tally_controller::InlinePlan,
         rt: &Runtime,
         speculation: Speculation,
+        prepare: &mut dyn FnMut(&mut CompileRequest),
     ) -> CompileRequest {
         if self.code.ops.len() >= 1 << super::SCOPE_SHIFT {
             return self;
@@ -204,11 +297,9 @@ impl CompileRequest {
                 if !inlinable(callee) {
                     continue;
                 }
-                let request = CompileRequest::new(callee, rt, speculation).with_inlining(
-                    &choice.inner,
-                    rt,
-                    speculation,
-                );
+                let mut request = CompileRequest::new(callee, rt, speculation);
+                prepare(&mut request);
+                let request = request.with_inlining(&choice.inner, rt, speculation, prepare);
                 self.inlined.push((bci, request));
             }
         }

@@ -33,6 +33,10 @@ pub struct Stubs {
     /// `(vm) -> Status`: the epilogue yieldpoint after compiled code popped a directly
     /// called frame and found the exit depth tripped.
     pub epilogue: usize,
+    /// `(vm, table, value) -> 0`: counts `value` in the value table at address `table`, the
+    /// out-of-line path of the count compiled code makes inline
+    /// (`tally_profile::values::ValueTable::record_slow`).
+    pub record_value: usize,
 }
 
 impl Stubs {
@@ -47,13 +51,14 @@ impl Stubs {
             global: global as *const () as usize,
             back_edge: back_edge as *const () as usize,
             epilogue: epilogue as *const () as usize,
+            record_value: record_value as *const () as usize,
         }
     }
 
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 9] {
+    pub fn named(&self) -> [(&'static str, usize); 10] {
         let Stubs {
             send,
             super_send,
@@ -64,6 +69,7 @@ impl Stubs {
             global,
             back_edge,
             epilogue,
+            record_value,
         } = self;
         [
             ("send", *send),
@@ -75,6 +81,7 @@ impl Stubs {
             ("global", *global),
             ("back_edge", *back_edge),
             ("epilogue", *epilogue),
+            ("record_value", *record_value),
         ]
     }
 }
@@ -112,6 +119,14 @@ fn count_stub_send(vm: &mut Vm, site: u32) {
     if let Some(s) = vm.rt.sites.get_mut(site as usize) {
         s.stub_sends += 1;
     }
+}
+
+extern "C" fn record_value(_vm: *mut Vm, table: u64, value: u64) -> u32 {
+    // SAFETY: compiled code passes the address of a table the VM keeps alive for as long as
+    // any code refers to it (`SiteProfiles` holds every table for the VM's life).
+    let table = unsafe { &*(table as usize as *const tally_profile::values::ValueTable) };
+    table.record_slow(value);
+    0
 }
 
 extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {
