@@ -218,6 +218,9 @@ pub enum IntOp {
     Equal,
     NotEqual,
     BitAnd,
+    /// `//`: the quotient as a Double (of two integers too); a zero divisor takes the
+    /// general path, which reports it (Integer's) or answers infinity (Double's).
+    FloatDiv,
     /// `&&`: only Booleans are answered in place (the argument is not a block here; a literal
     /// block argument is inlined by the compiler).
     And,
@@ -238,6 +241,7 @@ impl IntOp {
             "=" => IntOp::Equal,
             "~=" | "<>" => IntOp::NotEqual,
             "&" => IntOp::BitAnd,
+            "//" => IntOp::FloatDiv,
             "&&" => IntOp::And,
             "||" => IntOp::Or,
             _ => IntOp::None,
@@ -306,7 +310,9 @@ impl IntOp {
             IntOp::Equal => Value::from_bool(a == b),
             IntOp::NotEqual => Value::from_bool(a != b),
             IntOp::BitAnd => Value::from_small_int(a & b),
-            IntOp::And | IntOp::Or | IntOp::None => return None,
+            // As Integer's `//` primitive computes it for two small integers.
+            IntOp::FloatDiv if b != 0 => return Value::from_small_float(a as f64 / b as f64),
+            IntOp::FloatDiv | IntOp::And | IntOp::Or | IntOp::None => return None,
         })
     }
 
@@ -329,6 +335,7 @@ impl IntOp {
             IntOp::Add => return Value::from_small_float(x + y),
             IntOp::Sub => return Value::from_small_float(x - y),
             IntOp::Mul => return Value::from_small_float(x * y),
+            IntOp::FloatDiv if y != 0.0 => return Value::from_small_float(x / y),
             IntOp::Less => Value::from_bool(x < y),
             IntOp::Greater => Value::from_bool(x > y),
             IntOp::LessEq => Value::from_bool(x <= y),

@@ -1624,6 +1624,7 @@ impl Translator<'_, '_> {
                     IntOp::Add => Some(self.b.ins().fadd(x, y)),
                     IntOp::Sub => Some(self.b.ins().fsub(x, y)),
                     IntOp::Mul => Some(self.b.ins().fmul(x, y)),
+                    IntOp::FloatDiv => Some(self.float_quotient(x, y, slow)),
                     _ => None,
                 };
                 let v = match r {
@@ -1638,7 +1639,18 @@ impl Translator<'_, '_> {
                 self.jump(next);
             }
             self.b.switch_to_block(ints);
-            if let Some(r) = self.int_arith(op, a, b, slow) {
+            if op == IntOp::FloatDiv {
+                // Two small integers: their quotient as a double, as Integer's `//` makes it.
+                let one = self.b.ins().iconst(I64, 1);
+                let x = self.b.ins().sshr(a, one);
+                let y = self.b.ins().sshr(b, one);
+                let x = self.b.ins().fcvt_from_sint(types::F64, x);
+                let y = self.b.ins().fcvt_from_sint(types::F64, y);
+                let q = self.float_quotient(x, y, slow);
+                let v = self.encode_small_float(q, slow);
+                self.set_slot(h - 2, v);
+                self.jump(next);
+            } else if let Some(r) = self.int_arith(op, a, b, slow) {
                 self.set_slot(h - 2, r);
                 self.jump(next);
             } else {
@@ -1703,6 +1715,17 @@ impl Translator<'_, '_> {
         (a, b, int_block, doubles)
     }
 
+    /// `x / y` (doubles), or a jump to `slow` for a zero divisor (the general path reports
+    /// it or answers infinity, as the receiver's `//` does).
+    fn float_quotient(&mut self, x: Value, y: Value, slow: Block) -> Value {
+        let zero = self.b.ins().f64const(0.0);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, y, zero);
+        let go = self.b.create_block();
+        self.b.ins().brif(is_zero, slow, &[], go, &[]);
+        self.b.switch_to_block(go);
+        self.b.ins().fdiv(x, y)
+    }
+
     /// `true` or `false` as a SOM value, from a condition.
     fn boolean(&mut self, c: Value) -> Value {
         let t = self.b.ins().iconst(I64, TRUE);
@@ -1722,7 +1745,9 @@ impl Translator<'_, '_> {
         slow: Block,
     ) -> Option<(Value, Value)> {
         let exact = matches!(op, IntOp::Equal | IntOp::NotEqual);
-        if !matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul) && float_cc(op).is_none() {
+        if !matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::FloatDiv)
+            && float_cc(op).is_none()
+        {
             return None;
         }
         let is_float = |t: &mut Self, v: Value| {
