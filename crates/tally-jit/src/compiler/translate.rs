@@ -912,11 +912,11 @@ impl Translator<'_, '_> {
         self.send_stub(self.layout.stubs.send, site, h, i)
     }
 
-    /// Counts `class` (an I32) in the value table at `table`: the common path of a
-    /// multiplicative table inline (lock word clear, the slot `(class × multiplier) >> (64 −
-    /// bits)` holding the class with a count: add one), anything else through the
-    /// `record_value` stub. Goes on in a new block. The stub neither allocates nor changes
-    /// frames, so nothing needs syncing around it.
+    /// Counts `class` (an I32) in the value table at `table` as `class | 1 << 32` (never 0,
+    /// so a key match means a counted slot): the common path of a multiplicative table
+    /// inline (the slot `(value × multiplier) >> shift` holding the value: add one; no lock
+    /// test, see `TableLayout`), anything else through the `record_value` stub. Goes on in a
+    /// new block. The stub neither allocates nor changes frames, so nothing needs syncing.
     fn count_value(&mut self, table: usize, class: Value) {
         let l = tally_vm::tally_profile::values::TableLayout::OF_VALUE_TABLE;
         let flags = Self::flags();
@@ -924,30 +924,20 @@ impl Translator<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         let t = self.b.ins().iconst(I64, table as i64);
-        let value = self.b.ins().uextend(I64, class);
-        let lock = self.b.ins().uload32(flags, t, l.lock);
-        let unlocked = self.b.create_block();
-        self.b.ins().brif(lock, slow, &[], unlocked, &[]);
-        self.b.switch_to_block(unlocked);
-        let bits = self.b.ins().uload8(I64, flags, t, l.bits);
+        let class = self.b.ins().uextend(I64, class);
+        let value = self.b.ins().bor_imm_u(class, 1 << 32);
         let multiplier = self.b.ins().load(I64, flags, t, l.multiplier);
+        let shift = self.b.ins().uload8(I64, flags, t, l.shift);
         let product = self.b.ins().imul(value, multiplier);
-        let sixty_four = self.b.ins().iconst(I64, 64);
-        let shift = self.b.ins().isub(sixty_four, bits);
-        let shifted = self.b.ins().ushr(product, shift);
-        // A shift by 64 is a shift by 0 in Cranelift: no bits is index 0.
-        let zero = self.b.ins().iconst(I64, 0);
-        let index = self.b.ins().select(bits, shifted, zero);
-        let offset = mul_imm(&mut self.b, index, 8);
+        let index = self.b.ins().ushr(product, shift);
+        let offset = self.b.ins().ishl_imm_u(index, 3);
         let slot = self.b.ins().iadd(t, offset);
         let key = self.b.ins().load(I64, flags, slot, l.keys);
-        let count = self.b.ins().load(I64, flags, slot, l.counts);
         let same = self.b.ins().icmp(IntCC::Equal, key, value);
-        let counted = cmp_imm(&mut self.b, IntCC::NotEqual, count, 0);
-        let hit = self.b.ins().band(same, counted);
         let add = self.b.create_block();
-        self.b.ins().brif(hit, add, &[], slow, &[]);
+        self.b.ins().brif(same, add, &[], slow, &[]);
         self.b.switch_to_block(add);
+        let count = self.b.ins().load(I64, flags, slot, l.counts);
         let more = add_imm(&mut self.b, count, 1);
         self.b.ins().store(flags, more, slot, l.counts);
         self.jump(done);

@@ -60,6 +60,9 @@ pub struct ValueTable {
     capacity_bits: u8,
     /// How many index bits are in use (the shift table's count, the multiplicative hash's shift).
     bits: AtomicU8,
+    /// The multiplicative hash's right shift, `64 − bits` (63 while `bits` is 0, when the
+    /// multiplier is 0), so that compiled code computes the index with no test.
+    shift: AtomicU8,
     /// The shift table's bit positions, packed one per byte, ascending.
     positions: AtomicU32,
     /// `pext`'s mask (the same bits as `positions`); the multiplicative hash's multiplier.
@@ -73,13 +76,20 @@ pub struct ValueTable {
 }
 
 /// Where compiled code finds what the common path of a [`Hashing::Multiplicative`] table
-/// reads: byte offsets into a [`ValueTable`]. The lock word is a u32, the bit count a u8, the
-/// multiplier a u64, keys and counts arrays of u64; index = `(value × multiplier) >> (64 −
-/// bits)`, 0 when bits is 0.
+/// reads: byte offsets into a [`ValueTable`]. The shift is a u8, the multiplier a u64, keys
+/// and counts arrays of u64; index = `(value × multiplier) >> shift` (the multiplier is 0
+/// while the table uses no bits, so the index is 0 then).
+///
+/// Compiled code may skip the lock test of [`ValueTable::record`] when it counts only values
+/// that are never 0 (a key of 0 marks an empty slot) and is the table's one recording thread:
+/// the lock guards rearrangement, which only the recording thread does (never during its own
+/// increment), readers, which never move or clear slots, and reset requests, which the slow
+/// path serves; a table is reset when its "other" count dominates, that is when most records
+/// take the slow path anyway.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableLayout {
     pub lock: i32,
-    pub bits: i32,
+    pub shift: i32,
     pub multiplier: i32,
     pub keys: i32,
     pub counts: i32,
@@ -88,7 +98,7 @@ pub struct TableLayout {
 impl TableLayout {
     pub const OF_VALUE_TABLE: TableLayout = TableLayout {
         lock: std::mem::offset_of!(ValueTable, lock) as i32,
-        bits: std::mem::offset_of!(ValueTable, bits) as i32,
+        shift: std::mem::offset_of!(ValueTable, shift) as i32,
         multiplier: std::mem::offset_of!(ValueTable, mask_or_multiplier) as i32,
         keys: std::mem::offset_of!(ValueTable, keys) as i32,
         counts: std::mem::offset_of!(ValueTable, counts) as i32,
@@ -155,11 +165,9 @@ impl ValueTable {
             hashing: hashing as u8,
             capacity_bits,
             bits: AtomicU8::new(0),
+            shift: AtomicU8::new(63),
             positions: AtomicU32::new(0),
-            mask_or_multiplier: AtomicU64::new(match hashing {
-                Hashing::Multiplicative => hashing::multiplier(0),
-                _ => 0,
-            }),
+            mask_or_multiplier: AtomicU64::new(0),
             other: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
             keys: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -285,6 +293,13 @@ impl ValueTable {
         }
         self.bits.store(bits, Relaxed);
         self.positions.store(positions, Relaxed);
+        // With no bits every value has slot 0: a zero multiplier says so to compiled code.
+        let (key, shift) = match (self.hashing(), bits) {
+            (Hashing::Multiplicative, 0) => (0, 63),
+            (Hashing::Multiplicative, b) => (key, 64 - b),
+            _ => (key, 63),
+        };
+        self.shift.store(shift, Relaxed);
         self.mask_or_multiplier.store(key, Relaxed);
         let placed = entries.iter().copied().chain([(new, 1)]);
         for (v, c) in placed {
@@ -356,10 +371,9 @@ impl ValueTable {
         }
         self.other.store(0, Relaxed);
         self.bits.store(0, Relaxed);
+        self.shift.store(63, Relaxed);
         self.positions.store(0, Relaxed);
-        if self.hashing() != Hashing::Multiplicative {
-            self.mask_or_multiplier.store(0, Relaxed);
-        }
+        self.mask_or_multiplier.store(0, Relaxed);
     }
 
     /// Every count (entries and other): what the maintenance pass compares between visits to
@@ -387,26 +401,20 @@ mod tests {
 
     const ALL: [Hashing; 3] = [Hashing::Pext, Hashing::ShiftTable, Hashing::Multiplicative];
 
-    /// What compiled code does with [`TableLayout`]: the common path read through raw
-    /// offsets. `Some(count)` when it would count the value in place.
+    /// What compiled code does with [`TableLayout`] for a value that is never 0: the common
+    /// path read through raw offsets, no lock test, no count test. `Some(count)` when it
+    /// would count the value in place.
     fn common_path_by_layout(t: &ValueTable, value: u64) -> Option<u64> {
         let l = TableLayout::OF_VALUE_TABLE;
         let base = t as *const ValueTable as *const u8;
         // SAFETY: the offsets are `offset_of!` the table's own fields, read at their types.
         unsafe {
             let read64 = |off: i32| std::ptr::read(base.add(off as usize) as *const u64);
-            if std::ptr::read(base.add(l.lock as usize) as *const u32) != 0 {
-                return None;
-            }
-            let bits = std::ptr::read(base.add(l.bits as usize));
-            let index = if bits == 0 {
-                0
-            } else {
-                value.wrapping_mul(read64(l.multiplier)) >> (64 - u32::from(bits))
-            };
+            let shift = std::ptr::read(base.add(l.shift as usize));
+            let index = value.wrapping_mul(read64(l.multiplier)) >> shift;
             let key = read64(l.keys + 8 * index as i32);
             let count = read64(l.counts + 8 * index as i32);
-            (key == value && count != 0).then_some(count)
+            (key == value).then_some(count)
         }
     }
 
@@ -429,6 +437,11 @@ mod tests {
             None,
             "a new value goes out of line"
         );
+        // After a reset the slots are empty again: nothing nonzero matches.
+        t.request_reset();
+        t.record(19);
+        assert_eq!(common_path_by_layout(&t, 19), Some(1));
+        assert_eq!(common_path_by_layout(&t, 7), None);
     }
 
     fn contents(t: &ValueTable) -> (BTreeMap<u64, u64>, u64) {

@@ -32,7 +32,8 @@ pub struct SiteFacts {
     pub cold: bool,
     /// The address of the value table the code counts this send's receiver classes in
     /// (`tally_profile::values::ValueTable`, multiplicative hashing: see
-    /// `TableLayout`), or 0: none (only the baseline tier counts, with value profiles on).
+    /// `TableLayout`) as `class | 1 << 32`, or 0: none (only the baseline tier counts, with
+    /// value profiles on).
     pub receiver_table: usize,
 }
 
@@ -231,8 +232,9 @@ impl CompileRequest {
             }
             let mut guarded = Vec::new();
             let mut shares = Vec::new();
-            for (class, class_share) in table.values_above(share).into_iter().take(2) {
-                let class = class as u32;
+            for (value, class_share) in table.values_above(share).into_iter().take(2) {
+                // Counted as `class | 1 << 32` (never 0): the low half is the class.
+                let class = value as u32;
                 let target = rt
                     .find_method(class, s.selector)
                     .and_then(|code| expected_receiver(rt, class, code, s.argc));
