@@ -282,7 +282,8 @@ impl IntOp {
     }
 
     /// The answer for any two operands when it needs no send: small integers (`apply`), an
-    /// immediate double with a double or integer (`apply_float`), or Booleans (`apply_bool`).
+    /// immediate double with a double or integer (`apply_float`), two symbols
+    /// (`apply_symbols`), or Booleans (`apply_bool`).
     /// The one definition the interpreter and the compiled tiers' stub share.
     #[inline(always)]
     pub fn answer(self, a: Value, b: Value) -> Option<Value> {
@@ -290,8 +291,21 @@ impl IntOp {
             self.apply(a.int_unchecked(), b.int_unchecked())
         } else if a.is_small_float() || b.is_small_float() {
             self.apply_float(a, b)
+        } else if a.as_symbol().is_some() && b.as_symbol().is_some() {
+            self.apply_symbols(a, b)
         } else {
             self.apply_bool(a, b)
+        }
+    }
+
+    /// `=` and `~=` of two symbols: symbols are interned, so equal text is the same symbol
+    /// and String's `=` (which Symbol inherits) answers identity.
+    #[inline(always)]
+    pub fn apply_symbols(self, a: Value, b: Value) -> Option<Value> {
+        match self {
+            IntOp::Equal => Some(Value::from_bool(a == b)),
+            IntOp::NotEqual => Some(Value::from_bool(a != b)),
+            _ => None,
         }
     }
 

@@ -35,6 +35,8 @@ const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
 /// The small-float encoding (`tally_heap::value`): tag `110`, payload = the IEEE bits rotated
 /// left by one, rebased so exponent `SMALL_FLOAT_EXP_BASE` is 0, below `PAYLOAD_LIMIT`.
 const FLOAT_TAG: i64 = 0b110;
+/// Symbols' tag (`tally_heap::value`): the symbol's id above it.
+const SYMBOL_TAG: i64 = 0b010;
 const ROTATED_EXP_OFFSET: u64 = tally_heap::value::SMALL_FLOAT_EXP_BASE << 53;
 const PAYLOAD_LIMIT: u64 = tally_heap::value::SMALL_FLOAT_EXP_COUNT << 53;
 
@@ -914,7 +916,8 @@ impl Translator<'_, '_> {
 
     /// Counts `class` (an I32) in the value table at `table` as `class | 1 << 32` (never 0,
     /// so a key match means a counted slot): the common path of a multiplicative table
-    /// inline (the slot `(value × multiplier) >> shift` holding the value: add one; no lock
+    /// inline (slot 0, then the slot `(value × multiplier) >> shift` holding the value: add
+    /// one; no lock
     /// test, see `TableLayout`), anything else through the `record_value` stub. Goes on in a
     /// new block. The stub neither allocates nor changes frames, so nothing needs syncing.
     fn count_value(&mut self, table: usize, class: Value) {
@@ -926,6 +929,19 @@ impl Translator<'_, '_> {
         let t = self.b.ins().iconst(I64, table as i64);
         let class = self.b.ins().uextend(I64, class);
         let value = self.b.ins().bor_imm_u(class, 1 << 32);
+        // Slot 0 first: a send that sees one class (most do) finds it there with no hashing
+        // (a key is where the table put it, whatever the index bits are).
+        let key0 = self.b.ins().load(I64, flags, t, l.keys);
+        let in_first = self.b.ins().icmp(IntCC::Equal, key0, value);
+        let first = self.b.create_block();
+        let hashed = self.b.create_block();
+        self.b.ins().brif(in_first, first, &[], hashed, &[]);
+        self.b.switch_to_block(first);
+        let count = self.b.ins().load(I64, flags, t, l.counts);
+        let more = add_imm(&mut self.b, count, 1);
+        self.b.ins().store(flags, more, t, l.counts);
+        self.jump(done);
+        self.b.switch_to_block(hashed);
         let multiplier = self.b.ins().load(I64, flags, t, l.multiplier);
         let shift = self.b.ins().uload8(I64, flags, t, l.shift);
         let product = self.b.ins().imul(value, multiplier);
@@ -1005,7 +1021,7 @@ impl Translator<'_, '_> {
     }
 
     /// A guard that the value in slot `k` is an instance of `class`, else `fail`: a tag test
-    /// for small integers, a word compare for `nil`, `true` and `false` (their classes have no
+    /// for small integers and symbols (all immediates), a word compare for `nil`, `true` and `false` (their classes have no
     /// other instances: the VM refuses `new` for them), the header's class id for objects
     /// (the request never expects immediate doubles).
     fn guard_class(&mut self, k: i32, class: u32, fail: Block) {
@@ -1021,6 +1037,10 @@ impl Translator<'_, '_> {
         if class == self.layout.calls.integer_class {
             let is_int = and_imm(&mut self.b, recv, 1);
             self.b.ins().brif(is_int, ok, &[], fail, &[]);
+        } else if class == self.layout.calls.symbol_class {
+            let tag = and_imm(&mut self.b, recv, 7);
+            let is_symbol = cmp_imm(&mut self.b, IntCC::Equal, tag, SYMBOL_TAG);
+            self.b.ins().brif(is_symbol, ok, &[], fail, &[]);
         } else if let Some(word) = immediate {
             let same = cmp_imm(&mut self.b, IntCC::Equal, recv, word as i64);
             self.b.ins().brif(same, ok, &[], fail, &[]);
@@ -1608,7 +1628,8 @@ impl Translator<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if op != IntOp::None && op != IntOp::And && op != IntOp::Or {
-            let (a, b, ints, doubles) = self.number_operands(op, h, slow);
+            let not_numbers = self.symbol_test_block(op, slow);
+            let (a, b, ints, doubles) = self.number_operands(op, h, not_numbers);
             if let Some((x, y)) = doubles {
                 let r = match op {
                     IntOp::Add => Some(self.b.ins().fadd(x, y)),
@@ -1625,6 +1646,12 @@ impl Translator<'_, '_> {
                         self.boolean(c)
                     }
                 };
+                self.set_slot(h - 2, v);
+                self.jump(next);
+            }
+            if not_numbers != slow {
+                let c = self.symbols_compare(op, h, not_numbers, slow);
+                let v = self.boolean(c);
                 self.set_slot(h - 2, v);
                 self.jump(next);
             }
@@ -1703,6 +1730,39 @@ impl Translator<'_, '_> {
             self.jump(slow);
         }
         (a, b, int_block, doubles)
+    }
+
+    /// Where operands that are not numbers go: for `=` and `~=` a new block that tests for
+    /// two symbols (`symbols_compare`), for other operations `slow`.
+    fn symbol_test_block(&mut self, op: IntOp, slow: Block) -> Block {
+        if matches!(op, IntOp::Equal | IntOp::NotEqual) {
+            self.b.create_block()
+        } else {
+            slow
+        }
+    }
+
+    /// In `at`: when the operands in slots `h - 2` and `h - 1` are two symbols, the answer of
+    /// `=` or `~=` as a condition (`IntOp::apply_symbols`: interned, so identity), with the
+    /// builder in a new block; anything else goes to `slow`.
+    fn symbols_compare(&mut self, op: IntOp, h: i32, at: Block, slow: Block) -> Value {
+        self.b.switch_to_block(at);
+        let a = self.slot(h - 2);
+        let b = self.slot(h - 1);
+        let ta = and_imm(&mut self.b, a, 7);
+        let tb = and_imm(&mut self.b, b, 7);
+        let sa = cmp_imm(&mut self.b, IntCC::Equal, ta, SYMBOL_TAG);
+        let sb = cmp_imm(&mut self.b, IntCC::Equal, tb, SYMBOL_TAG);
+        let both = self.b.ins().band(sa, sb);
+        let go = self.b.create_block();
+        self.b.ins().brif(both, go, &[], slow, &[]);
+        self.b.switch_to_block(go);
+        let cc = if op == IntOp::Equal {
+            IntCC::Equal
+        } else {
+            IntCC::NotEqual
+        };
+        self.b.ins().icmp(cc, a, b)
     }
 
     /// `x / y` (doubles), or a jump to `slow` for a zero divisor (the general path reports
@@ -1857,9 +1917,14 @@ impl Translator<'_, '_> {
                     t.b.ins().brif(c, not_taken, &[], taken, &[]);
                 }
             };
-            let (a, b, ints, doubles) = self.number_operands(op, h, slow);
+            let not_numbers = self.symbol_test_block(op, slow);
+            let (a, b, ints, doubles) = self.number_operands(op, h, not_numbers);
             if let Some((x, y)) = doubles {
                 let c = self.b.ins().fcmp(float_cc(op).expect("a comparison"), x, y);
+                branch(self, c);
+            }
+            if not_numbers != slow {
+                let c = self.symbols_compare(op, h, not_numbers, slow);
                 branch(self, c);
             }
             self.b.switch_to_block(ints);

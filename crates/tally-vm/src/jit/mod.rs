@@ -212,6 +212,9 @@ pub struct CallLayout {
     pub code_trivial_operand: i32,
     /// The class id of small integers.
     pub integer_class: u32,
+    /// The class id of symbols, all of them immediates (tag `010`): a class guard for it
+    /// tests the tag.
+    pub symbol_class: u32,
     /// The classes whose usual instances are the immediates `nil`, `true` and `false`, with
     /// those words: a class guard for them compares the word.
     pub immediate_classes: [(u32, u64); 3],
@@ -250,6 +253,7 @@ impl Layout {
             code_trivial_kind: offset_of!(Code, trivial_kind) as i32,
             code_trivial_operand: offset_of!(Code, trivial_operand) as i32,
             integer_class: rt.core.integer,
+            symbol_class: rt.core.symbol,
             immediate_classes: [
                 (rt.core.nil, Value::NIL.0),
                 (rt.core.true_, Value::TRUE.0),
