@@ -7,8 +7,11 @@ mod common;
 use common::{late_opt_calibration, run_in, text};
 
 /// Hot sends to small methods (a leaf with a loop, a chain two deep, a method answering a
-/// primitive's result), then receivers and operands the compiled code never saw: a string
-/// where an array was (a class guard in inlined code fails) and an overflow.
+/// primitive's result) for long enough (two seconds: a debug build compiles slowly, and other
+/// tests share the machine) that the loop runs in optimized code with them inlined; then
+/// receivers and operands the compiled code never saw, at the same sends: a string where an
+/// array was (a class guard in inlined code fails) and an overflow. What is printed does not
+/// depend on how many times the loops ran.
 const INLINE: &str = "Inline = (
   | log |
   sumTo: n = ( | s | s := 0. 1 to: n do: [:i | s := s + i]. ^s )
@@ -18,20 +21,25 @@ const INLINE: &str = "Inline = (
   note: x = ( log := x. ^x )
   boom: x = ( ^x frobnicate )
   classes = (
-    | total |
-    total := 0.
-    1 to: 300000 do: [:k |
-      total := total + (self twice: k % 20).
-      total := self add: total to: (self sizeOf: (k < 299990 ifTrue: [#(1 2 3)] ifFalse: ['ab'])).
-      self note: k ].
+    | total k tail deadline |
+    total := 0. k := 0. tail := 0.
+    deadline := system ticks + 2000000.
+    [tail < 10] whileTrue: [
+      k := k + 1.
+      system ticks > deadline ifTrue: [tail := tail + 1].
+      total := total + (self twice: k % 20) - (self twice: k % 20).
+      total := self add: total to: (self sizeOf: (tail > 5 ifTrue: ['ab'] ifFalse: [#(1 2 3)])) - 3.
+      self note: tail ].
     ^total
   )
   overflow = (
-    | total |
-    total := 0.
-    1 to: 300000 do: [:k |
-      total := self add: total to: (k = 299995 ifTrue: [4611686018427387000] ifFalse: [k % 3]).
-      total := total + (self twice: 2) ].
+    | total k tail deadline |
+    total := 0. k := 0. tail := 0.
+    deadline := system ticks + 2000000.
+    [tail < 10] whileTrue: [
+      k := k + 1.
+      system ticks > deadline ifTrue: [tail := tail + 1].
+      total := self add: total to: (tail >= 5 ifTrue: [4611686018427387000] ifFalse: [0]) ].
     ^total
   )
   run = (
@@ -129,7 +137,8 @@ fn inlining_can_be_turned_off_and_is_only_for_the_adaptive_tier() {
     );
 }
 
-/// `step:`'s body is on its own lines (4 and 5), apart from its header (line 2).
+/// `step:`'s body is on its own lines (4 and 5), apart from its header (line 2). The loop
+/// runs for a second and a half, whatever the build's speed.
 const HOT: &str = "Hot = (
   step: i = (
     | s |
@@ -137,10 +146,12 @@ const HOT: &str = "Hot = (
     ^s )
   twice: x = ( ^(self step: x) + (self step: x + 1) )
   run = (
-    | total |
-    total := 0.
-    1 to: 8000000 do: [:k | total := total + (self twice: k)].
-    total println
+    | total k deadline |
+    total := 0. k := 0.
+    deadline := system ticks + 1500000.
+    [system ticks < deadline] whileTrue: [
+      1 to: 1000 do: [:i | total := total + (self twice: i)]].
+    'done' println
   )
 )
 ";
