@@ -25,6 +25,19 @@ pub fn adaptive_config(model: CostModel, inline_from: Option<CallGraphSource>) -
         model,
         rate_hz: ADAPTIVE_SAMPLE_RATE,
         inline_from,
-        inline_policy: InlinePolicy::default(),
+        inline_policy: inline_policy(),
+    }
+}
+
+/// The inliner's policy for this crate's optimizing tier: Jikes RVM's shape with a smaller
+/// budget, since each bytecode becomes a few hundred bytes of machine code here (every inlined
+/// method also keeps its frame, its guards and its stub calls): at most the root's own size
+/// plus 40 bytecodes inlined per compile, callees up to 40 bytecodes on hot edges.
+pub fn inline_policy() -> InlinePolicy {
+    InlinePolicy {
+        hot_size: 40,
+        budget_factor: 1,
+        budget_extra: 40,
+        ..InlinePolicy::default()
     }
 }
