@@ -143,33 +143,35 @@ pub(super) fn translate(
     let mut t = Translator {
         b,
         vm,
-        frame,
-        fp,
-        bp,
         layout,
-        request,
         sigs,
-        blocks,
         exit,
-        handovers: Vec::new(),
-        deopts: Vec::new(),
-        first_var: start as i32,
         speculated: std::collections::BTreeSet::new(),
         speculate,
-        vars,
-        pending_reload: None,
-        resumes: std::collections::BTreeSet::new(),
-        scope: 0,
-        return_to: None,
         inlined: Vec::new(),
         root: code.id,
+        s: Scope {
+            frame,
+            fp,
+            bp,
+            request,
+            blocks,
+            handovers: Vec::new(),
+            deopts: Vec::new(),
+            vars,
+            first_var: start as i32,
+            pending_reload: None,
+            resumes: std::collections::BTreeSet::new(),
+            index: 0,
+            return_to: None,
+        },
     };
     t.translate_ops(&heights)?;
     t.finish_handovers();
     if mode == Mode::Registers {
-        t.resumes.insert(0);
+        t.s.resumes.insert(0);
         let mut table = vec![t.b.func.dfg.block_call(bad_ip, &[]); ops.len()];
-        for &ip in &t.resumes.clone() {
+        for &ip in &t.s.resumes.clone() {
             let Some(Some(h)) = heights.get(ip) else {
                 continue;
             };
@@ -177,7 +179,7 @@ pub(super) fn translate(
             t.b.switch_to_block(resume);
             t.b.set_srcloc(t.loc(ip));
             t.reload(*h as i32);
-            let target = t.blocks[ip];
+            let target = t.s.blocks[ip];
             t.jump(target);
             table[ip] = t.b.func.dfg.block_call(resume, &[]);
             if ip == 0 {
@@ -291,28 +293,40 @@ impl StubSignatures {
 struct Translator<'a, 'f> {
     b: FunctionBuilder<'f>,
     vm: Value,
-    /// The top frame (its address in the frame array).
+    layout: &'a Layout,
+    sigs: StubSignatures,
+    /// Returns its one parameter, a status.
+    exit: Block,
+    /// Sites the code speculates at.
+    speculated: std::collections::BTreeSet<u32>,
+    /// Whether to speculate on what the sites' feedback says (the optimizing tier).
+    speculate: bool,
+    /// Every method inlined so far.
+    inlined: Vec<InlinedScope>,
+    /// The compiled code's own id (a failing guard names it: its version is the one to
+    /// invalidate).
+    root: u32,
+    /// The inline scope being translated (the code's own, or an inlined method's, while
+    /// the enclosing one waits in `inline_method`).
+    s: Scope<'a>,
+}
+
+/// What the translator keeps per inline scope: the frame and code it translates for.
+struct Scope<'a> {
+    /// The frame (its address in the frame array).
     frame: Value,
     /// The address of the frame's first value-stack slot (its receiver).
     fp: Value,
     /// The frame's base index in the value stack (a u64).
     bp: Value,
-    layout: &'a Layout,
-    /// The code's send sites (all checked to be there before translation starts).
+    /// The code and its send sites (all checked to be there before translation starts).
     request: &'a CompileRequest,
-    sigs: StubSignatures,
     blocks: Vec<Block>,
-    /// Returns its one parameter, a status.
-    exit: Block,
     /// Blocks that hand the frame to the interpreter: (block, instruction, height).
     handovers: Vec<(Block, usize, i32)>,
     /// Failing guards' blocks: they hand the frame to the interpreter at the instruction's
     /// start and answer `Status::Deopt`.
     deopts: Vec<(Block, Deopt)>,
-    /// Sites the code speculates at.
-    speculated: std::collections::BTreeSet<u32>,
-    /// Whether to speculate on what the sites' feedback says (the optimizing tier).
-    speculate: bool,
     /// `Mode::Registers`: the variable of each stack slot from `first_var` up (the operand
     /// stack); the receiver, arguments and locals below it stay in their slots.
     vars: Option<Vec<cranelift_frontend::Variable>>,
@@ -320,35 +334,12 @@ struct Translator<'a, 'f> {
     /// The height the last `sync` wrote to memory, until the call after it reads the slots
     /// back; reset at each instruction and exit.
     pending_reload: Option<i32>,
-    /// Every `ip` a frame was left at: where the code may be resumed (the compiled code's
-    /// own scope only: an inlined method's frame resumes in its own code).
+    /// Every `ip` a frame was left at: where the code may be resumed (only the compiled
+    /// code's own scope's are used: an inlined method's frame resumes in its own code).
     resumes: std::collections::BTreeSet<usize>,
-    /// The inline scope being translated: 0 for the code's own, k for `inlined[k - 1]`.
-    scope: u32,
+    /// 0 for the code's own scope, k for `inlined[k - 1]`.
+    index: u32,
     /// In an inlined method: the block its returns jump to, the value as its parameter.
-    return_to: Option<Block>,
-    /// Every method inlined so far.
-    inlined: Vec<InlinedScope>,
-    /// The compiled code's own id (a failing guard names it: its version is the one to
-    /// invalidate).
-    root: u32,
-}
-
-/// The part of the translator's state that belongs to one inline scope, set aside while an
-/// inlined method is translated.
-struct ScopeState<'a> {
-    frame: Value,
-    fp: Value,
-    bp: Value,
-    request: &'a CompileRequest,
-    blocks: Vec<Block>,
-    handovers: Vec<(Block, usize, i32)>,
-    deopts: Vec<(Block, Deopt)>,
-    vars: Option<Vec<cranelift_frontend::Variable>>,
-    first_var: i32,
-    pending_reload: Option<i32>,
-    resumes: std::collections::BTreeSet<usize>,
-    scope: u32,
     return_to: Option<Block>,
 }
 
@@ -398,16 +389,16 @@ impl<'a> Translator<'a, '_> {
     /// The source location of instruction `i` of the scope being translated (its scope
     /// above `SCOPE_SHIFT` bits of bytecode index; scope 0 is the index alone).
     fn loc(&self, i: usize) -> SourceLoc {
-        SourceLoc::new((self.scope << SCOPE_SHIFT) | i as u32)
+        SourceLoc::new((self.s.index << SCOPE_SHIFT) | i as u32)
     }
 
     /// Translates every instruction of the scope's code into its block.
     fn translate_ops(&mut self, heights: &[Option<u32>]) -> Result<(), String> {
-        let ops = &self.request.code.ops;
+        let ops = &self.s.request.code.ops;
         for (i, &op) in ops.iter().enumerate() {
-            self.b.switch_to_block(self.blocks[i]);
+            self.b.switch_to_block(self.s.blocks[i]);
             self.b.set_srcloc(self.loc(i));
-            self.pending_reload = None;
+            self.s.pending_reload = None;
             match heights[i] {
                 Some(h) => self.op(i, op, h as i32, ops.len())?,
                 None => {
@@ -420,31 +411,18 @@ impl<'a> Translator<'a, '_> {
     }
 
     /// Makes `next` the scope being translated and answers the one it replaces.
-    fn swap_scope(&mut self, mut next: ScopeState<'a>) -> ScopeState<'a> {
-        std::mem::swap(&mut self.frame, &mut next.frame);
-        std::mem::swap(&mut self.fp, &mut next.fp);
-        std::mem::swap(&mut self.bp, &mut next.bp);
-        std::mem::swap(&mut self.request, &mut next.request);
-        std::mem::swap(&mut self.blocks, &mut next.blocks);
-        std::mem::swap(&mut self.handovers, &mut next.handovers);
-        std::mem::swap(&mut self.deopts, &mut next.deopts);
-        std::mem::swap(&mut self.vars, &mut next.vars);
-        std::mem::swap(&mut self.first_var, &mut next.first_var);
-        std::mem::swap(&mut self.pending_reload, &mut next.pending_reload);
-        std::mem::swap(&mut self.resumes, &mut next.resumes);
-        std::mem::swap(&mut self.scope, &mut next.scope);
-        std::mem::swap(&mut self.return_to, &mut next.return_to);
-        next
+    fn swap_scope(&mut self, next: Scope<'a>) -> Scope<'a> {
+        std::mem::replace(&mut self.s, next)
     }
 
     /// Returns the value on top of the `h` values on the stack at instruction `i`: the
     /// function answers `Returned`, or an inlined method hands the value to its caller's
     /// code.
     fn return_top(&mut self, h: i32, i: usize) {
-        match self.return_to {
+        match self.s.return_to {
             Some(to) => {
                 let v = self.slot(h - 1);
-                self.pending_reload = None;
+                self.s.pending_reload = None;
                 self.b.ins().jump(to, &[v.into()]);
             }
             None => {
@@ -492,7 +470,7 @@ impl<'a> Translator<'a, '_> {
             closure: none,
         };
         let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
-        let fp = add_imm(&mut self.b, self.fp, recv_slot as i64 * 8);
+        let fp = add_imm(&mut self.b, self.s.fp, recv_slot as i64 * 8);
         let ret = self.b.create_block();
         self.b.append_block_param(ret, I64);
         let blocks: Vec<Block> = code.ops.iter().map(|_| self.b.create_block()).collect();
@@ -500,11 +478,11 @@ impl<'a> Translator<'a, '_> {
         let vars = Some((0..slots).map(|_| self.b.declare_var(I64)).collect());
         self.inlined.push(InlinedScope {
             code: code.id,
-            parent: self.scope,
+            parent: self.s.index,
             call_bci: i as u32,
         });
         let entry = blocks[0];
-        let outer = self.swap_scope(ScopeState {
+        let outer = self.swap_scope(Scope {
             frame,
             fp,
             bp,
@@ -516,7 +494,7 @@ impl<'a> Translator<'a, '_> {
             first_var: 1 + code.num_args as i32 + code.num_locals as i32,
             pending_reload: None,
             resumes: std::collections::BTreeSet::new(),
-            scope: self.inlined.len() as u32,
+            index: self.inlined.len() as u32,
             return_to: Some(ret),
         });
         self.jump(entry);
@@ -529,7 +507,7 @@ impl<'a> Translator<'a, '_> {
         self.b.switch_to_block(ret);
         self.b.set_srcloc(self.loc(i));
         let result = self.b.block_params(ret)[0];
-        self.pending_reload = None;
+        self.s.pending_reload = None;
         self.reload(recv_slot);
         self.pop_and_continue(result, frames, argc, h, i)
     }
@@ -537,7 +515,7 @@ impl<'a> Translator<'a, '_> {
     /// How deep the scope being translated is inlined (0: the code's own).
     fn inline_depth(&self) -> u32 {
         let mut depth = 0;
-        let mut scope = self.scope;
+        let mut scope = self.s.index;
         while let Some(s) = scope
             .checked_sub(1)
             .and_then(|k| self.inlined.get(k as usize))
@@ -555,17 +533,18 @@ impl<'a> Translator<'a, '_> {
         i: usize,
         callee: &tally_vm::runtime::Code,
     ) -> Option<&'a CompileRequest> {
-        let request: &'a CompileRequest = self.request;
+        let request: &'a CompileRequest = self.s.request;
         let r = request.inlined_at(i as u32, callee.id)?;
-        let fits = self.blocks.len() < 1 << SCOPE_SHIFT
+        let fits = self.s.blocks.len() < 1 << SCOPE_SHIFT
             && self.inlined.len() + 1 < 1 << (32 - SCOPE_SHIFT)
             && self.inline_depth() < MAX_INLINE_DEPTH
-            && self.vars.is_some();
+            && self.s.vars.is_some();
         fits.then_some(r)
     }
 
     fn site(&self, site: u32) -> SiteFacts {
-        self.request
+        self.s
+            .request
             .site(site)
             .expect("every site was checked before translation")
     }
@@ -602,7 +581,8 @@ impl Translator<'_, '_> {
     }
 
     fn block(&self, at: usize) -> Result<Block, String> {
-        self.blocks
+        self.s
+            .blocks
             .get(at)
             .copied()
             .ok_or_else(|| format!("a jump to {at} leaves the code"))
@@ -610,47 +590,52 @@ impl Translator<'_, '_> {
 
     /// The value in stack slot `k` of the frame (0 is the receiver).
     fn slot(&mut self, k: i32) -> Value {
-        match &self.vars {
-            Some(vars) if k >= self.first_var => {
+        match &self.s.vars {
+            Some(vars) if k >= self.s.first_var => {
                 let var = vars[k as usize];
                 self.b.use_var(var)
             }
-            _ => self.b.ins().load(I64, Self::flags(), self.fp, k * 8),
+            _ => self.b.ins().load(I64, Self::flags(), self.s.fp, k * 8),
         }
     }
 
     fn set_slot(&mut self, k: i32, v: Value) {
-        match &self.vars {
-            Some(vars) if k >= self.first_var => {
+        match &self.s.vars {
+            Some(vars) if k >= self.s.first_var => {
                 let var = vars[k as usize];
                 self.b.def_var(var, v);
             }
             _ => {
-                self.b.ins().store(Self::flags(), v, self.fp, k * 8);
+                self.b.ins().store(Self::flags(), v, self.s.fp, k * 8);
             }
         }
     }
 
     /// `Mode::Registers`: writes the operand slots below `h` to memory.
     fn flush(&mut self, h: i32) {
-        let Some(vars) = self.vars.clone() else {
+        let Some(vars) = self.s.vars.clone() else {
             return;
         };
-        let first = self.first_var as usize;
+        let first = self.s.first_var as usize;
         for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
             let v = self.b.use_var(*var);
-            self.b.ins().store(Self::flags(), v, self.fp, k as i32 * 8);
+            self.b
+                .ins()
+                .store(Self::flags(), v, self.s.fp, k as i32 * 8);
         }
     }
 
     /// `Mode::Registers`: reads the operand slots below `h` back from memory.
     fn reload(&mut self, h: i32) {
-        let Some(vars) = self.vars.clone() else {
+        let Some(vars) = self.s.vars.clone() else {
             return;
         };
-        let first = self.first_var as usize;
+        let first = self.s.first_var as usize;
         for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
-            let v = self.b.ins().load(I64, Self::flags(), self.fp, k as i32 * 8);
+            let v = self
+                .b
+                .ins()
+                .load(I64, Self::flags(), self.s.fp, k as i32 * 8);
             self.b.def_var(*var, v);
         }
     }
@@ -658,7 +643,7 @@ impl Translator<'_, '_> {
     /// After a call: the slots the last `sync` wrote, and the one above them (where a stub
     /// pushes what it makes: a closure), read back.
     fn reload_after_call(&mut self) {
-        if let Some(h) = self.pending_reload.take() {
+        if let Some(h) = self.s.pending_reload.take() {
             self.reload(h + 1);
         }
     }
@@ -671,20 +656,20 @@ impl Translator<'_, '_> {
     /// the frame's base) and the frame's `ip`.
     fn sync(&mut self, h: i32, ip: usize) {
         self.flush(h);
-        self.pending_reload = Some(h);
-        self.resumes.insert(ip);
-        let len = add_imm(&mut self.b, self.bp, h as i64);
+        self.s.pending_reload = Some(h);
+        self.s.resumes.insert(ip);
+        let len = add_imm(&mut self.b, self.s.bp, h as i64);
         self.b
             .ins()
             .store(Self::flags(), len, self.vm, self.layout.stack_len);
         let ip = self.b.ins().iconst(I32, ip as i64);
         self.b
             .ins()
-            .store(Self::flags(), ip, self.frame, self.layout.frame_ip);
+            .store(Self::flags(), ip, self.s.frame, self.layout.frame_ip);
     }
 
     fn leave(&mut self, status: Status) {
-        self.pending_reload = None;
+        self.s.pending_reload = None;
         let s = self.b.ins().iconst(I32, status as i64);
         self.b.ins().return_(&[s]);
     }
@@ -697,18 +682,18 @@ impl Translator<'_, '_> {
     fn interpret_block(&mut self, at: usize, h: i32) -> Block {
         let blk = self.b.create_block();
         self.b.set_cold_block(blk);
-        self.handovers.push((blk, at, h));
+        self.s.handovers.push((blk, at, h));
         blk
     }
 
     fn finish_handovers(&mut self) {
-        for (blk, at, h) in std::mem::take(&mut self.handovers) {
+        for (blk, at, h) in std::mem::take(&mut self.s.handovers) {
             self.b.switch_to_block(blk);
             self.b.set_srcloc(self.loc(at));
             self.sync(h, at);
             self.leave(Status::Interpret);
         }
-        for (blk, d) in std::mem::take(&mut self.deopts) {
+        for (blk, d) in std::mem::take(&mut self.s.deopts) {
             self.b.switch_to_block(blk);
             self.b.set_srcloc(self.loc(d.at));
             self.sync(d.height, d.at);
@@ -735,7 +720,7 @@ impl Translator<'_, '_> {
         let blk = self.b.create_block();
         self.b.set_cold_block(blk);
         self.speculated.insert(site);
-        self.deopts.push((
+        self.s.deopts.push((
             blk,
             Deopt {
                 at: at.i,
@@ -1079,7 +1064,7 @@ impl Translator<'_, '_> {
         let limit = self.b.ins().load(I64, flags, frame_stack, c.frames_limit);
         let below_limit = self.b.ins().icmp(IntCC::UnsignedLessThan, depth, limit);
         let capacity = self.b.ins().load(I64, flags, self.vm, c.stack_capacity);
-        let height = add_imm(&mut self.b, self.bp, h as i64);
+        let height = add_imm(&mut self.b, self.s.bp, h as i64);
         let free = self.b.ins().isub(capacity, height);
         let fits = self
             .b
@@ -1160,14 +1145,14 @@ impl Translator<'_, '_> {
         let FrameDepth { frame_stack, depth } = at;
         // The callee's frame, written before the depth that makes it visible to samplers.
         self.sync(h, i + 1);
-        let height = add_imm(&mut self.b, self.bp, h as i64);
+        let height = add_imm(&mut self.b, self.s.bp, h as i64);
         let frames = self
             .b
             .ins()
             .load(I64, flags, frame_stack, self.layout.frames_base);
         let offset = mul_imm(&mut self.b, depth, self.layout.frame_size as i64);
         let callee_frame = self.b.ins().iadd(frames, offset);
-        let new_bp = add_imm(&mut self.b, self.bp, (h - 1 - argc) as i64);
+        let new_bp = add_imm(&mut self.b, self.s.bp, (h - 1 - argc) as i64);
         let new_bp32 = self.b.ins().ireduce(I32, new_bp);
         let zero32 = self.b.ins().iconst(I32, 0);
         let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
@@ -1194,7 +1179,7 @@ impl Translator<'_, '_> {
         let locals = match locals {
             Some(n) => {
                 for k in 0..n as i32 {
-                    self.b.ins().store(flags, nil, self.fp, (h + k) * 8);
+                    self.b.ins().store(flags, nil, self.s.fp, (h + k) * 8);
                 }
                 self.b.ins().iconst(I64, n as i64)
             }
@@ -1215,7 +1200,7 @@ impl Translator<'_, '_> {
                 self.b.ins().brif(more, store_one, &[], filled, &[]);
                 self.b.switch_to_block(store_one);
                 let byte = mul_imm(&mut self.b, k, 8);
-                let address = self.b.ins().iadd(self.fp, byte);
+                let address = self.b.ins().iadd(self.s.fp, byte);
                 self.b.ins().store(flags, nil, address, h * 8);
                 let k1 = add_imm(&mut self.b, k, 1);
                 self.b.ins().jump(fill, &[k1.into()]);
@@ -1306,7 +1291,7 @@ impl Translator<'_, '_> {
             self.expected_target(e.target, recv_slot, argc, h, i, slow)?;
             if !last {
                 self.b.switch_to_block(miss);
-                self.pending_reload = None;
+                self.s.pending_reload = None;
             }
         }
         self.b.switch_to_block(slow);
@@ -1542,7 +1527,7 @@ impl Translator<'_, '_> {
         let mut ctx = self
             .b
             .ins()
-            .load(I64, Self::flags(), self.frame, self.layout.frame_ctx);
+            .load(I64, Self::flags(), self.s.frame, self.layout.frame_ctx);
         let outer = (HEADER_BYTES + context::OUTER * 8) as i32;
         for _ in 0..level {
             ctx = self.b.ins().load(I64, Self::flags(), ctx, outer);
@@ -1973,7 +1958,7 @@ impl Translator<'_, '_> {
     fn op(&mut self, i: usize, op: Op, h: i32, len: usize) -> Result<(), String> {
         let at = At { i, h0: h };
         let next = if i + 1 < len {
-            self.blocks.get(i + 1).copied()
+            self.s.blocks.get(i + 1).copied()
         } else {
             None
         };
