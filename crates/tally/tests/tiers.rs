@@ -886,6 +886,36 @@ fn guards_on_nil_and_booleans_hold_for_the_immediates() {
     assert_eq!(got, want, "{log}");
 }
 
+/// Compiled code answers `aString = x` without a send only while String's `=` is the core
+/// library's primitive: a library on the class path whose String defines `=` in Smalltalk
+/// gets its method called in every tier.
+#[test]
+fn a_library_that_redefines_string_equality_is_sent_to_in_every_tier() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let core = std::fs::read_to_string(common::repo().join("crates/tally-vm/stdlib/String.som"))
+        .expect("the core library's String");
+    let primitive = "= other  = primitive";
+    assert!(core.contains(primitive), "String's = moved: {core}");
+    let redefined = core.replace(primitive, "= other = ( ^true )");
+    std::fs::write(dir.path().join("String.som"), redefined).unwrap();
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   run = (\n\
+         \x20       | n |\n\
+         \x20       n := 0.\n\
+         \x20       1 to: 3000 do: [:i | ('a' = 'b') ifTrue: [n := n + 1]].\n\
+         \x20       n println. ('a' = 'a') println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    for tier in ["interp", "baseline", "opt"] {
+        let (got, log) = run_main(dir.path(), &[&format!("--tier={tier}")]);
+        assert_eq!(got, "3000\ntrue\n", "{tier}: {log}");
+    }
+}
+
 /// `==` at a monomorphic site is answered inline by the optimizing tier (identity of the two
 /// words); numbers, which compare by value, never take that path: a receiver of another class
 /// deoptimizes, and an argument that is a number is simply not identical.

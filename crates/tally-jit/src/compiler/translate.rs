@@ -265,7 +265,7 @@ struct StubSignatures {
     status2: SigRef,
     /// `(vm, u32) -> u64`
     value1: SigRef,
-    /// `(vm, u64, u64) -> u32`
+    /// `(vm, u64, u64) -> u32`: `record_value`, `string_equal`
     record: SigRef,
     /// A compiled function's (`super::entry_signature`).
     entry: SigRef,
@@ -900,7 +900,8 @@ impl Translator<'_, '_> {
     }
 
     /// Counts `class` (an I32) in the value table at `table` as `class | 1 << 32` (never 0,
-    /// so a key match means a counted slot): the common path of a multiplicative table
+    /// so a key match means a counted slot) while the table's burst lasts
+    /// (`ValueTable::record_in_burst`): the common path of a multiplicative table
     /// inline (slot 0, then the slot `(value × multiplier) >> shift` holding the value: add
     /// one; no lock
     /// test, see `TableLayout`), anything else through the `record_value` stub. Goes on in a
@@ -912,6 +913,16 @@ impl Translator<'_, '_> {
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         let t = self.b.ins().iconst(I64, table as i64);
+        let left = self.b.ins().load(I32, flags, t, l.burst_left);
+        // Between bursts (most of the time in hot code) a send pays the load and the branch;
+        // the counting itself is laid out of line.
+        let in_burst = self.b.create_block();
+        self.b.set_cold_block(in_burst);
+        self.b.ins().brif(left, in_burst, &[], done, &[]);
+        self.b.switch_to_block(in_burst);
+        let one = self.b.ins().iconst(I32, 1);
+        let fewer = self.b.ins().isub(left, one);
+        self.b.ins().store(flags, fewer, t, l.burst_left);
         let class = self.b.ins().uextend(I64, class);
         let value = self.b.ins().bor_imm_u(class, 1 << 32);
         // Slot 0 first: a send that sees one class (most do) finds it there with no hashing
@@ -920,6 +931,8 @@ impl Translator<'_, '_> {
         let in_first = self.b.ins().icmp(IntCC::Equal, key0, value);
         let first = self.b.create_block();
         let hashed = self.b.create_block();
+        self.b.set_cold_block(first);
+        self.b.set_cold_block(hashed);
         self.b.ins().brif(in_first, first, &[], hashed, &[]);
         self.b.switch_to_block(first);
         let count = self.b.ins().load(I64, flags, t, l.counts);
@@ -936,6 +949,7 @@ impl Translator<'_, '_> {
         let key = self.b.ins().load(I64, flags, slot, l.keys);
         let same = self.b.ins().icmp(IntCC::Equal, key, value);
         let add = self.b.create_block();
+        self.b.set_cold_block(add);
         self.b.ins().brif(same, add, &[], slow, &[]);
         self.b.switch_to_block(add);
         let count = self.b.ins().load(I64, flags, slot, l.counts);
@@ -1635,10 +1649,11 @@ impl Translator<'_, '_> {
                 self.jump(next);
             }
             if not_numbers != slow {
-                let c = self.symbols_compare(op, h, not_numbers, slow);
-                let v = self.boolean(c);
-                self.set_slot(h - 2, v);
-                self.jump(next);
+                self.compare_non_numbers(op, h, not_numbers, slow, |t, c| {
+                    let v = t.boolean(c);
+                    t.set_slot(h - 2, v);
+                    t.jump(next);
+                });
             }
             self.b.switch_to_block(ints);
             if op == IntOp::FloatDiv {
@@ -1727,6 +1742,34 @@ impl Translator<'_, '_> {
         }
     }
 
+    /// From `at`, `=` or `~=` of operands that are not numbers (slots `h - 2` and `h - 1`),
+    /// where it needs no send: two symbols (`symbols_compare`), and for `=` a String receiver
+    /// (`strings_equal`). `answer` gets each condition with the builder in its block and
+    /// must leave that block; anything else goes to `slow`.
+    fn compare_non_numbers(
+        &mut self,
+        op: IntOp,
+        h: i32,
+        at: Block,
+        slow: Block,
+        mut answer: impl FnMut(&mut Self, Value),
+    ) {
+        let string = self
+            .layout
+            .string_with_primitive_equal
+            .filter(|_| op == IntOp::Equal);
+        let not_symbols = match string {
+            Some(_) => self.b.create_block(),
+            None => slow,
+        };
+        let c = self.symbols_compare(op, h, at, not_symbols);
+        answer(self, c);
+        if let Some(string) = string {
+            let c = self.strings_equal(string, h, not_symbols, slow);
+            answer(self, c);
+        }
+    }
+
     /// In `at`: when the operands in slots `h - 2` and `h - 1` are two symbols, the answer of
     /// `=` or `~=` as a condition (`IntOp::apply_symbols`: interned, so identity), with the
     /// builder in a new block; anything else goes to `slow`.
@@ -1748,6 +1791,30 @@ impl Translator<'_, '_> {
             IntCC::NotEqual
         };
         self.b.ins().icmp(cc, a, b)
+    }
+
+    /// In `at`: when the receiver in slot `h - 2` is a String (the class itself, whose `=` is
+    /// the primitive: `Layout::string_with_primitive_equal`), String's `=` with the argument in
+    /// slot `h - 1` as a condition, through the pure `string_equal` stub (no sync: it neither
+    /// allocates nor touches frames), with the builder in a new block; anything else goes to
+    /// `slow`.
+    fn strings_equal(&mut self, string: u32, h: i32, at: Block, slow: Block) -> Value {
+        self.b.switch_to_block(at);
+        let a = self.slot(h - 2);
+        let b = self.slot(h - 1);
+        let class = self.object_class(a, slow);
+        let is_string = cmp_imm(&mut self.b, IntCC::Equal, class, string as i64);
+        let go = self.b.create_block();
+        self.b.ins().brif(is_string, go, &[], slow, &[]);
+        self.b.switch_to_block(go);
+        let sig = self.sigs.record;
+        let stub = self
+            .b
+            .ins()
+            .iconst(I64, self.layout.stubs.string_equal as i64);
+        let call = self.b.ins().call_indirect(sig, stub, &[self.vm, a, b]);
+        let equal = self.b.inst_results(call)[0];
+        cmp_imm(&mut self.b, IntCC::NotEqual, equal, 0)
     }
 
     /// `x / y` (doubles), or a jump to `slow` for a zero divisor (the general path reports
@@ -1909,8 +1976,7 @@ impl Translator<'_, '_> {
                 branch(self, c);
             }
             if not_numbers != slow {
-                let c = self.symbols_compare(op, h, not_numbers, slow);
-                branch(self, c);
+                self.compare_non_numbers(op, h, not_numbers, slow, branch);
             }
             self.b.switch_to_block(ints);
             let c = self.b.ins().icmp(cc, a, b);

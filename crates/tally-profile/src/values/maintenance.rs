@@ -6,7 +6,9 @@
 //!   there changes, and rereading idle tables would cost a pass proportional to all code ever
 //!   profiled);
 //! - asks for a reset of a table whose "other" count dominates since its last reset: the values
-//!   it holds are from a phase the program has left ([`ResetPolicy`]);
+//!   it holds are from a phase the program has left ([`PassPolicy`]);
+//! - reopens the burst of a table that used up its last one ([`ValueTable::record_in_burst`]):
+//!   code that profiles in bursts keeps sampling every phase, at one burst per pass;
 //! - drops the entries of tables no code refers to any more (the table's memory went with its
 //!   last owner).
 
@@ -18,20 +20,24 @@ use std::time::Duration;
 use super::hashing::Hashing;
 use super::table::ValueTable;
 
-/// When a pass resets a table.
+/// When a pass resets a table, and how many records a burst it reopens takes.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ResetPolicy {
+pub struct PassPolicy {
     /// Counts (entries and other) a table needs before its "other" share means anything.
     pub min_total: u64,
     /// Reset when "other" holds more than this share of the counts.
     pub other_share: f64,
+    /// Records of the burst reopened at a table whose last burst is used up; 0 leaves
+    /// bursts alone (tables counted by `record`, every value).
+    pub burst: u32,
 }
 
-impl Default for ResetPolicy {
+impl Default for PassPolicy {
     fn default() -> Self {
-        ResetPolicy {
+        PassPolicy {
             min_total: 256,
             other_share: 0.5,
+            burst: 0,
         }
     }
 }
@@ -45,6 +51,8 @@ pub struct PassReport {
     pub idle: usize,
     /// Tables asked to reset.
     pub reset: usize,
+    /// Tables whose used-up burst was reopened.
+    pub reopened: usize,
     /// Entries dropped because no code refers to their table.
     pub freed: usize,
 }
@@ -97,7 +105,7 @@ impl ValueProfiles {
     }
 
     /// One maintenance pass (see the module doc).
-    pub fn pass(&self, policy: &ResetPolicy) -> PassReport {
+    pub fn pass(&self, policy: &PassPolicy) -> PassReport {
         let mut report = PassReport::default();
         self.lock().retain_mut(|e| {
             let Some(t) = e.table.upgrade() else {
@@ -111,6 +119,11 @@ impl ValueProfiles {
             }
             report.visited += 1;
             e.seen_total = total;
+            // Used up since the last pass (it took records), so its code still runs.
+            if policy.burst != 0 && t.burst_left() == 0 {
+                t.open_burst(policy.burst);
+                report.reopened += 1;
+            }
             if !t.reset_pending() && total >= policy.min_total {
                 let s = t.snapshot();
                 if s.other as f64 > policy.other_share * s.total() as f64 {
@@ -138,7 +151,7 @@ impl Maintainer {
     pub fn start(
         profiles: Arc<ValueProfiles>,
         period: Duration,
-        policy: ResetPolicy,
+        policy: PassPolicy,
     ) -> std::io::Result<Maintainer> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -152,6 +165,7 @@ impl Maintainer {
                     sum.visited += r.visited;
                     sum.idle += r.idle;
                     sum.reset += r.reset;
+                    sum.reopened += r.reopened;
                     sum.freed += r.freed;
                 }
                 sum
@@ -193,7 +207,7 @@ mod tests {
     fn a_table_resets_after_a_phase_change() {
         let profiles = ValueProfiles::new();
         let t = profiles.table(1, 4, Hashing::ShiftTable);
-        let policy = ResetPolicy::default();
+        let policy = PassPolicy::default();
         // Phase 1: four values fill the table.
         for i in 0..1000u64 {
             t.record((i % 4 + 1) * 8);
@@ -230,7 +244,7 @@ mod tests {
         for t in [&running, &finished, &gone] {
             t.record(8);
         }
-        let policy = ResetPolicy::default();
+        let policy = PassPolicy::default();
         assert_eq!(profiles.pass(&policy).visited, 3);
         drop(gone);
         running.record(8);
@@ -242,13 +256,50 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_reopens_used_up_bursts_of_running_code_only() {
+        let profiles = ValueProfiles::new();
+        let running = profiles.table(1, 4, Hashing::Multiplicative);
+        let finished = profiles.table(2, 4, Hashing::Multiplicative);
+        let policy = PassPolicy {
+            burst: 10,
+            ..PassPolicy::default()
+        };
+        for t in [&running, &finished] {
+            t.open_burst(4);
+            for _ in 0..100 {
+                t.record_in_burst(8);
+            }
+        }
+        let r = profiles.pass(&policy);
+        assert_eq!((r.visited, r.reopened), (2, 2));
+        // A phase change sampled by the next burst, in the code still running only.
+        for _ in 0..100 {
+            running.record_in_burst(16);
+        }
+        let r = profiles.pass(&policy);
+        assert_eq!((r.visited, r.idle, r.reopened), (1, 1, 1));
+        assert_eq!(running.snapshot().entries, vec![(16, 10), (8, 4)]);
+        assert_eq!(
+            finished.burst_left(),
+            10,
+            "left open: its code no longer runs"
+        );
+        let r = profiles.pass(&policy);
+        assert_eq!(
+            (r.visited, r.reopened),
+            (0, 0),
+            "nothing ran: nothing to reopen"
+        );
+    }
+
+    #[test]
     fn a_small_table_is_not_reset_on_too_few_counts() {
         let profiles = ValueProfiles::new();
         let t = profiles.table(1, 1, Hashing::ShiftTable);
         for v in [8u64, 16, 24, 32] {
             t.record(v);
         }
-        assert_eq!(profiles.pass(&ResetPolicy::default()).reset, 0);
+        assert_eq!(profiles.pass(&PassPolicy::default()).reset, 0);
     }
 
     #[test]
@@ -258,7 +309,7 @@ mod tests {
         let m = Maintainer::start(
             profiles.clone(),
             Duration::from_millis(1),
-            ResetPolicy::default(),
+            PassPolicy::default(),
         )
         .unwrap();
         for i in 0..10_000u64 {

@@ -19,5 +19,5 @@ pub mod table;
 
 pub use hashing::{pext_is_fast, Hashing};
 pub use history::{ProfileHistory, ProfileSnapshot};
-pub use maintenance::{Maintainer, PassReport, ResetPolicy, ValueProfiles};
+pub use maintenance::{Maintainer, PassPolicy, PassReport, ValueProfiles};
 pub use table::{TableLayout, TableSnapshot, ValueTable, MAX_SLOTS};

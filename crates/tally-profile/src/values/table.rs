@@ -54,6 +54,8 @@ pub struct ValueTable {
     /// [`LOCKED`] while a thread adds, rearranges or reads; [`RESET_REQUESTED`] until the
     /// recording thread has reset the table. The common path falls to the slow one unless 0.
     lock: AtomicU32,
+    /// Records [`ValueTable::record_in_burst`] still takes in the current burst.
+    burst_left: AtomicU32,
     /// [`Hashing`] as a number (fixed at creation).
     hashing: u8,
     /// log2 of the capacity.
@@ -78,7 +80,8 @@ pub struct ValueTable {
 /// Where compiled code finds what the common path of a [`Hashing::Multiplicative`] table
 /// reads: byte offsets into a [`ValueTable`]. The shift is a u8, the multiplier a u64, keys
 /// and counts arrays of u64; index = `(value × multiplier) >> shift` (the multiplier is 0
-/// while the table uses no bits, so the index is 0 then).
+/// while the table uses no bits, so the index is 0 then). `burst_left` is a u32 for code that
+/// records in bursts ([`ValueTable::record_in_burst`]).
 ///
 /// Compiled code may skip the lock test of [`ValueTable::record`] when it counts only values
 /// that are never 0 (a key of 0 marks an empty slot) and is the table's one recording thread:
@@ -89,6 +92,7 @@ pub struct ValueTable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TableLayout {
     pub lock: i32,
+    pub burst_left: i32,
     pub shift: i32,
     pub multiplier: i32,
     pub keys: i32,
@@ -98,6 +102,7 @@ pub struct TableLayout {
 impl TableLayout {
     pub const OF_VALUE_TABLE: TableLayout = TableLayout {
         lock: std::mem::offset_of!(ValueTable, lock) as i32,
+        burst_left: std::mem::offset_of!(ValueTable, burst_left) as i32,
         shift: std::mem::offset_of!(ValueTable, shift) as i32,
         multiplier: std::mem::offset_of!(ValueTable, mask_or_multiplier) as i32,
         keys: std::mem::offset_of!(ValueTable, keys) as i32,
@@ -162,6 +167,7 @@ impl ValueTable {
         };
         ValueTable {
             lock: AtomicU32::new(0),
+            burst_left: AtomicU32::new(0),
             hashing: hashing as u8,
             capacity_bits,
             bits: AtomicU8::new(0),
@@ -221,6 +227,32 @@ impl ValueTable {
             }
         }
         self.record_slow(value);
+    }
+
+    /// Counts `value` if the current burst has records left ([`ValueTable::open_burst`]);
+    /// nothing otherwise. Profiling in bursts (Arnold & Ryder's sampled instrumentation):
+    /// between bursts a profiled operation pays one load and a branch instead of a lookup and
+    /// a store, and the counts stay a sample of every phase as long as someone reopens the
+    /// burst now and then (the maintenance pass does). The decrement is a plain load and
+    /// store by the recording thread; a burst opened by another thread while it is open can
+    /// lose that store, which changes the sample's size, never a count.
+    #[inline]
+    pub fn record_in_burst(&self, value: u64) {
+        let left = self.burst_left.load(Relaxed);
+        if left != 0 {
+            self.burst_left.store(left - 1, Relaxed);
+            self.record(value);
+        }
+    }
+
+    /// Lets [`ValueTable::record_in_burst`] count the next `records` values. Any thread.
+    pub fn open_burst(&self, records: u32) {
+        self.burst_left.store(records, Relaxed);
+    }
+
+    /// Records left in the current burst.
+    pub fn burst_left(&self) -> u32 {
+        self.burst_left.load(Relaxed)
     }
 
     /// The out-of-line path: a value to add, a collision, a full table, or the lock held.
@@ -445,6 +477,36 @@ mod tests {
         t.record(19);
         assert_eq!(common_path_by_layout(&t, 19), Some(1));
         assert_eq!(common_path_by_layout(&t, 7), None);
+    }
+
+    #[test]
+    fn a_burst_counts_exactly_its_records_and_reopening_counts_more() {
+        let t = ValueTable::new(4, Hashing::Multiplicative);
+        for v in 1..=10u64 {
+            t.record_in_burst(v);
+        }
+        assert_eq!(t.total(), 0, "no burst open yet: nothing counted");
+        t.open_burst(5);
+        for _ in 0..20 {
+            t.record_in_burst(8);
+        }
+        assert_eq!((t.total(), t.burst_left()), (5, 0));
+        t.open_burst(3);
+        for _ in 0..20 {
+            t.record_in_burst(16);
+        }
+        let s = t.snapshot();
+        assert_eq!(s.entries, vec![(8, 5), (16, 3)]);
+        // Compiled code reads and writes the burst through the layout's offset.
+        let l = TableLayout::OF_VALUE_TABLE;
+        t.open_burst(42);
+        // SAFETY: `burst_left` is the table's u32 field at that offset.
+        let left = unsafe {
+            std::ptr::read(
+                (&t as *const ValueTable as *const u8).add(l.burst_left as usize) as *const u32,
+            )
+        };
+        assert_eq!(left, 42);
     }
 
     fn contents(t: &ValueTable) -> (BTreeMap<u64, u64>, u64) {

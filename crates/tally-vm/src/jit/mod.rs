@@ -174,6 +174,10 @@ pub struct Layout {
     pub deopt_code: i32,
     /// Class ids speculative code tests for.
     pub array_class: u32,
+    /// String's class id when its `=` is the core library's primitive (equal characters,
+    /// `Stubs::string_equal`), so that compiled code may answer `aString = x` without a send;
+    /// None when the program's library defines it otherwise.
+    pub string_with_primitive_equal: Option<u32>,
 }
 
 /// What compiled code needs to do a send itself: probe the site's inline cache, find the
@@ -283,8 +287,18 @@ impl Layout {
             deopt_reason: offset_of!(Vm, jit.deopt.reason) as i32,
             deopt_code: offset_of!(Vm, jit.deopt.code) as i32,
             array_class: rt.core.array,
+            string_with_primitive_equal: string_with_primitive_equal(rt),
         }
     }
+}
+
+/// String's class id when `String>>=` is defined in String itself as a primitive (the one
+/// the VM binds to String's `=`: equal characters).
+fn string_with_primitive_equal(rt: &Runtime) -> Option<u32> {
+    let string = rt.core.string;
+    let equal = rt.symbols.lookup("=")?;
+    let code = &rt.codes[rt.find_method(string, equal)? as usize];
+    (code.holder == string && code.primitive.is_some()).then_some(string)
 }
 
 /// Machine code made for one `Code`.

@@ -37,6 +37,9 @@ pub struct Stubs {
     /// out-of-line path of the count compiled code makes inline
     /// (`tally_profile::values::ValueTable::record_slow`).
     pub record_value: usize,
+    /// `(vm, string, other) -> 0 | 1`: String's `=` primitive for a receiver that is a String
+    /// (exactly), as a pure function: no allocation, no frames, no failure.
+    pub string_equal: usize,
 }
 
 impl Stubs {
@@ -52,13 +55,14 @@ impl Stubs {
             back_edge: back_edge as *const () as usize,
             epilogue: epilogue as *const () as usize,
             record_value: record_value as *const () as usize,
+            string_equal: string_equal as *const () as usize,
         }
     }
 
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 10] {
+    pub fn named(&self) -> [(&'static str, usize); 11] {
         let Stubs {
             send,
             super_send,
@@ -70,6 +74,7 @@ impl Stubs {
             back_edge,
             epilogue,
             record_value,
+            string_equal,
         } = self;
         [
             ("send", *send),
@@ -82,6 +87,7 @@ impl Stubs {
             ("back_edge", *back_edge),
             ("epilogue", *epilogue),
             ("record_value", *record_value),
+            ("string_equal", *string_equal),
         ]
     }
 }
@@ -127,6 +133,16 @@ extern "C" fn record_value(_vm: *mut Vm, table: u64, value: u64) -> u32 {
     let table = unsafe { &*(table as usize as *const tally_profile::values::ValueTable) };
     table.record_slow(value);
     0
+}
+
+extern "C" fn string_equal(vm: *mut Vm, string: u64, other: u64) -> u32 {
+    // SAFETY: as for `guarded`; this stub only reads the VM.
+    let vm = unsafe { &*vm };
+    let equal = match (vm.text_slice(Value(string)), vm.text_slice(Value(other))) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    };
+    u32::from(equal)
 }
 
 extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {
