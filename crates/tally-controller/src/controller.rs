@@ -68,6 +68,20 @@ impl Controller {
         &self.model
     }
 
+    /// How many bytecodes the compile `d` asks for may inline: what its predicted gain pays
+    /// for at the target tier's compile rate. Inlining makes the compile bigger than the root
+    /// the decision priced, and a compile whose gain is small cannot afford much of it.
+    pub fn affordable_inlining(&self, d: &Decision) -> u32 {
+        let Some(cost) = self.model.tier(d.to) else {
+            return 0;
+        };
+        if cost.compile_per_bytecode_ns <= 0.0 {
+            return u32::MAX;
+        }
+        let bytecodes = d.benefit_ns().max(0.0) / cost.compile_per_bytecode_ns;
+        bytecodes.min(f64::from(u32::MAX)) as u32
+    }
+
     pub fn organizer(&self) -> &Organizer {
         &self.organizer
     }
@@ -244,6 +258,22 @@ mod tests {
         let r = c.organizer().record(MethodId(7)).unwrap();
         assert_eq!(r.samples, [40, 0, 100]);
         assert_eq!(r.tier(), Tier::Optimizing);
+    }
+
+    #[test]
+    fn a_compile_may_inline_what_its_gain_pays_for() {
+        let mut c = controller();
+        c.model.optimizing.compile_per_bytecode_ns = 0.05 * MS;
+        // 20 ms: optimizing costs 4 + 1 (20 bytecodes) + 4 = 9 ms, a gain of 11 ms, which
+        // pays for 220 more bytecodes of compile at 0.05 ms each.
+        let d = c.observe(&vec![interpreted(7); 20]);
+        assert_eq!(d[0].to, Tier::Optimizing);
+        assert_eq!(c.affordable_inlining(&d[0]), 220);
+        let barely = Decision {
+            past_ns: d[0].compile_ns + d[0].future_ns + 0.01 * MS,
+            ..d[0]
+        };
+        assert_eq!(c.affordable_inlining(&barely), 0);
     }
 
     #[test]

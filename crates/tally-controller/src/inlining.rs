@@ -52,6 +52,9 @@ pub struct InlinePolicy {
     /// Total inlined bytecodes per compile: `budget_factor` × the root's size + `budget_extra`.
     pub budget_factor: u32,
     pub budget_extra: u32,
+    /// At most this many inlined bytecodes, whatever the root's size: one compile's cap, what
+    /// its predicted gain pays for in compile time (`Controller::affordable_inlining`).
+    pub budget_cap: u32,
 }
 
 impl Default for InlinePolicy {
@@ -69,6 +72,7 @@ impl Default for InlinePolicy {
             shrink_depth: 5,
             budget_factor: 4,
             budget_extra: 120,
+            budget_cap: u32::MAX,
         }
     }
 }
@@ -194,7 +198,8 @@ pub fn plan(
     let mut budget = policy
         .budget_factor
         .saturating_mul(root_size)
-        .saturating_add(policy.budget_extra);
+        .saturating_add(policy.budget_extra)
+        .min(policy.budget_cap);
     let mut path = vec![root];
     expand(root, &sites, source, policy, &mut path, &mut budget)
 }
@@ -441,6 +446,15 @@ mod tests {
         assert_eq!(p.sites[&2][0].verdict, Verdict::Inlined);
         assert_eq!(p.sites[&3][0].verdict, Verdict::Inlined);
         assert_eq!(p.sites[&1][0].verdict, Verdict::BudgetSpent);
+        // A compile that can afford 100 bytecodes gets the hottest callee only.
+        let capped = InlinePolicy {
+            budget_cap: 100,
+            ..InlinePolicy::default()
+        };
+        let p = plan(MethodId(0), &g, &src, &capped);
+        assert_eq!(p.sites[&2][0].verdict, Verdict::Inlined);
+        assert_eq!(p.sites[&3][0].verdict, Verdict::BudgetSpent);
+        assert_eq!(p.inlined_count(), 1);
     }
 
     #[test]

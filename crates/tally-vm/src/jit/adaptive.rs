@@ -263,7 +263,8 @@ impl Vm {
                 }
             }
             if tier == Tier::Opt {
-                let plan = self.inline_plan(d.method);
+                let affordable = lock(&controller).affordable_inlining(&d);
+                let plan = self.inline_plan(d.method, affordable);
                 let share = self
                     .jit
                     .adaptive
@@ -316,8 +317,9 @@ impl Vm {
         }
     }
 
-    /// What to inline into `method` by the call graph the adaptive system was set to use.
-    fn inline_plan(&self, method: MethodId) -> Option<InlinePlan> {
+    /// What to inline into `method` by the call graph the adaptive system was set to use,
+    /// `affordable` bytecodes at most.
+    fn inline_plan(&self, method: MethodId, affordable: u32) -> Option<InlinePlan> {
         let a = self.jit.adaptive.as_ref()?;
         let graph: CallGraph = match a.inline_from? {
             CallGraphSource::Cbs => self.profiler.as_deref()?.recorder().cbs_edges().clone(),
@@ -327,7 +329,10 @@ impl Vm {
             method,
             &graph,
             &Methods(&self.rt),
-            &a.inline_policy,
+            &InlinePolicy {
+                budget_cap: affordable,
+                ..a.inline_policy
+            },
         ))
     }
 }
