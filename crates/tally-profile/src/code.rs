@@ -78,6 +78,8 @@ pub struct Symbols {
     pub methods: HashMap<MethodId, MethodInfo>,
     /// Bytecode index → source position, per method ([`EventKind::MethodLines`]).
     pub lines: HashMap<MethodId, Vec<LineEntry>>,
+    /// Instructions as text, per method ([`EventKind::MethodBytecodes`]).
+    pub bytecodes: HashMap<MethodId, Vec<String>>,
     pub classes: HashMap<ClassId, String>,
     pub code: HashMap<CodeVersionId, CodeVersion>,
 }
@@ -111,6 +113,9 @@ impl Symbols {
                 }
                 EventKind::MethodLines { method, lines } => {
                     s.lines.insert(*method, lines.clone());
+                }
+                EventKind::MethodBytecodes { method, ops } => {
+                    s.bytecodes.insert(*method, ops.clone());
                 }
                 // Freed versions stay: samples taken before the free still
                 // name them.

@@ -71,6 +71,13 @@ pub enum EventKind {
         /// Sorted by `bci`, one entry where the position changes.
         lines: Vec<LineEntry>,
     },
+    /// A method's bytecode as text, one instruction per entry (index = bytecode index),
+    /// announced before the first code version that compiles or inlines it: what the
+    /// VM-profiler report shows beside each bytecode range of compiled code.
+    MethodBytecodes {
+        method: MethodId,
+        ops: Vec<String>,
+    },
     /// A compiled code version became executable.
     CodeInstalled(CodeVersion),
     /// The adaptive controller chose to recompile `method` from tier `from` to tier `to`,
@@ -119,6 +126,7 @@ impl EventKind {
             EventKind::ClassLoaded { .. } => "class loaded",
             EventKind::MethodCompiled { .. } => "method compiled",
             EventKind::MethodLines { .. } => "method lines",
+            EventKind::MethodBytecodes { .. } => "method bytecodes",
             EventKind::CodeInstalled(_) => "code installed",
             EventKind::TierDecision { .. } => "tier decision",
             EventKind::Deoptimized { .. } => "deoptimized",

@@ -71,7 +71,28 @@ pub fn example_profile() -> Profile {
         method(3, "Bench>>add:", 18),
         lines(0, &[(0, 4, 5), (5, 5, 5)]),
         lines(1, &[(0, 8, 5), (4, 9, 9), (9, 10, 9), (11, 11, 5)]),
+        lines(2, &[(0, 13, 5), (4, 14, 9), (9, 15, 5)]),
+        lines(3, &[(0, 19, 5), (2, 20, 5)]),
     ];
+    events.push(ev(
+        3_800_000,
+        EventKind::MethodBytecodes {
+            method: MethodId(2),
+            ops: (0..12).map(|b| format!("op{b}")).collect(),
+        },
+    ));
+    events.push(ev(
+        3_800_000,
+        EventKind::MethodBytecodes {
+            method: MethodId(3),
+            ops: vec![
+                "PushArgument(1)".into(),
+                "PushArgument(2)".into(),
+                "SendBinary #+".into(),
+                "ReturnLocal".into(),
+            ],
+        },
+    ));
     events.push(ev(
         3_700_000,
         EventKind::TierDecision {

@@ -40,12 +40,14 @@ fn a_format_1_0_seed_still_reads() {
     let bytes = std::fs::read(seeds_dir().join("example-1.0.tprof")).unwrap();
     assert_eq!(&bytes[10..12], &0u16.to_le_bytes(), "minor version 0");
     let mut expected = example_profile();
-    // Not in 1.0: merged ticks, line tables (1.2), tier decisions (1.3), deopts (1.4).
+    // Not in 1.0: merged ticks, line tables (1.2), tier decisions (1.3), deopts (1.4),
+    // bytecode listings (1.6).
     expected.counters.ticks_merged = 0;
     expected.events.retain(|e| {
         !matches!(
             e.kind,
             tally_profile::EventKind::MethodLines { .. }
+                | tally_profile::EventKind::MethodBytecodes { .. }
                 | tally_profile::EventKind::TierDecision { .. }
                 | tally_profile::EventKind::Deoptimized { .. }
         )

@@ -144,7 +144,7 @@ impl Vm {
     }
 
     /// An instruction with its operands named: selectors for sends, values for constants.
-    fn op_text(&self, op: Op) -> String {
+    pub(crate) fn op_text(&self, op: Op) -> String {
         let site = |s: u32| {
             let site = &self.rt.sites[s as usize];
             format!("#{}", self.rt.symbols.name(site.selector))

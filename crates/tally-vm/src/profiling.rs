@@ -222,6 +222,8 @@ pub(crate) struct Profiler {
     /// Set once the main class is loaded and about to run: a run that never got there (no
     /// such file, a syntax error) leaves no profile, and an existing one in place.
     pub program_started: bool,
+    /// Methods whose bytecode listing the profile has (`Vm::profile_announce_bytecodes`).
+    bytecodes_announced: Mutex<rustc_hash::FxHashSet<CodeId>>,
     /// Last, so it is dropped after `sampler` and `_sigint`.
     _trips: TripsAttached,
 }
@@ -307,6 +309,7 @@ impl Profiler {
             observer_period: None,
             interrupted: false,
             program_started: false,
+            bytecodes_announced: Mutex::default(),
             _trips: trips,
         })
     }
@@ -750,6 +753,30 @@ impl Vm {
                     lines: LineEntry::table(code.positions.iter().copied()),
                 });
             }
+        }
+    }
+
+    /// Records the bytecode listing of each of `codes` the profile does not have yet: the
+    /// methods a compile is about to translate (its own and the ones it inlines), whose
+    /// instructions the VM-profiler report shows beside each bytecode range.
+    pub(crate) fn profile_announce_bytecodes(&self, codes: &[CodeId]) {
+        let Some(p) = self.profiler.as_deref().filter(|p| p.records()) else {
+            return;
+        };
+        let mut announced = p
+            .bytecodes_announced
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for &id in codes {
+            if !announced.insert(id) {
+                continue;
+            }
+            let code = self.rt.codes[id as usize];
+            let ops = code.ops.iter().map(|&op| self.op_text(op)).collect();
+            p.recorder().event(EventKind::MethodBytecodes {
+                method: MethodId(id),
+                ops,
+            });
         }
     }
 

@@ -88,8 +88,35 @@ struct ReportArgs {
     /// Instead of the report, list METHOD's source (e.g. 'Vector>>forEach:', or a part of a
     /// name) with its samples per line: self (innermost on that line) and total (on the
     /// stack at that line), like `perf annotate` or `pprof -list`.
-    #[arg(long, value_name = "METHOD")]
+    #[arg(long, value_name = "METHOD", conflicts_with = "vm")]
     lines: Option<String>,
+    /// Instead of the report, the VM profiler's view (after Cog's VMProfiler): samples in
+    /// generated code per tier against the VM's own code (interpreter, primitives, GC,
+    /// runtime), then the --top heaviest compiled methods with their samples by bytecode
+    /// range (inlined methods' ranges included) with the bytecodes and source line of each;
+    /// ranges below --min-percent of their method are hidden.
+    #[arg(long)]
+    vm: bool,
+}
+
+/// `tally report --vm`: where time goes by VM component and inside compiled code.
+fn report_vm(p: &Profile, top: usize, min_percent: f64) -> String {
+    // Each file read once; one that cannot be read shows no source text.
+    let files: std::cell::RefCell<std::collections::HashMap<String, Option<Vec<String>>>> =
+        Default::default();
+    let source = |file: &str, line: u32| -> Option<String> {
+        let mut files = files.borrow_mut();
+        let lines = files
+            .entry(file.to_string())
+            .or_insert_with(|| {
+                std::fs::read_to_string(file)
+                    .ok()
+                    .map(|t| t.lines().map(str::to_string).collect())
+            })
+            .as_ref()?;
+        lines.get(line.checked_sub(1)? as usize).cloned()
+    };
+    report::VmProfile::new(p).render_text(top, min_percent, &source)
 }
 
 /// `tally report --lines METHOD`: each matching method's source with samples per line.
@@ -190,6 +217,10 @@ fn report(args: ReportArgs) -> Result<(), String> {
     let p = read(&args.file)?;
     if let Some(method) = &args.lines {
         print_out(&report_lines(&p, method)?);
+        return Ok(());
+    }
+    if args.vm {
+        print_out(&report_vm(&p, args.top, args.min_percent));
         return Ok(());
     }
     let mut out = String::new();

@@ -79,7 +79,7 @@ pub fn to_json(p: &Profile) -> Value {
             EventKind::GcStart { .. } => continue,
             // A method's line table is data for resolving samples, not something that
             // happened on the timeline.
-            EventKind::MethodLines { .. } => continue,
+            EventKind::MethodLines { .. } | EventKind::MethodBytecodes { .. } => continue,
             other => {
                 let args = match other {
                     EventKind::ProgramEnd { exit_code } => json!({"exit_code": exit_code}),

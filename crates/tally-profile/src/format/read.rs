@@ -344,6 +344,15 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
                 bytecode_len: d.u32()?,
             },
             et::METHOD_LINES => method_lines(d)?,
+            et::METHOD_BYTECODES => {
+                let method = MethodId(d.u32()?);
+                let n = d.count(1)?;
+                let mut ops = Vec::with_capacity(n);
+                for _ in 0..n {
+                    ops.push(d.str()?);
+                }
+                EventKind::MethodBytecodes { method, ops }
+            }
             et::CODE_INSTALLED => EventKind::CodeInstalled(code_version(d)?),
             et::TIER_DECISION => EventKind::TierDecision {
                 method: MethodId(d.u32()?),

@@ -224,6 +224,14 @@ fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
                 (bci, line) = (l.bci.into(), l.line.into());
             }
         }
+        EventKind::MethodBytecodes { method, ops } => {
+            e.u8(et::METHOD_BYTECODES);
+            e.uv(method.0.into());
+            e.uv(ops.len() as u64);
+            for op in ops {
+                e.str(op);
+            }
+        }
         EventKind::CodeInstalled(v) => {
             e.u8(et::CODE_INSTALLED);
             code_version(e, v);

@@ -8,6 +8,7 @@ mod lines;
 mod states;
 mod tiers;
 mod tree;
+mod vm;
 
 pub use compare::{
     accuracy_against_exact, compare, describe, program_mismatch, Accuracy, Comparison, MethodDiff,
@@ -18,6 +19,7 @@ pub use lines::LineProfile;
 pub use states::{StateBreakdown, StateRow};
 pub use tiers::{DecisionRow, MethodTiers, TierReport, TierRow};
 pub use tree::render_call_tree;
+pub use vm::{BytecodeRange, CompiledMethod, ComponentRow, VmProfile};
 
 fn pct(part: u64, total: u64) -> f64 {
     if total == 0 {

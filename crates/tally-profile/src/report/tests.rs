@@ -63,7 +63,7 @@ fn call_tree_nests_callees_under_call_sites() {
         "{text}"
     );
     assert!(
-        text.contains(" 11.11%  11.11%     Bench>>add: @Bench.som:12"),
+        text.contains(" 11.11%  11.11%     Bench>>add: @Bench.som:14 [inlined]"),
         "inlined callee under its call site: {text}"
     );
     // The truncated sample's kept frames hang under a root that says what was cut, not
@@ -230,4 +230,56 @@ fn the_tier_report_pairs_each_decision_with_its_compile() {
         )
     });
     assert_eq!(TierReport::new(&none), None);
+}
+
+#[test]
+fn the_vm_profile_splits_components_and_places_compiled_samples_on_bytecode_ranges() {
+    let v = VmProfile::new(&example_profile());
+    assert_eq!(v.total, 9);
+    let row =
+        |rows: &[ComponentRow], n: &str| rows.iter().find(|r| r.name == n).map_or(0, |r| r.samples);
+    assert_eq!(v.generated_samples(), 2);
+    assert_eq!(row(&v.generated, "optimizing"), 2);
+    assert_eq!(row(&v.vm, "interpreter"), 4);
+    assert_eq!(row(&v.vm, "primitives"), 1);
+    assert_eq!(row(&v.vm, "garbage collector"), 1);
+    assert_eq!((v.compiles, v.compile_ns), (1, 250_000));
+    assert_eq!(v.methods.len(), 1);
+    let m = &v.methods[0];
+    assert_eq!(
+        (m.name.as_str(), m.tier, m.samples),
+        ("Bench>>loop", Tier::Optimizing, 2)
+    );
+    assert_eq!((m.versions, m.code_bytes, m.unmapped), (1, 0x200, 0));
+    // The sample at pc 0x48 is in `add:` inlined at `loop`'s @6, at its bytecode 2, on line
+    // 20 with bytecode 3; the one at 0x10 is `loop`'s own bytecode 0, line 13 (0 to 3).
+    let inlined = m.ranges.iter().find(|r| r.is_inlined()).unwrap();
+    assert_eq!(inlined.inlined_via, vec![("Bench>>loop".to_string(), 6)]);
+    assert_eq!(inlined.method_name, "Bench>>add:");
+    assert_eq!(
+        (inlined.first_bci, inlined.last_bci, inlined.line),
+        (2, 3, Some(20))
+    );
+    assert_eq!(
+        inlined.bytecodes,
+        vec![
+            (2, Some("SendBinary #+".to_string()), 1),
+            (3, Some("ReturnLocal".to_string()), 0)
+        ]
+    );
+    let own = m.ranges.iter().find(|r| !r.is_inlined()).unwrap();
+    assert_eq!(
+        (own.first_bci, own.last_bci, own.line, own.samples),
+        (0, 3, Some(13), 1)
+    );
+    let text = v.render_text(10, 0.0, &|file, line| {
+        (file == "Bench.som" && line == 20).then(|| "  ^a + b".to_string())
+    });
+    assert!(text.contains("samples in generated code"), "{text}");
+    assert!(
+        text.contains("@2-3  Bench.som:20  [inlined: Bench>>loop @6 > Bench>>add:]"),
+        "{text}"
+    );
+    assert!(text.contains("@2    SendBinary #+"), "{text}");
+    assert!(text.contains("| ^a + b"), "{text}");
 }

@@ -291,6 +291,10 @@ impl Vm {
                     self.write_err(guards_log.as_bytes());
                 }
             }
+            let translated: Vec<crate::bytecode::CodeId> = std::iter::once(request.code.id)
+                .chain(request.inlining().iter().map(|(_, _, _, r)| r.code.id))
+                .collect();
+            self.profile_announce_bytecodes(&translated);
             if log {
                 self.write_err(
                     format!(

@@ -649,6 +649,7 @@ impl Vm {
     /// be compiled.
     #[inline(never)]
     fn compile_native(&mut self, code: &'static Code) -> bool {
+        self.profile_announce_bytecodes(&[code.id]);
         let (Some(generator), Some(layout)) =
             (self.jit.generator.as_deref_mut(), self.jit.layout.as_ref())
         else {

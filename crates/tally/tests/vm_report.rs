@@ -1,0 +1,108 @@
+//! `tally report --vm` end to end: the VM profiler's split by component, and inside compiled
+//! code the samples by bytecode range, ranges of inlined methods included.
+
+mod common;
+
+use common::{late_opt_calibration, run_in, text};
+
+/// `round` calls `spin:` twenty times; once `round` is optimized with `spin:` inlined, nearly
+/// all of its time is `spin:`'s loop (line 4) running inside `round`'s code. The outer loop
+/// runs for two seconds (a debug build compiles slowly, and other tests share the machine).
+const LOOP: &str = "Loop = (
+  spin: n = ( | s |
+    s := 0.
+    1 to: n do: [:i | s := s + (i * 3) - i].
+    ^s )
+  round = ( | total | total := 0. 1 to: 20 do: [:k | total := total + (self spin: 500)]. ^total )
+  run = ( | total deadline |
+    total := 0. deadline := system ticks + 2000000.
+    [system ticks < deadline] whileTrue: [ total := total + self round ].
+    total > 0 ifTrue: ['done' println] )
+)
+";
+
+/// The samples count at the start of the first line of `section` that contains `needle`.
+fn samples_on(section: &str, needle: &str) -> Option<u64> {
+    section
+        .lines()
+        .find(|l| l.contains(needle))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+}
+
+#[test]
+fn samples_in_an_inlined_loop_land_on_its_bytecode_range() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("Loop.som"), LOOP).unwrap();
+    let model = late_opt_calibration(dir.path());
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--tier-log",
+            "--profile=loop.tprof",
+            "Loop.som",
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("inlined Loop>>spin: into Loop>>round"),
+        "{err}"
+    );
+    let report = run_in(
+        dir.path(),
+        &[
+            "report",
+            "--vm",
+            "--top",
+            "10",
+            "--min-percent",
+            "0",
+            "loop.tprof",
+        ],
+    );
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let report = text(&report.stdout);
+    assert!(report.contains("samples in generated code"), "{report}");
+    assert!(report.contains("samples in the VM's own code"), "{report}");
+    // `round`'s optimized code: its samples, and those on `spin:`'s loop line inside it.
+    let start = report
+        .find("Loop>>round [optimizing]:")
+        .unwrap_or_else(|| panic!("round's optimized code has samples: {report}"));
+    let section = &report[start..];
+    let section = &section[..section[1..].find("\n\n").map_or(section.len(), |e| e + 1)];
+    let all = section
+        .split_once(": ")
+        .and_then(|(_, rest)| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .expect("the method's sample count");
+    let on_loop = samples_on(section, "Loop.som:4  [inlined: Loop>>round @")
+        .unwrap_or_else(|| panic!("a range on spin:'s loop line, inlined: {section}"));
+    assert!(all >= 50, "too few samples to judge: {section}");
+    assert!(
+        on_loop * 100 >= all * 90,
+        "{on_loop} of {all} samples on the loop's range: {section}"
+    );
+    // The range lists its bytecodes and its source line.
+    assert!(section.contains("PushConstSendBinary(3) #*"), "{section}");
+    assert!(
+        section.contains("| 1 to: n do: [:i | s := s + (i * 3) - i]."),
+        "{section}"
+    );
+}
+
+#[test]
+fn the_vm_report_refuses_to_combine_with_lines() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = run_in(
+        dir.path(),
+        &["report", "--vm", "--lines", "X", "none.tprof"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("cannot be used with"),
+        "{}",
+        text(&out.stderr)
+    );
+}
