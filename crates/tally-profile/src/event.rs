@@ -41,6 +41,14 @@ impl LineEntry {
     }
 }
 
+/// Calls of one method in one tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TierCalls {
+    pub method: MethodId,
+    pub tier: Tier,
+    pub calls: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
     ProgramStart,
@@ -77,6 +85,14 @@ pub enum EventKind {
     MethodBytecodes {
         method: MethodId,
         ops: Vec<String>,
+    },
+    /// Exact calls per method per tier since the run started (cumulative: a later event of
+    /// the kind supersedes an earlier one), from the VM's call-counting instrumentation, and
+    /// the time that instrumentation itself has cost so far, which the amortization analysis
+    /// takes out of the run's time. Emitted now and then during the run and at its end.
+    TierCallCounts {
+        counts: Vec<TierCalls>,
+        instrumentation_ns: u64,
     },
     /// A compiled code version became executable.
     CodeInstalled(CodeVersion),
@@ -127,6 +143,7 @@ impl EventKind {
             EventKind::MethodCompiled { .. } => "method compiled",
             EventKind::MethodLines { .. } => "method lines",
             EventKind::MethodBytecodes { .. } => "method bytecodes",
+            EventKind::TierCallCounts { .. } => "tier call counts",
             EventKind::CodeInstalled(_) => "code installed",
             EventKind::TierDecision { .. } => "tier decision",
             EventKind::Deoptimized { .. } => "deoptimized",

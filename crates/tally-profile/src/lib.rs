@@ -121,7 +121,7 @@ pub use code::{
     lost_frames, CodeVersion, LogicalFrame, MethodInfo, PcMapEntry, SourcePos, Symbols,
 };
 pub use drainer::{Drainer, DrainerConfig, OnPeriod, UnservedStop};
-pub use event::{Event, EventKind, LineEntry};
+pub use event::{Event, EventKind, LineEntry, TierCalls};
 pub use hot::cbs::{Cbs, CbsConfig};
 pub use hot::exact::ExactCounts;
 pub use hot::flag::{self, TripWord, YieldpointFlag};

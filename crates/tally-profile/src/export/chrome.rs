@@ -79,7 +79,9 @@ pub fn to_json(p: &Profile) -> Value {
             EventKind::GcStart { .. } => continue,
             // A method's line table is data for resolving samples, not something that
             // happened on the timeline.
-            EventKind::MethodLines { .. } | EventKind::MethodBytecodes { .. } => continue,
+            EventKind::MethodLines { .. }
+            | EventKind::MethodBytecodes { .. }
+            | EventKind::TierCallCounts { .. } => continue,
             other => {
                 let args = match other {
                     EventKind::ProgramEnd { exit_code } => json!({"exit_code": exit_code}),

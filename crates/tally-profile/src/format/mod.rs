@@ -25,7 +25,7 @@
 //! controller's `Decision` and the `Deoptimized` events. 1.5 weights each CBS edge sample
 //! by its window's call rate and adds the number of samples at the end of `EDGE` (read
 //! as the sum of the weights from older files, whose samples weighed 1 each). 1.6 adds the
-//! `MethodBytecodes` event (a method's instructions as text).
+//! `MethodBytecodes` event (a method's instructions as text), 1.7 the `TierCallCounts` event.
 //!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
@@ -54,7 +54,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 6;
+pub const MINOR: u16 = 7;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.
@@ -87,6 +87,8 @@ pub(crate) mod event_tags {
     pub const DEOPTIMIZED: u8 = 14;
     /// A method's bytecode as text (since 1.6).
     pub const METHOD_BYTECODES: u8 = 15;
+    /// Calls per method per tier (since 1.7).
+    pub const TIER_CALL_COUNTS: u8 = 16;
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::codec::{Dec, R};
 use super::{event_tags as et, tags, MAGIC, MAJOR, MINOR};
 use crate::callgraph::CallEdge;
 use crate::code::{CodeVersion, PcMapEntry};
-use crate::event::{Event, EventKind, LineEntry};
+use crate::event::{Event, EventKind, LineEntry, TierCalls};
 use crate::hot::cbs::CbsConfig;
 use crate::hot::exact::ExactCounts;
 use crate::hot::SampleCounters;
@@ -344,6 +344,22 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
                 bytecode_len: d.u32()?,
             },
             et::METHOD_LINES => method_lines(d)?,
+            et::TIER_CALL_COUNTS => {
+                let instrumentation_ns = d.uv()?;
+                let n = d.count(3)?;
+                let mut counts = Vec::with_capacity(n);
+                for _ in 0..n {
+                    counts.push(TierCalls {
+                        method: MethodId(d.u32()?),
+                        tier: Tier::from_u8(d.u8()?),
+                        calls: d.uv()?,
+                    });
+                }
+                EventKind::TierCallCounts {
+                    counts,
+                    instrumentation_ns,
+                }
+            }
             et::METHOD_BYTECODES => {
                 let method = MethodId(d.u32()?);
                 let n = d.count(1)?;

@@ -232,6 +232,19 @@ fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
                 e.str(op);
             }
         }
+        EventKind::TierCallCounts {
+            counts,
+            instrumentation_ns,
+        } => {
+            e.u8(et::TIER_CALL_COUNTS);
+            e.uv(*instrumentation_ns);
+            e.uv(counts.len() as u64);
+            for c in counts {
+                e.uv(c.method.0.into());
+                e.u8(c.tier.to_u8());
+                e.uv(c.calls);
+            }
+        }
         EventKind::CodeInstalled(v) => {
             e.u8(et::CODE_INSTALLED);
             code_version(e, v);

@@ -1,6 +1,7 @@
 //! Reports people read: each is data first (so tools and tests can use
 //! it) and a text rendering second.
 
+mod amortization;
 mod compare;
 mod edges;
 mod flat;
@@ -10,6 +11,7 @@ mod tiers;
 mod tree;
 mod vm;
 
+pub use amortization::{Amortization, Recompilation, TierCost, Verdict};
 pub use compare::{
     accuracy_against_exact, compare, describe, program_mismatch, Accuracy, Comparison, MethodDiff,
 };

@@ -283,3 +283,207 @@ fn the_vm_profile_splits_components_and_places_compiled_samples_on_bytecode_rang
     assert!(text.contains("@2    SendBinary #+"), "{text}");
     assert!(text.contains("| ^a + b"), "{text}");
 }
+
+mod amortization {
+    use super::*;
+    use crate::code::{CodeVersion, PcMapEntry};
+    use crate::event::{Event, EventKind, TierCalls};
+    use crate::ids::{ClassId, CodeVersionId, MethodId, RawFrame, VmState};
+    use crate::profile::Profile;
+    use crate::sample::{Origin, Sample, SampleFlags};
+
+    const MS: u64 = 1_000_000;
+
+    fn ev(time_ns: u64, kind: EventKind) -> Event {
+        Event { time_ns, kind }
+    }
+
+    fn method(id: u32, name: &str) -> Event {
+        ev(
+            0,
+            EventKind::MethodCompiled {
+                method: MethodId(id),
+                class: ClassId(1),
+                name: name.into(),
+                file: "T.som".into(),
+                line: 1,
+                bytecode_len: 10,
+            },
+        )
+    }
+
+    fn install(at: u64, version: u32, m: u32, compile_ns: u64) -> Event {
+        ev(
+            at,
+            EventKind::CodeInstalled(CodeVersion {
+                id: CodeVersionId(version),
+                method: MethodId(m),
+                tier: Tier::Optimizing,
+                compile_id: version,
+                compile_time_ns: compile_ns,
+                code_start: 0x1000 * u64::from(version),
+                code_len: 0x100,
+                pc_map: vec![PcMapEntry {
+                    pc_offset: 0,
+                    chain: vec![(MethodId(m), 0)],
+                }],
+            }),
+        )
+    }
+
+    fn counts(at: u64, c: &[(u32, Tier, u64)], instrumentation_ns: u64) -> Event {
+        ev(
+            at,
+            EventKind::TierCallCounts {
+                counts: c
+                    .iter()
+                    .map(|&(m, tier, calls)| TierCalls {
+                        method: MethodId(m),
+                        tier,
+                        calls,
+                    })
+                    .collect(),
+                instrumentation_ns,
+            },
+        )
+    }
+
+    /// One sample per millisecond from `from` ms on, `n` of them, in `frame`.
+    fn samples(out: &mut Vec<Sample>, from: u64, n: u64, frame: RawFrame, state: VmState) {
+        for k in 0..n {
+            out.push(Sample {
+                time_ns: (from + k + 1) * MS,
+                state,
+                origin: Origin::Immediate,
+                flags: SampleFlags::NONE,
+                depth: 1,
+                frames: vec![frame],
+            });
+        }
+    }
+
+    /// A run of 340 ms sampled every millisecond: `A>>fast` makes 1,000 interpreted calls of
+    /// 100 µs, then is compiled in 1 ms and makes 10,000 calls of 10 µs; `B>>slow` makes 100
+    /// interpreted calls of 1 ms, then is compiled in 50 ms and makes 50 calls of 0.8 ms.
+    fn known_run(snapshots: Vec<Event>) -> Profile {
+        let mut events = vec![method(1, "A>>fast"), method(2, "B>>slow")];
+        events.push(install(100 * MS, 1, 1, MS));
+        events.push(install(150 * MS, 2, 2, 50 * MS));
+        events.extend(snapshots);
+        let mut s = Vec::new();
+        let compiled = |v: u32| RawFrame::Compiled {
+            code: CodeVersionId(v),
+            pc_offset: 0x10,
+        };
+        samples(
+            &mut s,
+            0,
+            100,
+            RawFrame::interpreted(MethodId(1), 0),
+            VmState::Interpreting,
+        );
+        samples(
+            &mut s,
+            100,
+            100,
+            RawFrame::interpreted(MethodId(2), 0),
+            VmState::Interpreting,
+        );
+        samples(&mut s, 200, 100, compiled(1), VmState::Compiled);
+        samples(&mut s, 300, 40, compiled(2), VmState::Compiled);
+        Profile {
+            events,
+            samples: s,
+            ..Profile::default()
+        }
+    }
+
+    fn final_counts(instrumentation_ns: u64) -> Event {
+        counts(
+            340 * MS,
+            &[
+                (1, Tier::Interpreter, 1_000),
+                (1, Tier::Optimizing, 10_000),
+                (2, Tier::Interpreter, 100),
+                (2, Tier::Optimizing, 50),
+            ],
+            instrumentation_ns,
+        )
+    }
+
+    #[test]
+    fn verdicts_follow_compile_time_calls_and_costs_per_call() {
+        let a = Amortization::new(&known_run(vec![final_counts(0)])).unwrap();
+        assert_eq!((a.samples, a.run_ns), (340, 340 * MS));
+        assert!(close(a.t_unit_ns, MS as f64));
+        assert_eq!(a.recompilations.len(), 2);
+        let fast = &a.recompilations[0];
+        assert_eq!(
+            (fast.name.as_str(), fast.from, fast.to),
+            ("A>>fast", Tier::Interpreter, Tier::Optimizing)
+        );
+        assert!(close(fast.per_call_to_ns.unwrap(), 10_000.0));
+        assert!(close(fast.per_call_from_ns.unwrap(), 100_000.0));
+        // 1 ms + 10,000 × 10 µs = 101 ms < 10,000 × 100 µs = 1,000 ms.
+        match fast.verdict {
+            Verdict::PaidOff { gain_ns } => assert!(close(gain_ns, 899.0 * MS as f64)),
+            ref v => panic!("{v:?}"),
+        }
+        // 50 ms + 50 × 0.8 ms = 90 ms > 50 × 1 ms = 50 ms.
+        let slow = &a.recompilations[1];
+        match slow.verdict {
+            Verdict::DidNotPay { loss_ns } => assert!(close(loss_ns, 40.0 * MS as f64)),
+            ref v => panic!("{v:?}"),
+        }
+        let (won, lost) = a.won_and_lost_ns();
+        assert!(close(won, 899.0 * MS as f64) && close(lost, 40.0 * MS as f64));
+        let text = a.render_text();
+        assert!(
+            text.contains("paid off: 1 (won 899.00 ms); did not pay: 1 (lost 40.00 ms)"),
+            "{text}"
+        );
+        assert!(text.contains("did not pay   -40.00  B>>slow"), "{text}");
+    }
+
+    #[test]
+    fn the_counting_time_is_taken_out_of_the_time_a_sample_stands_for() {
+        let a = Amortization::new(&known_run(vec![final_counts(34 * MS)])).unwrap();
+        assert!(close(a.t_unit_ns, 0.9 * MS as f64));
+    }
+
+    #[test]
+    fn a_cost_per_call_that_changes_over_the_run_gets_no_verdict() {
+        // Half of A's compiled calls (5,000) were made by 210 ms, in 10 of its 100 compiled
+        // samples: 2 µs a call, then 18 µs: the equal-cost assumption fails.
+        let mid = counts(
+            210 * MS,
+            &[
+                (1, Tier::Interpreter, 1_000),
+                (1, Tier::Optimizing, 5_000),
+                (2, Tier::Interpreter, 100),
+            ],
+            0,
+        );
+        let a = Amortization::new(&known_run(vec![mid, final_counts(0)])).unwrap();
+        match &a.recompilations[0].verdict {
+            Verdict::Unclear { why } => assert!(why.contains("changed over the run"), "{why}"),
+            v => panic!("{v:?}"),
+        }
+        assert!(matches!(
+            a.recompilations[1].verdict,
+            Verdict::DidNotPay { .. }
+        ));
+    }
+
+    #[test]
+    fn too_few_samples_or_no_counts_give_no_verdict() {
+        let mut p = known_run(vec![final_counts(0)]);
+        p.samples.retain(|s| s.time_ns <= 305 * MS);
+        let a = Amortization::new(&p).unwrap();
+        match &a.recompilations[1].verdict {
+            Verdict::Unclear { why } => assert!(why.contains("too few"), "{why}"),
+            v => panic!("{v:?}"),
+        }
+        assert_eq!(Amortization::new(&example_profile()), None);
+    }
+}

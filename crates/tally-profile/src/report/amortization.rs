@@ -1,0 +1,386 @@
+//! Did each recompilation pay for itself? Zimmer & Diehl's post-mortem amortization analysis.
+//!
+//! From a profile with exact calls per method per tier ([`EventKind::TierCallCounts`]):
+//! - the time a sample stands for, `t_unit = (T_main − T_instr) / samples`: the run's
+//!   duration less what the call counting itself cost, spread over the samples;
+//! - per (method, tier) its exclusive time `T(m,i)`: the samples whose innermost frame is
+//!   that method running in that tier (inlined frames resolved as if they were on the stack,
+//!   in the tier of the code they were inlined into), summed over all contexts, times
+//!   `t_unit`; and its cost per call `t(m,i) = T(m,i) / N(m,i)`;
+//! - per recompilation `j → i` of a method, with `C(m,i)` the compile time (every compile of
+//!   the method into tier `i`): it paid off when `C(m,i) + N(m,i)·t(m,i) < N(m,i)·t(m,j)`,
+//!   gaining `N(m,i)·(t(m,j) − t(m,i)) − C(m,i)`.
+//!
+//! The test assumes each call costs the same in a tier. Where the snapshots of the counts
+//! show the cost per call in a tier changing over the run (the first and second half of the
+//! method's calls there differing by more than [`COST_DRIFT`]), or where too few samples
+//! back a cost, the verdict says so instead.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::code::Symbols;
+use crate::event::EventKind;
+use crate::ids::{MethodId, Tier};
+use crate::profile::Profile;
+
+/// Fewer samples than this in a tier make its cost per call too rough to judge by.
+pub const MIN_SAMPLES: u64 = 10;
+
+/// A cost per call that differs by more than this factor between the first and the second
+/// half of a tier's calls breaks the analysis' assumption.
+pub const COST_DRIFT: f64 = 2.0;
+
+/// One method in one tier.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierCost {
+    pub method: MethodId,
+    pub name: String,
+    pub tier: Tier,
+    /// N(m,i).
+    pub calls: u64,
+    /// Samples with the method innermost in this tier.
+    pub samples: u64,
+    /// T(m,i), ns.
+    pub time_ns: f64,
+    /// Compiles into this tier and their summed time, C(m,i).
+    pub compiles: u64,
+    pub compile_ns: u64,
+}
+
+impl TierCost {
+    /// t(m,i), ns; `None` without calls.
+    pub fn per_call_ns(&self) -> Option<f64> {
+        (self.calls > 0).then(|| self.time_ns / self.calls as f64)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// `C + N·t_i < N·t_j`, by `gain_ns`.
+    PaidOff { gain_ns: f64 },
+    /// It did not: `loss_ns` lost against staying in the lower tier.
+    DidNotPay { loss_ns: f64 },
+    /// No verdict, and why.
+    Unclear { why: String },
+}
+
+impl Verdict {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::PaidOff { .. } => "paid off",
+            Verdict::DidNotPay { .. } => "did not pay",
+            Verdict::Unclear { .. } => "unclear",
+        }
+    }
+}
+
+/// One method's move from tier `from` to tier `to`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recompilation {
+    pub method: MethodId,
+    pub name: String,
+    pub from: Tier,
+    pub to: Tier,
+    /// When the first compile into `to` was installed, ns since the profile started.
+    pub at_ns: u64,
+    /// C(m,to): all compiles of the method into `to`.
+    pub compile_ns: u64,
+    /// N(m,to).
+    pub calls: u64,
+    /// t(m,to) and t(m,from), ns.
+    pub per_call_to_ns: Option<f64>,
+    pub per_call_from_ns: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// The whole analysis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Amortization {
+    /// T_main, T_instr and the samples they were spread over.
+    pub run_ns: u64,
+    pub instrumentation_ns: u64,
+    pub samples: u64,
+    pub t_unit_ns: f64,
+    /// Every (method, tier) with calls or samples, heaviest first.
+    pub costs: Vec<TierCost>,
+    /// In the order they happened.
+    pub recompilations: Vec<Recompilation>,
+}
+
+impl Amortization {
+    /// The analysis, or `None` when the profile has no call counts per tier (a run without
+    /// the counting instrumentation).
+    pub fn new(p: &Profile) -> Option<Amortization> {
+        let snapshots: Vec<(u64, &Vec<crate::event::TierCalls>, u64)> = p
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::TierCallCounts {
+                    counts,
+                    instrumentation_ns,
+                } => Some((e.time_ns, counts, *instrumentation_ns)),
+                _ => None,
+            })
+            .collect();
+        let &(_, last, instrumentation_ns) = snapshots.last()?;
+        let symbols = p.symbols();
+        let samples = p.samples.len() as u64;
+        let run_ns = p.duration_ns();
+        let t_unit_ns = if samples == 0 {
+            0.0
+        } else {
+            run_ns.saturating_sub(instrumentation_ns) as f64 / samples as f64
+        };
+        let mut costs: BTreeMap<(MethodId, Tier), TierCost> = BTreeMap::new();
+        for c in last {
+            cost_entry(&mut costs, &symbols, c.method, c.tier).calls = c.calls;
+        }
+        // Sample times of each (method, tier), for the drift test.
+        let mut sample_times: BTreeMap<(MethodId, Tier), Vec<u64>> = BTreeMap::new();
+        for s in &p.samples {
+            let frames = symbols.resolve_sample(s);
+            let Some(top) = frames.first() else { continue };
+            let e = cost_entry(&mut costs, &symbols, top.method, top.tier);
+            e.samples += 1;
+            e.time_ns += t_unit_ns;
+            sample_times
+                .entry((top.method, top.tier))
+                .or_default()
+                .push(s.time_ns);
+        }
+        // Installs, in time order: each moves its method to the version's tier; a
+        // deoptimization that invalidates moves it back.
+        let mut tier_now: BTreeMap<MethodId, Tier> = BTreeMap::new();
+        let mut moves: Vec<(MethodId, Tier, Tier, u64)> = Vec::new();
+        for e in &p.events {
+            match &e.kind {
+                EventKind::CodeInstalled(v) => {
+                    let c = cost_entry(&mut costs, &symbols, v.method, v.tier);
+                    c.compiles += 1;
+                    c.compile_ns += v.compile_time_ns;
+                    let from = tier_now
+                        .insert(v.method, v.tier)
+                        .unwrap_or(Tier::Interpreter);
+                    if from != v.tier && !moves.iter().any(|m| (m.0, m.2) == (v.method, v.tier)) {
+                        moves.push((v.method, from, v.tier, e.time_ns));
+                    }
+                }
+                EventKind::Deoptimized {
+                    method,
+                    now: Some(t),
+                    ..
+                } => {
+                    tier_now.insert(*method, *t);
+                }
+                _ => {}
+            }
+        }
+        let start = p.header.start_time_ns;
+        let recompilations = moves
+            .into_iter()
+            .map(|(m, from, to, at)| {
+                let cost = |t: Tier| costs.get(&(m, t));
+                let (to_cost, from_cost) = (cost(to), cost(from));
+                let calls = to_cost.map_or(0, |c| c.calls);
+                let compile_ns = to_cost.map_or(0, |c| c.compile_ns);
+                let per_call_to_ns = to_cost.and_then(TierCost::per_call_ns);
+                let per_call_from_ns = from_cost.and_then(TierCost::per_call_ns);
+                let drift = |t: Tier| {
+                    drift(&snapshots, &sample_times, m, t, t_unit_ns).map(|(a, b)| {
+                        format!(
+                            "its cost per call in {} changed over the run ({:.2} µs in the first \
+                             half of its calls there, {:.2} µs in the second)",
+                            t.name(),
+                            a / 1e3,
+                            b / 1e3
+                        )
+                    })
+                };
+                let verdict = if calls == 0 {
+                    Verdict::DidNotPay {
+                        loss_ns: compile_ns as f64,
+                    }
+                } else if let Some(why) = [to, from].into_iter().find_map(|t| {
+                    let n = cost(t).map_or(0, |c| c.samples);
+                    (n < MIN_SAMPLES).then(|| {
+                        format!(
+                            "{n} sample(s) in {} are too few to price a call there",
+                            t.name()
+                        )
+                    })
+                }) {
+                    Verdict::Unclear { why }
+                } else if let Some(why) = drift(to).or_else(|| drift(from)) {
+                    Verdict::Unclear { why }
+                } else {
+                    match (per_call_to_ns, per_call_from_ns) {
+                        (Some(ti), Some(tj)) => {
+                            let gain = calls as f64 * (tj - ti) - compile_ns as f64;
+                            if gain > 0.0 {
+                                Verdict::PaidOff { gain_ns: gain }
+                            } else {
+                                Verdict::DidNotPay { loss_ns: -gain }
+                            }
+                        }
+                        _ => Verdict::Unclear {
+                            why: format!("no calls counted in {}", from.name()),
+                        },
+                    }
+                };
+                Recompilation {
+                    method: m,
+                    name: symbols.method_name(m),
+                    from,
+                    to,
+                    at_ns: at.saturating_sub(start),
+                    compile_ns,
+                    calls,
+                    per_call_to_ns,
+                    per_call_from_ns,
+                    verdict,
+                }
+            })
+            .collect();
+        let mut costs: Vec<TierCost> = costs.into_values().collect();
+        costs.sort_by(|a, b| {
+            b.samples
+                .cmp(&a.samples)
+                .then(b.calls.cmp(&a.calls))
+                .then(a.name.cmp(&b.name))
+        });
+        Some(Amortization {
+            run_ns,
+            instrumentation_ns,
+            samples,
+            t_unit_ns,
+            costs,
+            recompilations,
+        })
+    }
+
+    /// Time won by the recompilations that paid off and lost by those that did not, ns.
+    pub fn won_and_lost_ns(&self) -> (f64, f64) {
+        self.recompilations
+            .iter()
+            .fold((0.0, 0.0), |(won, lost), r| match r.verdict {
+                Verdict::PaidOff { gain_ns } => (won + gain_ns, lost),
+                Verdict::DidNotPay { loss_ns } => (won, lost + loss_ns),
+                Verdict::Unclear { .. } => (won, lost),
+            })
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = format!(
+            "Amortization (Zimmer & Diehl): {} recompilation(s); t_unit = ({:.1} ms run − {:.1} ms \
+             counting) / {} samples = {:.1} µs\n",
+            self.recompilations.len(),
+            self.run_ns as f64 / 1e6,
+            self.instrumentation_ns as f64 / 1e6,
+            self.samples,
+            self.t_unit_ns / 1e3
+        );
+        let count = |label: &str| {
+            self.recompilations
+                .iter()
+                .filter(|r| r.verdict.label() == label)
+                .count()
+        };
+        let (won, lost) = self.won_and_lost_ns();
+        let _ = writeln!(
+            out,
+            "paid off: {} (won {:.2} ms); did not pay: {} (lost {:.2} ms); unclear: {}",
+            count("paid off"),
+            won / 1e6,
+            count("did not pay"),
+            lost / 1e6,
+            count("unclear")
+        );
+        out.push_str(
+            "  verdict      gain ms  method                            from -> to                   \
+             at ms  compile ms      calls  µs/call after  µs/call before\n",
+        );
+        for r in &self.recompilations {
+            let gain = match r.verdict {
+                Verdict::PaidOff { gain_ns } => format!("{:+.2}", gain_ns / 1e6),
+                Verdict::DidNotPay { loss_ns } => format!("{:+.2}", -loss_ns / 1e6),
+                Verdict::Unclear { .. } => "?".into(),
+            };
+            let us = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{:.3}", v / 1e3));
+            let _ = writeln!(
+                out,
+                "  {:<11} {:>8}  {:<33} {:<26} {:>8.1} {:>11.2} {:>10} {:>14} {:>15}",
+                r.verdict.label(),
+                gain,
+                r.name,
+                format!("{} -> {}", r.from.name(), r.to.name()),
+                r.at_ns as f64 / 1e6,
+                r.compile_ns as f64 / 1e6,
+                r.calls,
+                us(r.per_call_to_ns),
+                us(r.per_call_from_ns)
+            );
+            if let Verdict::Unclear { why } = &r.verdict {
+                let _ = writeln!(out, "              {why}");
+            }
+        }
+        out
+    }
+}
+
+fn cost_entry<'a>(
+    costs: &'a mut BTreeMap<(MethodId, Tier), TierCost>,
+    symbols: &Symbols,
+    m: MethodId,
+    t: Tier,
+) -> &'a mut TierCost {
+    costs.entry((m, t)).or_insert_with(|| TierCost {
+        method: m,
+        name: symbols.method_name(m),
+        tier: t,
+        calls: 0,
+        samples: 0,
+        time_ns: 0.0,
+        compiles: 0,
+        compile_ns: 0,
+    })
+}
+
+/// The cost per call of `m` in `tier` over the first and the second half of its calls there,
+/// when both halves have enough samples and they differ by more than [`COST_DRIFT`].
+fn drift(
+    snapshots: &[(u64, &Vec<crate::event::TierCalls>, u64)],
+    sample_times: &BTreeMap<(MethodId, Tier), Vec<u64>>,
+    m: MethodId,
+    tier: Tier,
+    t_unit_ns: f64,
+) -> Option<(f64, f64)> {
+    let calls_at = |k: usize| {
+        snapshots[k]
+            .1
+            .iter()
+            .find(|c| c.method == m && c.tier == tier)
+            .map_or(0, |c| c.calls)
+    };
+    let total = calls_at(snapshots.len() - 1);
+    if total == 0 || snapshots.len() < 2 {
+        return None;
+    }
+    // The first snapshot at which half the calls were made splits the run.
+    let k = (0..snapshots.len()).find(|&k| calls_at(k) * 2 >= total)?;
+    let (split_ns, first_calls) = (snapshots[k].0, calls_at(k));
+    let second_calls = total - first_calls;
+    let times = sample_times.get(&(m, tier))?;
+    let first_samples = times.iter().filter(|&&t| t <= split_ns).count() as u64;
+    let second_samples = times.len() as u64 - first_samples;
+    if first_calls == 0
+        || second_calls == 0
+        || first_samples < MIN_SAMPLES
+        || second_samples < MIN_SAMPLES
+    {
+        return None;
+    }
+    let a = first_samples as f64 * t_unit_ns / first_calls as f64;
+    let b = second_samples as f64 * t_unit_ns / second_calls as f64;
+    (a.max(b) > COST_DRIFT * a.min(b)).then_some((a, b))
+}
