@@ -1,0 +1,471 @@
+//! Arithmetic and comparisons in place: small integers, immediate doubles, symbols and
+//! strings, Booleans; compare-and-branch and conditional jumps.
+
+use super::*;
+
+impl Translator<'_, '_> {
+    /// `a op b` for two tagged small integers, or a jump to `overflow` when the result does
+    /// not fit; `None` when the operation has no inline form.
+    pub(super) fn int_arith(
+        &mut self,
+        op: IntOp,
+        a: Value,
+        b: Value,
+        overflow: Block,
+    ) -> Option<Value> {
+        let tagged = |t: &mut Self, (r, of): (Value, Value)| {
+            let ok = t.b.create_block();
+            t.b.ins().brif(of, overflow, &[], ok, &[]);
+            t.b.switch_to_block(ok);
+            r
+        };
+        Some(match op {
+            // (2x+1) + 2y = 2(x+y)+1; the i64 operation overflows exactly when x+y needs more
+            // than 63 bits.
+            IntOp::Add => {
+                let b2 = add_imm(&mut self.b, b, -1);
+                let r = self.b.ins().sadd_overflow(a, b2);
+                tagged(self, r)
+            }
+            IntOp::Sub => {
+                let b2 = add_imm(&mut self.b, b, -1);
+                let r = self.b.ins().ssub_overflow(a, b2);
+                tagged(self, r)
+            }
+            // x * 2y = 2xy, then the tag.
+            IntOp::Mul => {
+                let one = self.b.ins().iconst(I64, 1);
+                let x = self.b.ins().sshr(a, one);
+                let b2 = add_imm(&mut self.b, b, -1);
+                let r = self.b.ins().smul_overflow(x, b2);
+                let r = tagged(self, r);
+                self.b.ins().bor(r, one)
+            }
+            IntOp::BitAnd => self.b.ins().band(a, b),
+            _ => {
+                let cc = compare_cc(op)?;
+                let c = self.b.ins().icmp(cc, a, b);
+                self.boolean(c)
+            }
+        })
+    }
+
+    /// A branch on `int(a) cc int(b)`: the jump behind a compare-and-branch.
+    pub(super) fn both_ints(&mut self, a: Value, b: Value) -> Value {
+        let both = self.b.ins().band(a, b);
+        and_imm(&mut self.b, both, 1)
+    }
+
+    /// A binary send from `site` with receiver and argument in slots `h - 2` and `h - 1`,
+    /// resuming at `i + 1`.
+    pub(super) fn send_binary(&mut self, site: u32, h: i32, at: At) -> Result<(), String> {
+        let i = at.i;
+        let facts = self.site(site);
+        let op = facts.int_op;
+        let next = self.block(i + 1)?;
+        if self.speculates() && facts.expects_small_ints && has_int_form(op) {
+            // Operands that have always been small integers: anything else deoptimizes, and
+            // so does a result that needs a big integer.
+            let not_ints = self.deopt_block(at, site, DeoptReason::NotSmallInts);
+            let overflow = self.deopt_block(at, site, DeoptReason::Overflow);
+            let a = self.slot(h - 2);
+            let b = self.slot(h - 1);
+            let ints = self.both_ints(a, b);
+            let go = self.b.create_block();
+            self.b.ins().brif(ints, go, &[], not_ints, &[]);
+            self.b.switch_to_block(go);
+            let r = self
+                .int_arith(op, a, b, overflow)
+                .expect("has_int_form checked");
+            self.set_slot(h - 2, r);
+            self.jump(next);
+            return Ok(());
+        }
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        if op != IntOp::None && op != IntOp::And && op != IntOp::Or {
+            let not_numbers = self.symbol_test_block(op, slow);
+            let (a, b, ints, doubles) = self.number_operands(op, h, not_numbers);
+            if let Some((x, y)) = doubles {
+                let r = match op {
+                    IntOp::Add => Some(self.b.ins().fadd(x, y)),
+                    IntOp::Sub => Some(self.b.ins().fsub(x, y)),
+                    IntOp::Mul => Some(self.b.ins().fmul(x, y)),
+                    IntOp::FloatDiv => Some(self.float_quotient(x, y, slow)),
+                    _ => None,
+                };
+                let v = match r {
+                    Some(r) => self.encode_small_float(r, slow),
+                    None => {
+                        let cc = float_cc(op).expect("number_operands checked");
+                        let c = self.b.ins().fcmp(cc, x, y);
+                        self.boolean(c)
+                    }
+                };
+                self.set_slot(h - 2, v);
+                self.jump(next);
+            }
+            if not_numbers != slow {
+                self.compare_non_numbers(op, h, not_numbers, slow, |t, c| {
+                    let v = t.boolean(c);
+                    t.set_slot(h - 2, v);
+                    t.jump(next);
+                });
+            }
+            self.b.switch_to_block(ints);
+            if op == IntOp::FloatDiv {
+                // Two small integers: their quotient as a double, as Integer's `//` makes it.
+                let one = self.b.ins().iconst(I64, 1);
+                let x = self.b.ins().sshr(a, one);
+                let y = self.b.ins().sshr(b, one);
+                let x = self.b.ins().fcvt_from_sint(types::F64, x);
+                let y = self.b.ins().fcvt_from_sint(types::F64, y);
+                let q = self.float_quotient(x, y, slow);
+                let v = self.encode_small_float(q, slow);
+                self.set_slot(h - 2, v);
+                self.jump(next);
+            } else if let Some(r) = self.int_arith(op, a, b, slow) {
+                self.set_slot(h - 2, r);
+                self.jump(next);
+            } else {
+                self.jump(slow);
+            }
+        } else if op == IntOp::And || op == IntOp::Or {
+            // Two Booleans, answered as the interpreter answers them (`IntOp::apply_bool`);
+            // anything else is sent.
+            let a = self.slot(h - 2);
+            let b = self.slot(h - 1);
+            let t = tally_heap::Value::TRUE.0 as i64;
+            let f = tally_heap::Value::FALSE.0 as i64;
+            let is_bool = |tr: &mut Self, v| {
+                let is_t = cmp_imm(&mut tr.b, IntCC::Equal, v, t);
+                let is_f = cmp_imm(&mut tr.b, IntCC::Equal, v, f);
+                tr.b.ins().bor(is_t, is_f)
+            };
+            let a_bool = is_bool(self, a);
+            let b_bool = is_bool(self, b);
+            let both = self.b.ins().band(a_bool, b_bool);
+            let go = self.b.create_block();
+            self.b.ins().brif(both, go, &[], slow, &[]);
+            self.b.switch_to_block(go);
+            let a_true = cmp_imm(&mut self.b, IntCC::Equal, a, t);
+            let r = if op == IntOp::And {
+                let false_ = self.b.ins().iconst(I64, f);
+                self.b.ins().select(a_true, b, false_)
+            } else {
+                let true_ = self.b.ins().iconst(I64, t);
+                self.b.ins().select(a_true, true_, b)
+            };
+            self.set_slot(h - 2, r);
+            self.jump(next);
+        } else {
+            self.jump(slow);
+        }
+        self.b.switch_to_block(slow);
+        self.send_stub(self.layout.stubs.send_binary, site, h, i)
+    }
+
+    /// The operands of a binary `op` in slots `h - 2` and `h - 1`, split by kind: answers them
+    /// tagged, the (empty) block taken when both are small integers, and, when `op` has a
+    /// double form, the two as doubles, with the builder in the block where they are (operands
+    /// of neither kind, and doubles `op` cannot take, jump to `slow`).
+    pub(super) fn number_operands(
+        &mut self,
+        op: IntOp,
+        h: i32,
+        slow: Block,
+    ) -> (Value, Value, Block, Option<(Value, Value)>) {
+        let a = self.slot(h - 2);
+        let b = self.slot(h - 1);
+        let ints = self.both_ints(a, b);
+        let int_block = self.b.create_block();
+        let others = self.b.create_block();
+        self.b.ins().brif(ints, int_block, &[], others, &[]);
+        self.b.switch_to_block(others);
+        let doubles = self.float_operands(op, a, b, slow);
+        if doubles.is_none() {
+            self.jump(slow);
+        }
+        (a, b, int_block, doubles)
+    }
+
+    /// Where operands that are not numbers go: for `=` and `~=` a new block that tests for
+    /// two symbols (`symbols_compare`), for other operations `slow`.
+    pub(super) fn symbol_test_block(&mut self, op: IntOp, slow: Block) -> Block {
+        if matches!(op, IntOp::Equal | IntOp::NotEqual) {
+            self.b.create_block()
+        } else {
+            slow
+        }
+    }
+
+    /// From `at`, `=` or `~=` of operands that are not numbers (slots `h - 2` and `h - 1`),
+    /// where it needs no send: two symbols (`symbols_compare`), and for `=` a String receiver
+    /// (`strings_equal`). `answer` gets each condition with the builder in its block and
+    /// must leave that block; anything else goes to `slow`.
+    pub(super) fn compare_non_numbers(
+        &mut self,
+        op: IntOp,
+        h: i32,
+        at: Block,
+        slow: Block,
+        mut answer: impl FnMut(&mut Self, Value),
+    ) {
+        let string = self
+            .layout
+            .string_with_primitive_equal
+            .filter(|_| op == IntOp::Equal);
+        let not_symbols = match string {
+            Some(_) => self.b.create_block(),
+            None => slow,
+        };
+        let c = self.symbols_compare(op, h, at, not_symbols);
+        answer(self, c);
+        if let Some(string) = string {
+            let c = self.strings_equal(string, h, not_symbols, slow);
+            answer(self, c);
+        }
+    }
+
+    /// In `at`: when the operands in slots `h - 2` and `h - 1` are two symbols, the answer of
+    /// `=` or `~=` as a condition (`IntOp::apply_symbols`: interned, so identity), with the
+    /// builder in a new block; anything else goes to `slow`.
+    pub(super) fn symbols_compare(&mut self, op: IntOp, h: i32, at: Block, slow: Block) -> Value {
+        self.b.switch_to_block(at);
+        let a = self.slot(h - 2);
+        let b = self.slot(h - 1);
+        let ta = and_imm(&mut self.b, a, 7);
+        let tb = and_imm(&mut self.b, b, 7);
+        let sa = cmp_imm(&mut self.b, IntCC::Equal, ta, SYMBOL_TAG);
+        let sb = cmp_imm(&mut self.b, IntCC::Equal, tb, SYMBOL_TAG);
+        let both = self.b.ins().band(sa, sb);
+        let go = self.b.create_block();
+        self.b.ins().brif(both, go, &[], slow, &[]);
+        self.b.switch_to_block(go);
+        let cc = if op == IntOp::Equal {
+            IntCC::Equal
+        } else {
+            IntCC::NotEqual
+        };
+        self.b.ins().icmp(cc, a, b)
+    }
+
+    /// In `at`: when the receiver in slot `h - 2` is a String (the class itself, whose `=` is
+    /// the primitive: `Layout::string_with_primitive_equal`), String's `=` with the argument in
+    /// slot `h - 1` as a condition, through the pure `string_equal` stub (no sync: it neither
+    /// allocates nor touches frames), with the builder in a new block; anything else goes to
+    /// `slow`.
+    pub(super) fn strings_equal(&mut self, string: u32, h: i32, at: Block, slow: Block) -> Value {
+        self.b.switch_to_block(at);
+        let a = self.slot(h - 2);
+        let b = self.slot(h - 1);
+        let class = self.object_class(a, slow);
+        let is_string = cmp_imm(&mut self.b, IntCC::Equal, class, string as i64);
+        let go = self.b.create_block();
+        self.b.ins().brif(is_string, go, &[], slow, &[]);
+        self.b.switch_to_block(go);
+        let sig = self.sigs.record;
+        let stub = self
+            .b
+            .ins()
+            .iconst(I64, self.layout.stubs.string_equal as i64);
+        let call = self.b.ins().call_indirect(sig, stub, &[self.vm, a, b]);
+        let equal = self.b.inst_results(call)[0];
+        cmp_imm(&mut self.b, IntCC::NotEqual, equal, 0)
+    }
+
+    /// `x / y` (doubles), or a jump to `slow` for a zero divisor (the general path reports
+    /// it or answers infinity, as the receiver's `//` does).
+    pub(super) fn float_quotient(&mut self, x: Value, y: Value, slow: Block) -> Value {
+        let zero = self.b.ins().f64const(0.0);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, y, zero);
+        let go = self.b.create_block();
+        self.b.ins().brif(is_zero, slow, &[], go, &[]);
+        self.b.switch_to_block(go);
+        self.b.ins().fdiv(x, y)
+    }
+
+    /// `true` or `false` as a SOM value, from a condition.
+    pub(super) fn boolean(&mut self, c: Value) -> Value {
+        let t = self.b.ins().iconst(I64, TRUE);
+        let f = self.b.ins().iconst(I64, FALSE);
+        self.b.ins().select(c, t, f)
+    }
+
+    /// The operands of `op` as doubles when `IntOp::apply_float` would answer them in place
+    /// (at least one an immediate double, the other an immediate double or a small integer;
+    /// both doubles for `=` and `~=`), else a jump to `slow`. `None` when `op` has no double
+    /// form at all.
+    pub(super) fn float_operands(
+        &mut self,
+        op: IntOp,
+        a: Value,
+        b: Value,
+        slow: Block,
+    ) -> Option<(Value, Value)> {
+        let exact = matches!(op, IntOp::Equal | IntOp::NotEqual);
+        if !matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::FloatDiv)
+            && float_cc(op).is_none()
+        {
+            return None;
+        }
+        let is_float = |t: &mut Self, v: Value| {
+            let tag = and_imm(&mut t.b, v, 7);
+            cmp_imm(&mut t.b, IntCC::Equal, tag, FLOAT_TAG)
+        };
+        let (fa, fb) = (is_float(self, a), is_float(self, b));
+        let ok = if exact {
+            self.b.ins().band(fa, fb)
+        } else {
+            let ia = and_imm(&mut self.b, a, 1);
+            let ia = cmp_imm(&mut self.b, IntCC::NotEqual, ia, 0);
+            let ib = and_imm(&mut self.b, b, 1);
+            let ib = cmp_imm(&mut self.b, IntCC::NotEqual, ib, 0);
+            let a_ok = self.b.ins().bor(fa, ia);
+            let b_ok = self.b.ins().bor(fb, ib);
+            let any = self.b.ins().bor(fa, fb);
+            let ok = self.b.ins().band(a_ok, b_ok);
+            self.b.ins().band(ok, any)
+        };
+        let go = self.b.create_block();
+        self.b.ins().brif(ok, go, &[], slow, &[]);
+        self.b.switch_to_block(go);
+        let x = self.number_as_double(a, fa);
+        let y = self.number_as_double(b, fb);
+        Some((x, y))
+    }
+
+    /// `v` as a double: decoded if `is_float`, else converted from a small integer.
+    pub(super) fn number_as_double(&mut self, v: Value, is_float: Value) -> Value {
+        // Decoding (the inverse of `encode_small_float`): payload 0 and 1 are ±0.0.
+        let three = self.b.ins().iconst(I64, 3);
+        let payload = self.b.ins().ushr(v, three);
+        let small = cmp_imm(&mut self.b, IntCC::UnsignedLessThanOrEqual, payload, 1);
+        let rebased = add_imm(&mut self.b, payload, ROTATED_EXP_OFFSET as i64);
+        let rotated = self.b.ins().select(small, payload, rebased);
+        let one = self.b.ins().iconst(I64, 1);
+        let bits = self.b.ins().rotr(rotated, one);
+        let decoded = self.b.ins().bitcast(types::F64, MemFlagsData::new(), bits);
+        let int = self.b.ins().sshr(v, one);
+        let converted = self.b.ins().fcvt_from_sint(types::F64, int);
+        self.b.ins().select(is_float, decoded, converted)
+    }
+
+    /// The immediate encoding of double `r` (as `Value::from_small_float`), or a jump to
+    /// `slow` when it needs a boxed double.
+    pub(super) fn encode_small_float(&mut self, r: Value, slow: Block) -> Value {
+        let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), r);
+        let one = self.b.ins().iconst(I64, 1);
+        let rotated = self.b.ins().rotl(bits, one);
+        let zero = cmp_imm(&mut self.b, IntCC::UnsignedLessThanOrEqual, rotated, 1);
+        let p = add_imm(
+            &mut self.b,
+            rotated,
+            (ROTATED_EXP_OFFSET as i64).wrapping_neg(),
+        );
+        let p2 = add_imm(&mut self.b, p, -2);
+        let in_window = cmp_imm(
+            &mut self.b,
+            IntCC::UnsignedLessThan,
+            p2,
+            (PAYLOAD_LIMIT - 2) as i64,
+        );
+        let ok = self.b.ins().bor(zero, in_window);
+        let fits = self.b.create_block();
+        self.b.ins().brif(ok, fits, &[], slow, &[]);
+        self.b.switch_to_block(fits);
+        let payload = self.b.ins().select(zero, rotated, p);
+        let three = self.b.ins().iconst(I64, 3);
+        let shifted = self.b.ins().ishl(payload, three);
+        let tag = self.b.ins().iconst(I64, FLOAT_TAG);
+        self.b.ins().bor(shifted, tag)
+    }
+
+    /// A comparison answered and branched on at once for small integers (to `target` when
+    /// its truth is `jump_if`, else past the conditional jump at `i + 1`); sent otherwise, and
+    /// that jump tests the answer.
+    pub(super) fn compare_and_branch(
+        &mut self,
+        site: u32,
+        target: u32,
+        jump_if: bool,
+        h: i32,
+        at: At,
+    ) -> Result<(), String> {
+        let i = at.i;
+        let facts = self.site(site);
+        let op = facts.int_op;
+        if let (Some(cc), true) = (
+            compare_cc(op),
+            self.speculates() && facts.expects_small_ints,
+        ) {
+            let (taken, not_taken) = (self.block(target as usize)?, self.block(i + 2)?);
+            let not_ints = self.deopt_block(at, site, DeoptReason::NotSmallInts);
+            let a = self.slot(h - 2);
+            let b = self.slot(h - 1);
+            let ints = self.both_ints(a, b);
+            let go = self.b.create_block();
+            self.b.ins().brif(ints, go, &[], not_ints, &[]);
+            self.b.switch_to_block(go);
+            let c = self.b.ins().icmp(cc, a, b);
+            if jump_if {
+                self.b.ins().brif(c, taken, &[], not_taken, &[]);
+            } else {
+                self.b.ins().brif(c, not_taken, &[], taken, &[]);
+            }
+            return Ok(());
+        }
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        if let Some(cc) = compare_cc(op) {
+            let (taken, not_taken) = (self.block(target as usize)?, self.block(i + 2)?);
+            let branch = |t: &mut Self, c: Value| {
+                if jump_if {
+                    t.b.ins().brif(c, taken, &[], not_taken, &[]);
+                } else {
+                    t.b.ins().brif(c, not_taken, &[], taken, &[]);
+                }
+            };
+            let not_numbers = self.symbol_test_block(op, slow);
+            let (a, b, ints, doubles) = self.number_operands(op, h, not_numbers);
+            if let Some((x, y)) = doubles {
+                let c = self.b.ins().fcmp(float_cc(op).expect("a comparison"), x, y);
+                branch(self, c);
+            }
+            if not_numbers != slow {
+                self.compare_non_numbers(op, h, not_numbers, slow, branch);
+            }
+            self.b.switch_to_block(ints);
+            let c = self.b.ins().icmp(cc, a, b);
+            branch(self, c);
+        } else {
+            self.jump(slow);
+        }
+        self.b.switch_to_block(slow);
+        self.send_stub(self.layout.stubs.send_binary, site, h, i)
+    }
+
+    pub(super) fn conditional_jump(
+        &mut self,
+        target: u32,
+        if_true: bool,
+        h: i32,
+        i: usize,
+    ) -> Result<(), String> {
+        let v = self.slot(h - 1);
+        let (taken, next) = (self.block(target as usize)?, self.block(i + 1)?);
+        let (jump_on, fall_on) = if if_true {
+            (TRUE, FALSE)
+        } else {
+            (FALSE, TRUE)
+        };
+        let jumps = cmp_imm(&mut self.b, IntCC::Equal, v, jump_on);
+        let other = self.b.create_block();
+        self.b.ins().brif(jumps, taken, &[], other, &[]);
+        self.b.switch_to_block(other);
+        let falls = cmp_imm(&mut self.b, IntCC::Equal, v, fall_on);
+        let not_boolean = self.interpret_block(i, h);
+        self.b.ins().brif(falls, next, &[], not_boolean, &[]);
+        Ok(())
+    }
+}

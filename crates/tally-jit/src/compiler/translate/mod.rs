@@ -1,0 +1,989 @@
+//! Bytecode → Cranelift IR for both compiled tiers: one block per instruction, entered from a
+//! jump table on the frame's saved `ip`, so an activation can start or resume at any
+//! instruction the interpreter or a stub left it at (`Shape` says how a tier differs).
+//!
+//! Invariant: no heap reference is held in an SSA value across a stub call or a direct call.
+//! Every value is in its value-stack slot (the frame's base `fp` plus the instruction's static
+//! stack height) whenever the collector may run, which updates it when it moves objects; it
+//! is loaded again where it is used (`Mode::Memory`) or after the call (`Mode::Registers`).
+//! Guards that deoptimize come before anything their instruction changes, so the interpreter
+//! can redo the instruction from its start.
+
+mod arith;
+mod heap;
+mod sends;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, BlockCall, Function, InstBuilder, JumpTableData, MemFlagsData, SigRef,
+    Signature, SourceLoc, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::Module;
+use tally_heap::object::HEADER_BYTES;
+use tally_vm::bytecode::{stack_heights, Op};
+use tally_vm::jit::{
+    CompileRequest, DeoptReason, ExpectedReceivers, ExpectedTarget, InlinedScope, Layout,
+    SiteFacts, Status, SCOPE_SHIFT,
+};
+use tally_vm::objects::{block, context};
+use tally_vm::runtime::{
+    IntOp, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
+};
+
+const I64: types::Type = types::I64;
+const I32: types::Type = types::I32;
+const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
+const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
+/// The small-float encoding (`tally_heap::value`): tag `110`, payload = the IEEE bits rotated
+/// left by one, rebased so exponent `SMALL_FLOAT_EXP_BASE` is 0, below `PAYLOAD_LIMIT`.
+const FLOAT_TAG: i64 = 0b110;
+/// Symbols' tag (`tally_heap::value`): the symbol's id above it.
+const SYMBOL_TAG: i64 = 0b010;
+const ROTATED_EXP_OFFSET: u64 = tally_heap::value::SMALL_FLOAT_EXP_BASE << 53;
+const PAYLOAD_LIMIT: u64 = tally_heap::value::SMALL_FLOAT_EXP_COUNT << 53;
+
+/// Writes `code`'s function into `func`.
+pub(super) fn translate(
+    func: &mut Function,
+    builder_context: &mut FunctionBuilderContext,
+    module: &JITModule,
+    request: &CompileRequest,
+    layout: &Layout,
+    shape: Shape,
+) -> Result<Translated, String> {
+    let Shape { mode, speculate } = shape;
+    let code = request.code;
+    let ops = &code.ops;
+    if ops.is_empty() {
+        return Err("no bytecode".into());
+    }
+    let start = 1 + code.num_args as usize + code.num_locals as usize;
+    let heights = heights_of(request)?;
+    let sigs = StubSignatures::declare(func, module);
+    let mut b = FunctionBuilder::new(func, builder_context);
+    let vars = match mode {
+        Mode::Memory => None,
+        Mode::Registers => {
+            let slots = heights.iter().flatten().max().copied().unwrap_or(0) + 2;
+            Some((0..slots).map(|_| b.declare_var(I64)).collect::<Vec<_>>())
+        }
+    };
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    let blocks: Vec<Block> = ops.iter().map(|_| b.create_block()).collect();
+    let bad_ip = b.create_block();
+    let exit = b.create_block();
+    b.append_block_param(exit, I32);
+
+    // A new frame (from a direct call) starts at instruction 0 with its frame and base
+    // passed in; a resumed one reads them, and its `ip`, from the top frame.
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (vm, frame_in, bp_in, resume) = (params[0], params[1], params[2], params[3]);
+    let flags = MemFlagsData::trusted();
+    let read_frame = b.create_block();
+    let join = b.create_block();
+    for t in [I64, I64, I32] {
+        b.append_block_param(join, t);
+    }
+    let zero = b.ins().iconst(I32, 0);
+    b.ins().brif(
+        resume,
+        read_frame,
+        &[],
+        join,
+        &[frame_in.into(), bp_in.into(), zero.into()],
+    );
+    b.switch_to_block(read_frame);
+    let frame_stack = b.ins().load(I64, flags, vm, layout.frame_stack);
+    let depth = b.ins().load(I64, flags, frame_stack, layout.frames_len);
+    let frames = b.ins().load(I64, flags, frame_stack, layout.frames_base);
+    let top = add_imm(&mut b, depth, -1);
+    let offset = mul_imm(&mut b, top, layout.frame_size as i64);
+    let frame = b.ins().iadd(frames, offset);
+    let ip = b.ins().load(I32, flags, frame, layout.frame_ip);
+    let bp = b.ins().uload32(flags, frame, layout.frame_bp);
+    b.ins().jump(join, &[frame.into(), bp.into(), ip.into()]);
+
+    b.switch_to_block(join);
+    let params = b.block_params(join).to_vec();
+    let (frame, bp, ip32) = (params[0], params[1], params[2]);
+    let stack = b.ins().load(I64, flags, vm, layout.stack_base);
+    let bp_bytes = mul_imm(&mut b, bp, 8);
+    let fp = b.ins().iadd(stack, bp_bytes);
+    // With values in registers, an activation starts or resumes through a block that loads
+    // its slots; those blocks, and the jump table, are made at the end, once the places the
+    // code leaves a frame at (its resume points) are known.
+    let dispatch = b.create_block();
+    let start_block = match mode {
+        Mode::Memory => blocks[0],
+        Mode::Registers => b.create_block(),
+    };
+    let at_start = cmp_imm(&mut b, IntCC::Equal, ip32, 0);
+    b.ins().brif(at_start, start_block, &[], dispatch, &[]);
+    if mode == Mode::Memory {
+        b.switch_to_block(dispatch);
+        let default = b.func.dfg.block_call(bad_ip, &[]);
+        let table: Vec<BlockCall> = blocks
+            .iter()
+            .map(|&blk| b.func.dfg.block_call(blk, &[]))
+            .collect();
+        let jt = b.create_jump_table(JumpTableData::new(default, &table));
+        b.ins().br_table(ip32, jt);
+    }
+
+    // An `ip` no instruction block serves (never saved by this code): let the interpreter
+    // have the frame.
+    b.switch_to_block(bad_ip);
+    let status = b.ins().iconst(I32, Status::Interpret as i64);
+    b.ins().return_(&[status]);
+
+    b.switch_to_block(exit);
+    let status = b.block_params(exit)[0];
+    b.ins().return_(&[status]);
+
+    let mut t = Translator {
+        b,
+        vm,
+        layout,
+        sigs,
+        exit,
+        speculated: std::collections::BTreeSet::new(),
+        speculate,
+        inlined: Vec::new(),
+        root: code.id,
+        s: Scope {
+            frame,
+            fp,
+            bp,
+            request,
+            blocks,
+            handovers: Vec::new(),
+            deopts: Vec::new(),
+            vars,
+            first_var: start as i32,
+            pending_reload: None,
+            resumes: std::collections::BTreeSet::new(),
+            index: 0,
+            return_to: None,
+        },
+    };
+    t.translate_ops(&heights)?;
+    t.finish_handovers();
+    if mode == Mode::Registers {
+        t.s.resumes.insert(0);
+        let mut table = vec![t.b.func.dfg.block_call(bad_ip, &[]); ops.len()];
+        for &ip in &t.s.resumes.clone() {
+            let Some(Some(h)) = heights.get(ip) else {
+                continue;
+            };
+            let resume = t.b.create_block();
+            t.b.switch_to_block(resume);
+            t.b.set_srcloc(t.loc(ip));
+            t.reload(*h as i32);
+            let target = t.s.blocks[ip];
+            t.jump(target);
+            table[ip] = t.b.func.dfg.block_call(resume, &[]);
+            if ip == 0 {
+                t.b.switch_to_block(start_block);
+                t.jump(resume);
+            }
+        }
+        t.b.switch_to_block(dispatch);
+        let default = t.b.func.dfg.block_call(bad_ip, &[]);
+        let jt = t.b.create_jump_table(JumpTableData::new(default, &table));
+        t.b.ins().br_table(ip32, jt);
+    }
+    let speculated = t.speculated.len() as u32;
+    let inlined = std::mem::take(&mut t.inlined);
+    t.b.seal_all_blocks();
+    let config = module.target_config();
+    t.b.finalize(config);
+    Ok(Translated {
+        speculations: speculated,
+        inlined,
+    })
+}
+
+/// What a translation made besides the function.
+pub(super) struct Translated {
+    /// Sites the code speculates at.
+    pub speculations: u32,
+    /// The methods inlined, by scope (`NativeCode::inlined`).
+    pub inlined: Vec<InlinedScope>,
+}
+
+/// Inline scopes nest at most this deep (the plan's own bound is lower; this one keeps a
+/// plan that recurses from unrolling without end).
+const MAX_INLINE_DEPTH: u32 = 12;
+
+/// The stack height before each instruction of `request`'s code (`None`: unreachable),
+/// once every site it sends from is known to be in the request.
+fn heights_of(request: &CompileRequest) -> Result<Vec<Option<u32>>, String> {
+    let code = request.code;
+    for op in &code.ops {
+        if let Some(site) = op.site() {
+            request.site(site)?;
+        }
+    }
+    let start = 1 + code.num_args as usize + code.num_locals as usize;
+    let (heights, _) = stack_heights(&code.ops, start, |s| {
+        request.site(s).map_or(0, |f| f.argc as usize)
+    })?;
+    Ok(heights)
+}
+
+/// How a tier translates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub mode: Mode,
+    /// Whether to speculate on the sites' feedback (guards that deoptimize).
+    pub speculate: bool,
+}
+
+/// Where an activation's values live between stub calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// In their value-stack slots, loaded where used (the baseline tier: the least code).
+    Memory,
+    /// The operand stack (the slots above the locals) in SSA variables (registers), written to
+    /// their slots before every stub call and exit and read back after every call (the
+    /// collector may have moved what they point to); the receiver, arguments and locals in
+    /// their slots, as in `Memory`: the optimizing tier. Keeping the locals in memory costs
+    /// a load per use but spares every call a store and a load per local, which made code
+    /// with many locals twice the size (and compile time) and slower on call-heavy code.
+    /// An activation resumes only where the code left one (after a call, at a loop head, at
+    /// 0); anywhere else the interpreter takes the frame.
+    Registers,
+}
+
+/// Signatures of the stubs, by shape.
+struct StubSignatures {
+    /// `(vm) -> u32`
+    vm: SigRef,
+    /// `(vm, u32) -> u32`
+    status1: SigRef,
+    /// `(vm, u32, u32) -> u32`
+    status2: SigRef,
+    /// `(vm, u32) -> u64`
+    value1: SigRef,
+    /// `(vm, u64, u64) -> u32`: `record_value`, `string_equal`
+    record: SigRef,
+    /// A compiled function's (`super::entry_signature`).
+    entry: SigRef,
+}
+
+impl StubSignatures {
+    fn declare(func: &mut Function, module: &JITModule) -> StubSignatures {
+        let mut make = |params: &[types::Type], ret: types::Type| {
+            let mut sig: Signature = module.make_signature();
+            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+            sig.returns.push(AbiParam::new(ret));
+            func.import_signature(sig)
+        };
+        StubSignatures {
+            vm: make(&[I64], I32),
+            status1: make(&[I64, I32], I32),
+            status2: make(&[I64, I32, I32], I32),
+            value1: make(&[I64, I32], I64),
+            record: make(&[I64, I64, I64], I32),
+            entry: func.import_signature(super::entry_signature(module)),
+        }
+    }
+}
+
+struct Translator<'a, 'f> {
+    b: FunctionBuilder<'f>,
+    vm: Value,
+    layout: &'a Layout,
+    sigs: StubSignatures,
+    /// Returns its one parameter, a status.
+    exit: Block,
+    /// Sites the code speculates at.
+    speculated: std::collections::BTreeSet<u32>,
+    /// Whether to speculate on what the sites' feedback says (the optimizing tier).
+    speculate: bool,
+    /// Every method inlined so far.
+    inlined: Vec<InlinedScope>,
+    /// The compiled code's own id (a failing guard names it: its version is the one to
+    /// invalidate).
+    root: u32,
+    /// The inline scope being translated (the code's own, or an inlined method's, while
+    /// the enclosing one waits in `inline_method`).
+    s: Scope<'a>,
+}
+
+/// What the translator keeps per inline scope: the frame and code it translates for.
+struct Scope<'a> {
+    /// The frame (its address in the frame array).
+    frame: Value,
+    /// The address of the frame's first value-stack slot (its receiver).
+    fp: Value,
+    /// The frame's base index in the value stack (a u64).
+    bp: Value,
+    /// The code and its send sites (all checked to be there before translation starts).
+    request: &'a CompileRequest,
+    blocks: Vec<Block>,
+    /// Blocks that hand the frame to the interpreter: (block, instruction, height).
+    handovers: Vec<(Block, usize, i32)>,
+    /// Failing guards' blocks: they hand the frame to the interpreter at the instruction's
+    /// start and answer `Status::Deopt`.
+    deopts: Vec<(Block, Deopt)>,
+    /// `Mode::Registers`: the variable of each stack slot from `first_var` up (the operand
+    /// stack); the receiver, arguments and locals below it stay in their slots.
+    vars: Option<Vec<cranelift_frontend::Variable>>,
+    first_var: i32,
+    /// The height the last `sync` wrote to memory, until the call after it reads the slots
+    /// back; reset at each instruction and exit.
+    pending_reload: Option<i32>,
+    /// Every `ip` a frame was left at: where the code may be resumed (only the compiled
+    /// code's own scope's are used: an inlined method's frame resumes in its own code).
+    resumes: std::collections::BTreeSet<usize>,
+    /// 0 for the code's own scope, k for `inlined[k - 1]`.
+    index: u32,
+    /// In an inlined method: the block its returns jump to, the value as its parameter.
+    return_to: Option<Block>,
+}
+
+/// Where a guard of instruction `at` deoptimizes to: the instruction's start, `height` values
+/// on the stack (before anything a fused instruction pushes).
+#[derive(Clone, Copy)]
+struct Deopt {
+    at: usize,
+    height: i32,
+    site: u32,
+    reason: DeoptReason,
+}
+
+/// The code a direct call enters and the frame fields that differ between a method's and a
+/// block's activation.
+struct Callee {
+    /// Its code id (I32), `&Code` and compiled function (I64s).
+    id: Value,
+    code: Value,
+    function: Value,
+    /// The frame's outer context and closure (nil and none for a method).
+    ctx: Value,
+    closure: Value,
+}
+
+/// The frame stack (its address) and the number of live frames, loaded once per direct call.
+#[derive(Clone, Copy)]
+struct FrameDepth {
+    frame_stack: Value,
+    depth: Value,
+}
+
+/// The instruction being translated, as a guard needs it: its index and its stack height
+/// at its start.
+#[derive(Clone, Copy)]
+struct At {
+    i: usize,
+    h0: i32,
+}
+
+impl<'a> Translator<'a, '_> {
+    /// Whether this tier speculates on what the sites' feedback says.
+    fn speculates(&self) -> bool {
+        self.speculate
+    }
+
+    /// The source location of instruction `i` of the scope being translated (its scope
+    /// above `SCOPE_SHIFT` bits of bytecode index; scope 0 is the index alone).
+    fn loc(&self, i: usize) -> SourceLoc {
+        SourceLoc::new((self.s.index << SCOPE_SHIFT) | i as u32)
+    }
+
+    /// Translates every instruction of the scope's code into its block.
+    fn translate_ops(&mut self, heights: &[Option<u32>]) -> Result<(), String> {
+        let ops = &self.s.request.code.ops;
+        for (i, &op) in ops.iter().enumerate() {
+            self.b.switch_to_block(self.s.blocks[i]);
+            self.b.set_srcloc(self.loc(i));
+            self.s.pending_reload = None;
+            match heights[i] {
+                Some(h) => self.op(i, op, h as i32, ops.len())?,
+                None => {
+                    let status = self.b.ins().iconst(I32, Status::Interpret as i64);
+                    self.b.ins().return_(&[status]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `next` the scope being translated and answers the one it replaces.
+    fn swap_scope(&mut self, next: Scope<'a>) -> Scope<'a> {
+        std::mem::replace(&mut self.s, next)
+    }
+
+    /// Returns the value on top of the `h` values on the stack at instruction `i`: the
+    /// function answers `Returned`, or an inlined method hands the value to its caller's
+    /// code.
+    fn return_top(&mut self, h: i32, i: usize) {
+        match self.s.return_to {
+            Some(to) => {
+                let v = self.slot(h - 1);
+                self.s.pending_reload = None;
+                self.b.ins().jump(to, &[v.into()]);
+            }
+            None => {
+                self.sync(h, i + 1);
+                self.leave(Status::Returned);
+            }
+        }
+    }
+
+    /// Inlines `callee` (its receiver's class already guarded) at the send at `i`, whose
+    /// receiver and `argc` arguments are below `h`. Its frame is pushed as a call would push
+    /// it, so that everything that walks or resumes frames (stubs, deoptimization, the
+    /// collector, samples, the dispatcher after a stub changed the frames) finds what a call
+    /// would have made; its code is translated here, with its own operand variables, and its
+    /// returns go on at `i + 1`. What the push cannot do (a tripped push limit: a profiler
+    /// hook due; too little value stack) goes to `slow`.
+    fn inline_method(
+        &mut self,
+        callee: &'a CompileRequest,
+        recv_slot: i32,
+        argc: i32,
+        h: i32,
+        i: usize,
+        slow: Block,
+    ) -> Result<(), String> {
+        let code = callee.code;
+        let heights = heights_of(callee)?;
+        let room = self.b.ins().iconst(I64, code.room_above_arguments as i64);
+        let (fits, frames) = self.room_for_call(h, room);
+        let push = self.b.create_block();
+        self.b.ins().brif(fits, push, &[], slow, &[]);
+        self.b.switch_to_block(push);
+        let id = self.b.ins().iconst(I32, code.id as i64);
+        let address = self
+            .b
+            .ins()
+            .iconst(I64, code as *const tally_vm::runtime::Code as i64);
+        let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
+        let none = self.b.ins().iconst(I64, 0);
+        let pushed = Callee {
+            id,
+            code: address,
+            function: none,
+            ctx: nil,
+            closure: none,
+        };
+        let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
+        let fp = add_imm(&mut self.b, self.s.fp, recv_slot as i64 * 8);
+        let ret = self.b.create_block();
+        self.b.append_block_param(ret, I64);
+        let blocks: Vec<Block> = code.ops.iter().map(|_| self.b.create_block()).collect();
+        let slots = heights.iter().flatten().max().copied().unwrap_or(0) + 2;
+        let vars = Some((0..slots).map(|_| self.b.declare_var(I64)).collect());
+        self.inlined.push(InlinedScope {
+            code: code.id,
+            parent: self.s.index,
+            call_bci: i as u32,
+        });
+        let entry = blocks[0];
+        let outer = self.swap_scope(Scope {
+            frame,
+            fp,
+            bp,
+            request: callee,
+            blocks,
+            handovers: Vec::new(),
+            deopts: Vec::new(),
+            vars,
+            first_var: 1 + code.num_args as i32 + code.num_locals as i32,
+            pending_reload: None,
+            resumes: std::collections::BTreeSet::new(),
+            index: self.inlined.len() as u32,
+            return_to: Some(ret),
+        });
+        self.jump(entry);
+        self.translate_ops(&heights)?;
+        self.finish_handovers();
+        self.swap_scope(outer);
+
+        // Back in the caller: its operands below the receiver may have been moved by a
+        // collection in the inlined code.
+        self.b.switch_to_block(ret);
+        self.b.set_srcloc(self.loc(i));
+        let result = self.b.block_params(ret)[0];
+        self.s.pending_reload = None;
+        self.reload(recv_slot);
+        self.pop_and_continue(result, frames, argc, h, i)
+    }
+
+    /// How deep the scope being translated is inlined (0: the code's own).
+    fn inline_depth(&self) -> u32 {
+        let mut depth = 0;
+        let mut scope = self.s.index;
+        while let Some(s) = scope
+            .checked_sub(1)
+            .and_then(|k| self.inlined.get(k as usize))
+        {
+            depth += 1;
+            scope = s.parent;
+        }
+        depth
+    }
+
+    /// The request of `callee` when the plan inlines it at the send at `i` of the scope
+    /// being translated and the compiler can.
+    fn inline_request(
+        &self,
+        i: usize,
+        callee: &tally_vm::runtime::Code,
+    ) -> Option<&'a CompileRequest> {
+        let request: &'a CompileRequest = self.s.request;
+        let r = request.inlined_at(i as u32, callee.id)?;
+        let fits = self.s.blocks.len() < 1 << SCOPE_SHIFT
+            && self.inlined.len() + 1 < 1 << (32 - SCOPE_SHIFT)
+            && self.inline_depth() < MAX_INLINE_DEPTH
+            && self.s.vars.is_some();
+        fits.then_some(r)
+    }
+
+    fn site(&self, site: u32) -> SiteFacts {
+        self.s
+            .request
+            .site(site)
+            .expect("every site was checked before translation")
+    }
+}
+
+/// `x + imm` (Cranelift's builder has no immediate forms: the constant goes through `iconst`).
+fn add_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().iadd(x, c)
+}
+
+fn mul_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().imul(x, c)
+}
+
+fn and_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().band(x, c)
+}
+
+fn cmp_imm(b: &mut FunctionBuilder, cc: IntCC, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().icmp(cc, x, c)
+}
+
+impl Translator<'_, '_> {
+    fn flags() -> MemFlagsData {
+        MemFlagsData::trusted()
+    }
+
+    fn block(&self, at: usize) -> Result<Block, String> {
+        self.s
+            .blocks
+            .get(at)
+            .copied()
+            .ok_or_else(|| format!("a jump to {at} leaves the code"))
+    }
+
+    /// The value in stack slot `k` of the frame (0 is the receiver).
+    fn slot(&mut self, k: i32) -> Value {
+        match &self.s.vars {
+            Some(vars) if k >= self.s.first_var => {
+                let var = vars[k as usize];
+                self.b.use_var(var)
+            }
+            _ => self.b.ins().load(I64, Self::flags(), self.s.fp, k * 8),
+        }
+    }
+
+    fn set_slot(&mut self, k: i32, v: Value) {
+        match &self.s.vars {
+            Some(vars) if k >= self.s.first_var => {
+                let var = vars[k as usize];
+                self.b.def_var(var, v);
+            }
+            _ => {
+                self.b.ins().store(Self::flags(), v, self.s.fp, k * 8);
+            }
+        }
+    }
+
+    /// `Mode::Registers`: writes the operand slots below `h` to memory.
+    fn flush(&mut self, h: i32) {
+        let Some(vars) = self.s.vars.clone() else {
+            return;
+        };
+        let first = self.s.first_var as usize;
+        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
+            let v = self.b.use_var(*var);
+            self.b
+                .ins()
+                .store(Self::flags(), v, self.s.fp, k as i32 * 8);
+        }
+    }
+
+    /// `Mode::Registers`: reads the operand slots below `h` back from memory.
+    fn reload(&mut self, h: i32) {
+        let Some(vars) = self.s.vars.clone() else {
+            return;
+        };
+        let first = self.s.first_var as usize;
+        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
+            let v = self
+                .b
+                .ins()
+                .load(I64, Self::flags(), self.s.fp, k as i32 * 8);
+            self.b.def_var(*var, v);
+        }
+    }
+
+    /// After a call: the slots the last `sync` wrote, and the one above them (where a stub
+    /// pushes what it makes: a closure), read back.
+    fn reload_after_call(&mut self) {
+        if let Some(h) = self.s.pending_reload.take() {
+            self.reload(h + 1);
+        }
+    }
+
+    fn jump(&mut self, to: Block) {
+        self.b.ins().jump(to, &[]);
+    }
+
+    /// Makes the VM's view exact before a stub or an exit: the stack height (`h` values above
+    /// the frame's base) and the frame's `ip`.
+    fn sync(&mut self, h: i32, ip: usize) {
+        self.flush(h);
+        self.s.pending_reload = Some(h);
+        self.s.resumes.insert(ip);
+        let len = add_imm(&mut self.b, self.s.bp, h as i64);
+        self.b
+            .ins()
+            .store(Self::flags(), len, self.vm, self.layout.stack_len);
+        let ip = self.b.ins().iconst(I32, ip as i64);
+        self.b
+            .ins()
+            .store(Self::flags(), ip, self.s.frame, self.layout.frame_ip);
+    }
+
+    fn leave(&mut self, status: Status) {
+        self.s.pending_reload = None;
+        let s = self.b.ins().iconst(I32, status as i64);
+        self.b.ins().return_(&[s]);
+    }
+
+    /// A new block that hands the frame to the interpreter at instruction `at` with `h`
+    /// values on the stack (error paths and rare cases: the interpreter redoes the
+    /// instruction and reports what went wrong).
+    /// Filled in at the end (`finish_handovers`): a block must be complete before the
+    /// builder switches away from it.
+    fn interpret_block(&mut self, at: usize, h: i32) -> Block {
+        let blk = self.b.create_block();
+        self.b.set_cold_block(blk);
+        self.s.handovers.push((blk, at, h));
+        blk
+    }
+
+    fn finish_handovers(&mut self) {
+        for (blk, at, h) in std::mem::take(&mut self.s.handovers) {
+            self.b.switch_to_block(blk);
+            self.b.set_srcloc(self.loc(at));
+            self.sync(h, at);
+            self.leave(Status::Interpret);
+        }
+        for (blk, d) in std::mem::take(&mut self.s.deopts) {
+            self.b.switch_to_block(blk);
+            self.b.set_srcloc(self.loc(d.at));
+            self.sync(d.height, d.at);
+            let site = self.b.ins().iconst(I32, d.site as i64);
+            self.b
+                .ins()
+                .store(Self::flags(), site, self.vm, self.layout.deopt_site);
+            let root = self.b.ins().iconst(I32, self.root as i64);
+            self.b
+                .ins()
+                .store(Self::flags(), root, self.vm, self.layout.deopt_code);
+            let reason = self.b.ins().iconst(I32, d.reason as i64);
+            self.b
+                .ins()
+                .store(Self::flags(), reason, self.vm, self.layout.deopt_reason);
+            self.leave(Status::Deopt);
+        }
+    }
+
+    /// A new (cold) block where a guard of `site` in instruction `at` fails for `reason`:
+    /// the frame goes to the interpreter at the instruction's start, so nothing the
+    /// instruction did before its guards may be visible. Filled in by `finish_handovers`.
+    fn deopt_block(&mut self, at: At, site: u32, reason: DeoptReason) -> Block {
+        let blk = self.b.create_block();
+        self.b.set_cold_block(blk);
+        self.speculated.insert(site);
+        self.s.deopts.push((
+            blk,
+            Deopt {
+                at: at.i,
+                height: at.h0,
+                site,
+                reason,
+            },
+        ));
+        blk
+    }
+
+    /// Pushes the receiver's field `index` at slot `h`, or hands over to the interpreter at
+    /// `i` (which reports the missing field).
+    fn push_field(&mut self, index: u16, h_at: i32, i: usize, h: i32) {
+        let miss = self.interpret_block(i, h);
+        let address = self.field_address(index, miss);
+        let v = self.b.ins().load(I64, Self::flags(), address, 0);
+        self.set_slot(h_at, v);
+    }
+
+    fn op(&mut self, i: usize, op: Op, h: i32, len: usize) -> Result<(), String> {
+        let at = At { i, h0: h };
+        let next = if i + 1 < len {
+            self.s.blocks.get(i + 1).copied()
+        } else {
+            None
+        };
+        let next_block =
+            |n: Option<Block>| n.ok_or_else(|| "execution runs off the end".to_string());
+        match op {
+            Op::PushLocal(k) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::StoreLocal(k) | Op::PopLocal(k) => {
+                let v = self.slot(h - 1);
+                self.set_slot(k as i32, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushCtx { level, index } => {
+                let ctx = self.context(level);
+                let v =
+                    self.b
+                        .ins()
+                        .load(I64, Self::flags(), ctx, Self::context_slot_offset(index));
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::StoreCtx { level, index } | Op::PopCtx { level, index } => {
+                let ctx = self.context(level);
+                let v = self.slot(h - 1);
+                let address = add_imm(&mut self.b, ctx, Self::context_slot_offset(index) as i64);
+                self.store_into_heap(v, address);
+                self.jump(next_block(next)?);
+            }
+            Op::PushField(k) => {
+                self.push_field(k, h, i, h);
+                self.jump(next_block(next)?);
+            }
+            Op::StoreField(k) | Op::PopField(k) => {
+                let miss = self.interpret_block(i, h);
+                let address = self.field_address(k, miss);
+                let v = self.slot(h - 1);
+                self.store_into_heap(v, address);
+                self.jump(next_block(next)?);
+            }
+            Op::PushLiteral(k) => {
+                let index = self.b.ins().iconst(I32, k as i64);
+                let sig = self.sigs.value1;
+                let v = self.call_stub(self.layout.stubs.literal, sig, &[index]);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushConst(v) => {
+                let v = self.b.ins().iconst(I64, v.0 as i64);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushGlobal(slot) => {
+                let index = self.b.ins().iconst(I32, slot as i64);
+                let sig = self.sigs.value1;
+                let v = self.call_stub(self.layout.stubs.global, sig, &[index]);
+                let undefined = cmp_imm(&mut self.b, IntCC::Equal, v, 0);
+                let defined = self.b.create_block();
+                let unknown = self.interpret_block(i, h);
+                self.b.ins().brif(undefined, unknown, &[], defined, &[]);
+                self.b.switch_to_block(defined);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PushBlock(code) => {
+                self.sync(h, i + 1);
+                let code = self.b.ins().iconst(I32, code as i64);
+                let sig = self.sigs.status1;
+                let status = self.call_stub(self.layout.stubs.push_block, sig, &[code]);
+                self.continue_or_leave(status, next_block(next)?);
+            }
+            Op::Pop => self.jump(next_block(next)?),
+            Op::Dup => {
+                let v = self.slot(h - 1);
+                self.set_slot(h, v);
+                self.jump(next_block(next)?);
+            }
+            Op::Send(site) => self.direct_send(site, h, at)?,
+            Op::SuperSend(site) => self.send_stub(self.layout.stubs.super_send, site, h, i)?,
+            Op::SendBinary(site) => self.send_binary(site, h, at)?,
+            Op::SendIsNil(site) | Op::SendNotNil(site) => {
+                // Answered by a comparison with nil while the core library's definitions
+                // stand (as the interpreter does), else sent through the stub.
+                let c = &self.layout.calls;
+                let (standard_at, redefined_at) = (c.nil_tests_standard, c.nil_tests_redefined);
+                let standard = self
+                    .b
+                    .ins()
+                    .uload8(I32, Self::flags(), self.vm, standard_at);
+                let redefined = self
+                    .b
+                    .ins()
+                    .uload8(I32, Self::flags(), self.vm, redefined_at);
+                let all_four = cmp_imm(&mut self.b, IntCC::Equal, standard, 0b1111);
+                let kept = cmp_imm(&mut self.b, IntCC::Equal, redefined, 0);
+                let inline = self.b.ins().band(all_four, kept);
+                let fast = self.b.create_block();
+                let slow = self.b.create_block();
+                self.b.set_cold_block(slow);
+                self.b.ins().brif(inline, fast, &[], slow, &[]);
+                self.b.switch_to_block(fast);
+                let v = self.slot(h - 1);
+                let cc = if matches!(op, Op::SendIsNil(_)) {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                let is = cmp_imm(&mut self.b, cc, v, tally_heap::Value::NIL.0 as i64);
+                let answer = self.boolean(is);
+                self.set_slot(h - 1, answer);
+                self.jump(next_block(next)?);
+                self.b.switch_to_block(slow);
+                self.sync(h, i + 1);
+                let site = self.b.ins().iconst(I32, site as i64);
+                let is_nil = self
+                    .b
+                    .ins()
+                    .iconst(I32, matches!(op, Op::SendIsNil(_)) as i64);
+                let sig = self.sigs.status2;
+                let status = self.call_stub(self.layout.stubs.send_nil_test, sig, &[site, is_nil]);
+                self.continue_or_leave(status, next_block(next)?);
+            }
+            Op::Return => self.return_top(h, i),
+            Op::ReturnSelf | Op::ReturnLocal(_) => {
+                let k = if let Op::ReturnLocal(k) = op {
+                    k as i32
+                } else {
+                    0
+                };
+                let v = self.slot(k);
+                self.set_slot(h, v);
+                self.return_top(h + 1, i);
+            }
+            Op::ReturnField(k) => {
+                self.push_field(k, h, i, h);
+                self.return_top(h + 1, i);
+            }
+            Op::ReturnNonLocal => {
+                self.sync(h, i);
+                self.leave(Status::Interpret);
+            }
+            Op::Jump(t) => {
+                let to = self.block(t as usize)?;
+                self.jump(to);
+            }
+            Op::JumpBack(t) => {
+                let to = self.block(t as usize)?;
+                let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
+                let bits = self
+                    .b
+                    .ins()
+                    .uload8(I32, MemFlagsData::trusted(), address, 0);
+                let raised = and_imm(&mut self.b, bits, self.layout.yieldpoint_bits as i64);
+                let yieldpoint = self.b.create_block();
+                self.b.set_cold_block(yieldpoint);
+                self.b.ins().brif(raised, yieldpoint, &[], to, &[]);
+                self.b.switch_to_block(yieldpoint);
+                self.sync(h, t as usize);
+                let sig = self.sigs.vm;
+                let status = self.call_stub(self.layout.stubs.back_edge, sig, &[]);
+                self.continue_or_leave(status, to);
+            }
+            Op::JumpIfTrue(t) => self.conditional_jump(t, true, h, i)?,
+            Op::JumpIfFalse(t) => self.conditional_jump(t, false, h, i)?,
+            Op::PushLocal2(a, c) => {
+                let x = self.slot(a as i32);
+                let y = self.slot(c as i32);
+                self.set_slot(h, x);
+                self.set_slot(h + 1, y);
+                self.jump(next_block(next)?);
+            }
+            Op::PopPushLocal(k) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h - 1, v);
+                self.jump(next_block(next)?);
+            }
+            Op::PopPushField(k) => {
+                self.push_field(k, h - 1, i, h);
+                self.jump(next_block(next)?);
+            }
+            Op::PushLocalSend(k, site) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h, v);
+                self.direct_send(site, h + 1, at)?;
+            }
+            Op::PushLocalSendBinary(k, site) => {
+                let v = self.slot(k as i32);
+                self.set_slot(h, v);
+                self.send_binary(site, h + 1, at)?;
+            }
+            Op::PushConstSendBinary(v, site) => {
+                let v = self.b.ins().iconst(I64, v.0 as i64);
+                self.set_slot(h, v);
+                self.send_binary(site, h + 1, at)?;
+            }
+            Op::SendCompareJumpIfFalse(site, t) => {
+                self.compare_and_branch(site, t, false, h, at)?
+            }
+            Op::SendCompareJumpIfTrue(site, t) => self.compare_and_branch(site, t, true, h, at)?,
+        }
+        Ok(())
+    }
+}
+
+/// Whether `int_arith` has an inline form of `op`.
+fn has_int_form(op: IntOp) -> bool {
+    matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
+}
+
+/// The double condition of a comparison selector (immediate doubles are never NaN).
+fn float_cc(op: IntOp) -> Option<FloatCC> {
+    Some(match op {
+        IntOp::Less => FloatCC::LessThan,
+        IntOp::Greater => FloatCC::GreaterThan,
+        IntOp::LessEq => FloatCC::LessThanOrEqual,
+        IntOp::GreaterEq => FloatCC::GreaterThanOrEqual,
+        IntOp::Equal => FloatCC::Equal,
+        IntOp::NotEqual => FloatCC::NotEqual,
+        _ => return None,
+    })
+}
+
+/// The integer condition of a comparison selector (tagged small integers order like their
+/// values), or `None` for the others.
+fn compare_cc(op: IntOp) -> Option<IntCC> {
+    Some(match op {
+        IntOp::Less => IntCC::SignedLessThan,
+        IntOp::Greater => IntCC::SignedGreaterThan,
+        IntOp::LessEq => IntCC::SignedLessThanOrEqual,
+        IntOp::GreaterEq => IntCC::SignedGreaterThanOrEqual,
+        IntOp::Equal => IntCC::Equal,
+        IntOp::NotEqual => IntCC::NotEqual,
+        _ => return None,
+    })
+}
