@@ -108,6 +108,11 @@ impl Vm {
             rng: 0x2545_f491_4f6c_dd1d,
         };
         if let Some(p) = vm.options.profile.clone() {
+            // Before any code is compiled: compiled code counts only if told so when made.
+            vm.rt.count_calls = p.count_calls && p.output.is_some();
+            if vm.rt.count_calls {
+                profiling::call_count_cost_ns();
+            }
             vm.start_profiler(p)?;
         }
         vm.bootstrap()?;
@@ -153,6 +158,7 @@ impl Vm {
     pub fn finish_profile(&mut self, exit_code: i32) -> Result<Option<PathBuf>, VmError> {
         // The compiler thread installs code and records it: it stops first.
         self.jit.stop();
+        self.profile_record_call_counts();
         let Some(p) = self.profiler.take() else {
             return Ok(None);
         };

@@ -449,6 +449,7 @@ impl Vm {
                     plain_frame: false,
                     max_height: 0,
                     compiled: Default::default(),
+                    calls: Default::default(),
                     trivial_kind: crate::runtime::TRIVIAL_NONE,
                     trivial_operand: 0,
                     room_above_arguments: crate::value_stack::HEADROOM as u32,

@@ -162,6 +162,9 @@ pub struct ProfileOptions {
     pub cbs: Option<CbsConfig>,
     /// Exact call and bytecode counts: the ground truth sampled profiles are judged against.
     pub exhaustive: bool,
+    /// Count every call per method per tier (`TierCallCounter`), for the amortization
+    /// analysis: recorded as `TierCallCounts` events with the counting's own estimated time.
+    pub count_calls: bool,
     /// The command line, for the profile's header.
     pub command_line: Vec<String>,
     /// Option names and values as given, for the header.
@@ -183,6 +186,7 @@ impl ProfileOptions {
             sample_depth: 1,
             cbs: None,
             exhaustive: false,
+            count_calls: false,
             command_line: Vec::new(),
             settings: Vec::new(),
         }
@@ -533,6 +537,25 @@ impl Profiler {
     }
 }
 
+/// What one call count costs (`TierCallCounter::count`: a load, an add and a store, plus
+/// the interpreter's test), measured once by timing a million of them: the amortization
+/// analysis takes counts × this out of the run's time.
+pub(crate) fn call_count_cost_ns() -> f64 {
+    static COST: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *COST.get_or_init(|| {
+        const N: u32 = 1_000_000;
+        let counter = crate::jit::TierCallCounter::default();
+        let on = std::hint::black_box(true);
+        let start = std::time::Instant::now();
+        for i in 0..N {
+            if std::hint::black_box(on) {
+                std::hint::black_box(&counter).count((i & 1) as usize);
+            }
+        }
+        start.elapsed().as_nanos() as f64 / f64::from(N)
+    })
+}
+
 /// The exit status of a run stopped by a signal: 128 + its number, as a shell reports it
 /// (SIGINT's 2 when none was recorded).
 pub(crate) fn interrupted_exit_code() -> i32 {
@@ -780,6 +803,37 @@ impl Vm {
         }
     }
 
+    /// Records the calls counted so far per method per tier (`--count-calls`), with what the
+    /// counting itself has cost: each count at the cost measured when the run started.
+    pub(crate) fn profile_record_call_counts(&self) {
+        let Some(p) = self.profiler.as_deref().filter(|p| p.records()) else {
+            return;
+        };
+        if !self.rt.count_calls {
+            return;
+        }
+        let mut counts = Vec::new();
+        let mut total = 0u64;
+        for code in &self.rt.codes {
+            for (column, tier) in tally_profile::Tier::NAMED.into_iter().enumerate() {
+                let calls = code.calls.get(column);
+                if calls > 0 {
+                    total += calls;
+                    counts.push(tally_profile::TierCalls {
+                        method: MethodId(code.id),
+                        tier,
+                        calls,
+                    });
+                }
+            }
+        }
+        let instrumentation_ns = (total as f64 * call_count_cost_ns()) as u64;
+        p.recorder().event(EventKind::TierCallCounts {
+            counts,
+            instrumentation_ns,
+        });
+    }
+
     /// Connects GC start/end to the event stream and the VM state samples see.
     pub(crate) fn profile_watch_gc(&mut self) {
         let Some(p) = self.profiler.as_deref() else {
@@ -836,6 +890,7 @@ mod tests {
             rate_hz: 250,
             cbs: None,
             exhaustive: false,
+            count_calls: false,
             command_line: Vec::new(),
             settings: Vec::new(),
         }

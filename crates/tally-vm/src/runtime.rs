@@ -138,6 +138,8 @@ pub struct Code {
     pub room_above_arguments: u32,
     /// Compiled code for this method or block, or whether to compile it at its next call.
     pub compiled: crate::jit::CompiledSlot,
+    /// Calls per tier while `--count-calls` is on (`crate::jit::TierCallCounter`).
+    pub calls: crate::jit::TierCallCounter,
     /// `trivial` as two plain words, for compiled code that does trivial methods inline:
     /// the kind (`TRIVIAL_*`) and its field index or constant's bits.
     pub trivial_kind: u8,
@@ -182,6 +184,7 @@ impl Code {
             trivial_kind,
             trivial_operand,
             compiled: Default::default(),
+            calls: Default::default(),
             max_height: max_height as u32,
             room_above_arguments: room as u32,
             id,
@@ -463,6 +466,8 @@ pub struct Runtime {
     pub block_classes: Vec<ClassId>,
     /// Whether `isNil`/`notNil` sends may be answered without a lookup.
     pub nil_tests: NilTests,
+    /// `--count-calls`: the interpreter counts each frame it sets up in `Code::calls`.
+    pub count_calls: bool,
     /// The first entries of `sites` and `codes`, kept current as they grow (`add_site`,
     /// `add_code`), for compiled code, which probes inline caches and finds callees itself.
     pub(crate) sites_base: *const Site,
@@ -517,6 +522,7 @@ impl Runtime {
             lookup_cache: Default::default(),
             block_classes: Vec::new(),
             nil_tests: NilTests::default(),
+            count_calls: false,
             sites_base: std::ptr::null(),
             codes_base: std::ptr::null(),
         }

@@ -117,6 +117,12 @@ struct Cli {
     #[arg(long, help_heading = "Profiling")]
     exhaustive: bool,
 
+    /// Also count every call per method per tier (interpreter, baseline, optimizing), for
+    /// `tally report --amortization`: did each recompilation pay for itself? The counting's
+    /// own time is estimated (counts × a cost measured at start-up) and taken out.
+    #[arg(long, help_heading = "Profiling")]
+    count_calls: bool,
+
     /// Frames kept per sample, innermost first (1 to 65535). A deeper stack keeps its
     /// innermost FRAMES frames under a `[truncated: N frames]` root, N being the frames lost,
     /// and reports and exports count such samples. A tick copies (and the profile stores) every
@@ -369,6 +375,7 @@ fn profile_options(cli: &Cli, tier: TierChoice) -> Result<Option<ProfileOptions>
                 .unwrap_or_else(|| "off".into()),
         ),
         ("exhaustive".to_string(), cli.exhaustive.to_string()),
+        ("count-calls".to_string(), cli.count_calls.to_string()),
         ("sample-depth".to_string(), cli.sample_depth.to_string()),
         (
             "gc-stress".to_string(),
@@ -386,6 +393,7 @@ fn profile_options(cli: &Cli, tier: TierChoice) -> Result<Option<ProfileOptions>
         sample_depth: cli.sample_depth,
         cbs: cli.cbs.0,
         exhaustive: cli.exhaustive,
+        count_calls: cli.count_calls,
         command_line: cli.program.clone(),
         settings,
     }))
@@ -663,6 +671,10 @@ fn main() -> ExitCode {
     }
     if cli.calibration.is_some() && tier != TierChoice::Adaptive {
         say!("error: --calibration is the adaptive controller's cost model; it needs --tier=adaptive");
+        return ExitCode::from(2);
+    }
+    if cli.count_calls && cli.profile.is_none() {
+        say!("error: --count-calls records its counts in a profile; add --profile=FILE");
         return ExitCode::from(2);
     }
     if cli.exhaustive && tier != TierChoice::Interp {

@@ -88,15 +88,21 @@ struct ReportArgs {
     /// Instead of the report, list METHOD's source (e.g. 'Vector>>forEach:', or a part of a
     /// name) with its samples per line: self (innermost on that line) and total (on the
     /// stack at that line), like `perf annotate` or `pprof -list`.
-    #[arg(long, value_name = "METHOD", conflicts_with = "vm")]
+    #[arg(long, value_name = "METHOD", conflicts_with_all = ["vm", "amortization"])]
     lines: Option<String>,
     /// Instead of the report, the VM profiler's view (after Cog's VMProfiler): samples in
     /// generated code per tier against the VM's own code (interpreter, primitives, GC,
     /// runtime), then the --top heaviest compiled methods with their samples by bytecode
     /// range (inlined methods' ranges included) with the bytecodes and source line of each;
     /// ranges below --min-percent of their method are hidden.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "amortization")]
     vm: bool,
+    /// Instead of the report, the amortization analysis (Zimmer & Diehl) of a profile
+    /// recorded with `--count-calls`: per method and tier its calls, time and cost per call,
+    /// and for each recompilation whether it paid for itself (compile time plus the calls at
+    /// the new cost against the same calls at the old cost), with the gain.
+    #[arg(long)]
+    amortization: bool,
 }
 
 /// `tally report --vm`: where time goes by VM component and inside compiled code.
@@ -221,6 +227,16 @@ fn report(args: ReportArgs) -> Result<(), String> {
     }
     if args.vm {
         print_out(&report_vm(&p, args.top, args.min_percent));
+        return Ok(());
+    }
+    if args.amortization {
+        let a = report::Amortization::new(&p).ok_or_else(|| {
+            format!(
+                "{} has no calls counted per tier: record it with --count-calls",
+                args.file.display()
+            )
+        })?;
+        print_out(&a.render_text(args.top));
         return Ok(());
     }
     let mut out = String::new();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{late_opt_calibration, run_in, text};
+use common::{late_opt_calibration, run_adaptive_profiled, run_in, text};
 
 /// Hot sends to small methods (a leaf with a loop, a chain two deep, a method answering a
 /// primitive's result) for long enough (two seconds: a debug build compiles slowly, and other
@@ -153,20 +153,7 @@ const HOT: &str = "Hot = (
 fn a_sample_in_inlined_code_names_the_inlined_method_its_line_and_the_mark() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("Hot.som"), HOT).unwrap();
-    let model = late_opt_calibration(dir.path());
-    let out = run_in(
-        dir.path(),
-        &[
-            "--tier=adaptive",
-            "--calibration",
-            &model,
-            "--tier-log",
-            "--profile=hot.tprof",
-            "Hot.som",
-        ],
-    );
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let (_, err) = run_adaptive_profiled(dir.path(), "hot.tprof", &[], "Hot.som");
     assert!(err.contains("inlined Hot>>step: into Hot>>twice:"), "{err}");
     let report = run_in(dir.path(), &["report", "hot.tprof"]);
     let report = text(&report.stdout);

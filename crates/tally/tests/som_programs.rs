@@ -168,6 +168,13 @@ fn som_programs_are_unchanged_by_profiling() {
         "--rate",
         "10000",
     ]);
+    // Calls counted per tier by the interpreter and by compiled code.
+    configs.push(vec![
+        "--tier=adaptive",
+        "--calibration",
+        &model,
+        "--count-calls",
+    ]);
     for config in &configs {
         let mut flags = vec![profile.as_str(), "--force"];
         flags.extend_from_slice(config);

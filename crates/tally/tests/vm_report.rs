@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{late_opt_calibration, run_in, text};
+use common::{run_adaptive_profiled, run_in, text};
 
 /// `round` calls `spin:` twenty times; once `round` is optimized with `spin:` inlined, nearly
 /// all of its time is `spin:`'s loop (line 4) running inside `round`'s code. The outer loop
@@ -33,20 +33,7 @@ fn samples_on(section: &str, needle: &str) -> Option<u64> {
 fn samples_in_an_inlined_loop_land_on_its_bytecode_range() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("Loop.som"), LOOP).unwrap();
-    let model = late_opt_calibration(dir.path());
-    let out = run_in(
-        dir.path(),
-        &[
-            "--tier=adaptive",
-            "--calibration",
-            &model,
-            "--tier-log",
-            "--profile=loop.tprof",
-            "Loop.som",
-        ],
-    );
-    let err = text(&out.stderr);
-    assert!(out.status.success(), "{err}");
+    let (_, err) = run_adaptive_profiled(dir.path(), "loop.tprof", &[], "Loop.som");
     assert!(
         err.contains("inlined Loop>>spin: into Loop>>round"),
         "{err}"

@@ -3,6 +3,7 @@
 //! From a profile with exact calls per method per tier ([`EventKind::TierCallCounts`]):
 //! - the time a sample stands for, `t_unit = (T_main − T_instr) / samples`: the run's
 //!   duration less what the call counting itself cost, spread over the samples;
+//!   an estimate of the counting's cost above half the run is dropped as not believable;
 //! - per (method, tier) its exclusive time `T(m,i)`: the samples whose innermost frame is
 //!   that method running in that tier (inlined frames resolved as if they were on the stack,
 //!   in the tier of the code they were inlined into), summed over all contexts, times
@@ -127,6 +128,13 @@ impl Amortization {
         let symbols = p.symbols();
         let samples = p.samples.len() as u64;
         let run_ns = p.duration_ns();
+        // An estimate of the counting's cost above half the run is not believable (a
+        // debug build times its counting loop unoptimized): the run's time is used whole.
+        let instrumentation_ns = if instrumentation_ns.saturating_mul(2) > run_ns {
+            0
+        } else {
+            instrumentation_ns
+        };
         let t_unit_ns = if samples == 0 {
             0.0
         } else {
@@ -197,7 +205,17 @@ impl Amortization {
                         )
                     })
                 };
-                let verdict = if calls == 0 {
+                let ran_uncalled = to_cost.map_or(0, |c| c.samples);
+                let verdict = if calls == 0 && ran_uncalled > 0 {
+                    Verdict::Unclear {
+                        why: format!(
+                            "it ran in {} ({ran_uncalled} samples) without a call there: an \
+                             activation moved in by on-stack replacement, whose cost per call \
+                             is not defined",
+                            to.name()
+                        ),
+                    }
+                } else if calls == 0 {
                     Verdict::DidNotPay {
                         loss_ns: compile_ns as f64,
                     }
@@ -270,7 +288,9 @@ impl Amortization {
             })
     }
 
-    pub fn render_text(&self) -> String {
+    /// The analysis as text: the recompilations with their verdicts, then the `top`
+    /// (method, tier) rows by samples with their calls and costs.
+    pub fn render_text(&self, top: usize) -> String {
         let mut out = format!(
             "Amortization (Zimmer & Diehl): {} recompilation(s); t_unit = ({:.1} ms run − {:.1} ms \
              counting) / {} samples = {:.1} µs\n",
@@ -323,6 +343,25 @@ impl Amortization {
             if let Verdict::Unclear { why } = &r.verdict {
                 let _ = writeln!(out, "              {why}");
             }
+        }
+        out.push_str(
+            "\nby method and tier (exclusive time, inlined frames as if on the stack):\n  \
+             method                            tier              calls   samples   time ms  \
+             µs/call  compiles\n",
+        );
+        for c in self.costs.iter().take(top) {
+            let _ = writeln!(
+                out,
+                "  {:<33} {:<12} {:>10} {:>9} {:>9.2} {:>8} {:>9}",
+                c.name,
+                c.tier.name(),
+                c.calls,
+                c.samples,
+                c.time_ns / 1e6,
+                c.per_call_ns()
+                    .map_or("-".to_string(), |t| format!("{:.3}", t / 1e3)),
+                c.compiles
+            );
         }
         out
     }

@@ -437,12 +437,16 @@ mod amortization {
         }
         let (won, lost) = a.won_and_lost_ns();
         assert!(close(won, 899.0 * MS as f64) && close(lost, 40.0 * MS as f64));
-        let text = a.render_text();
+        let text = a.render_text(10);
         assert!(
             text.contains("paid off: 1 (won 899.00 ms); did not pay: 1 (lost 40.00 ms)"),
             "{text}"
         );
         assert!(text.contains("did not pay   -40.00  B>>slow"), "{text}");
+        assert!(
+            text.contains("A>>fast                           optimizing        10000"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -473,6 +477,39 @@ mod amortization {
             a.recompilations[1].verdict,
             Verdict::DidNotPay { .. }
         ));
+    }
+
+    #[test]
+    fn code_entered_only_by_on_stack_replacement_gets_no_verdict_and_unused_code_a_loss() {
+        let mut p = known_run(vec![final_counts(0)]);
+        // `C>>main` moved into optimized code while running (no call there) and ran 20 ms;
+        // `D>>never` was compiled and never ran again.
+        p.events.push(method(3, "C>>main"));
+        p.events.push(method(4, "D>>never"));
+        p.events.push(install(160 * MS, 3, 3, 2 * MS));
+        p.events.push(install(170 * MS, 4, 4, 3 * MS));
+        let compiled = RawFrame::Compiled {
+            code: CodeVersionId(3),
+            pc_offset: 0,
+        };
+        samples(&mut p.samples, 340, 20, compiled, VmState::Compiled);
+        let a = Amortization::new(&p).unwrap();
+        let of = |name: &str| {
+            a.recompilations
+                .iter()
+                .find(|r| r.name == name)
+                .unwrap()
+                .verdict
+                .clone()
+        };
+        match of("C>>main") {
+            Verdict::Unclear { why } => assert!(why.contains("on-stack replacement"), "{why}"),
+            v => panic!("{v:?}"),
+        }
+        match of("D>>never") {
+            Verdict::DidNotPay { loss_ns } => assert!(close(loss_ns, 3.0 * MS as f64)),
+            v => panic!("{v:?}"),
+        }
     }
 
     #[test]

@@ -192,24 +192,16 @@ impl VmProfile {
     ) -> String {
         let mut out = format!("VM profile: {} samples\n", self.total);
         let generated = self.generated_samples();
-        let _ = writeln!(
-            out,
-            "{:>8} {:>6.2}%  samples in generated code",
-            generated,
-            pct(generated, self.total)
-        );
-        for r in &self.generated {
-            let _ = writeln!(out, "{:>8} {:>6.2}%    {}", r.samples, r.pct, r.name);
-        }
-        let own = self.total - generated;
-        let _ = writeln!(
-            out,
-            "{:>8} {:>6.2}%  samples in the VM's own code",
-            own,
-            pct(own, self.total)
-        );
-        for r in &self.vm {
-            let _ = writeln!(out, "{:>8} {:>6.2}%    {}", r.samples, r.pct, r.name);
+        let sections = [
+            ("generated code", generated, &self.generated),
+            ("the VM's own code", self.total - generated, &self.vm),
+        ];
+        for (what, samples, rows) in sections {
+            let share = pct(samples, self.total);
+            let _ = writeln!(out, "{samples:>8} {share:>6.2}%  samples in {what}");
+            for r in rows {
+                let _ = writeln!(out, "{:>8} {:>6.2}%    {}", r.samples, r.pct, r.name);
+            }
         }
         if self.compiles > 0 {
             let _ = writeln!(

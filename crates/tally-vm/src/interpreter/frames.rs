@@ -144,6 +144,9 @@ impl Vm {
         if !self.rt.stack.has_room(code.room_above_arguments as usize) {
             return Err(self.stack_overflow());
         }
+        if self.rt.count_calls {
+            code.calls.count_current(&code.compiled);
+        }
         let locals = code.num_locals as usize;
         if locals > 0 {
             let len = self.rt.stack.len();

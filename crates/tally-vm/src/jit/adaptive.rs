@@ -237,6 +237,11 @@ impl Vm {
             return;
         };
         let decisions = std::mem::take(&mut *lock(&a.decisions));
+        // The counts as each batch of decisions is served: the analysis compares a method's
+        // cost per call between the halves of its calls in a tier.
+        if !decisions.is_empty() {
+            self.profile_record_call_counts();
+        }
         let controller = a.controller.clone();
         let log = lock(&self.jit.installer).log;
         for d in decisions {

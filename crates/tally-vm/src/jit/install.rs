@@ -170,6 +170,7 @@ impl Installer {
             self.speculative.remove(&code.id);
             self.fallback.insert(code.id, (tier, native.entry));
         }
+        code.calls.set_tier(tier);
         code.compiled.install(native.entry);
         let name = &request.name;
         let tier_name = tier.name();
@@ -278,6 +279,7 @@ impl Installer {
         let now = match self.fallback.get(&code.id) {
             Some(&(tier, entry)) => {
                 code.compiled.install(entry);
+                code.calls.set_tier(tier);
                 tier
             }
             None => {

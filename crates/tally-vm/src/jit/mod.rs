@@ -174,6 +174,9 @@ pub struct Layout {
     pub deopt_code: i32,
     /// Class ids speculative code tests for.
     pub array_class: u32,
+    /// `--count-calls`: compiled code counts its direct calls and inlined bodies in
+    /// `Code::calls` (`TierCallCounter::offset_in_code`).
+    pub count_calls: bool,
     /// String's class id when its `=` is the core library's primitive (equal characters,
     /// `Stubs::string_equal`), so that compiled code may answer `aString = x` without a send;
     /// None when the program's library defines it otherwise.
@@ -287,6 +290,7 @@ impl Layout {
             deopt_reason: offset_of!(Vm, jit.deopt.reason) as i32,
             deopt_code: offset_of!(Vm, jit.deopt.code) as i32,
             array_class: rt.core.array,
+            count_calls: rt.count_calls,
             string_with_primitive_equal: string_with_primitive_equal(rt),
         }
     }
@@ -404,6 +408,55 @@ impl CompiledSlot {
 
     fn clear(&self) {
         self.0.store(0, Ordering::Relaxed);
+    }
+}
+
+/// A method's calls per tier (interpreter, baseline, optimizing: `Tier::column` of the
+/// profile's tiers), counted under `--count-calls` for the amortization analysis's N(m,i):
+/// the interpreter counts each frame it sets up by the tier that runs it (the installed
+/// version's, `tier`), compiled code counts its direct calls at entry and each inlined body
+/// it enters. Plain loads and stores from the VM thread: other threads only read.
+#[derive(Default)]
+pub struct TierCallCounter {
+    pub counts: [std::sync::atomic::AtomicU64; 3],
+    /// The column of the tier of the entry in `Code::compiled` (0 while interpreted).
+    tier: std::sync::atomic::AtomicU8,
+}
+
+impl TierCallCounter {
+    /// One call run in the tier of column `column`.
+    #[inline]
+    pub fn count(&self, column: usize) {
+        let c = &self.counts[column];
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// One call run by whatever `Code::compiled` holds now.
+    #[inline]
+    pub fn count_current(&self, compiled: &CompiledSlot) {
+        let column = if compiled.entry().is_some() {
+            self.tier.load(Ordering::Relaxed) as usize
+        } else {
+            0
+        };
+        self.count(column);
+    }
+
+    /// The installed entry's tier changed.
+    pub(crate) fn set_tier(&self, tier: Tier) {
+        self.tier
+            .store(tier.profile_tier().column() as u8, Ordering::Relaxed);
+    }
+
+    pub fn get(&self, column: usize) -> u64 {
+        self.counts[column].load(Ordering::Relaxed)
+    }
+
+    /// Where compiled code finds the counter of `column` in a `Code`.
+    pub fn offset_in_code(column: usize) -> i32 {
+        (std::mem::offset_of!(Code, calls)
+            + std::mem::offset_of!(TierCallCounter, counts)
+            + 8 * column) as i32
     }
 }
 

@@ -92,6 +92,32 @@ pub fn state_share(report: &str, state: &str) -> (f64, u64) {
     (count as f64 / total.max(1) as f64, total)
 }
 
+/// Runs `program` in `dir` under the adaptive tier with the `late_opt_calibration` model,
+/// `--tier-log` and `--profile=PROFILE`, plus `extra`; asserts it succeeded and answers its
+/// (stdout, stderr).
+pub fn run_adaptive_profiled(
+    dir: &Path,
+    profile: &str,
+    extra: &[&str],
+    program: &str,
+) -> (String, String) {
+    let model = late_opt_calibration(dir);
+    let profile = format!("--profile={profile}");
+    let mut args = vec![
+        "--tier=adaptive",
+        "--calibration",
+        &model,
+        "--tier-log",
+        &profile,
+    ];
+    args.extend_from_slice(extra);
+    args.push(program);
+    let out = run_in(dir, &args);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+    (text(&out.stdout), err)
+}
+
 /// A cost model that makes the adaptive controller compile every method it sees a sample of
 /// (no compile cost, a huge speedup, the same for both tiers: the baseline wins the tie),
 /// written into `dir`; answers its path.

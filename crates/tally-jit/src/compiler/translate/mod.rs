@@ -89,13 +89,19 @@ pub(super) fn translate(
         b.append_block_param(join, t);
     }
     let zero = b.ins().iconst(I32, 0);
-    b.ins().brif(
-        resume,
-        read_frame,
-        &[],
-        join,
-        &[frame_in.into(), bp_in.into(), zero.into()],
-    );
+    let fresh_args = [frame_in.into(), bp_in.into(), zero.into()];
+    if layout.count_calls {
+        // `--count-calls`: a direct call from compiled code is a call of this code in this
+        // tier (calls through the dispatcher are counted where the interpreter sets up the
+        // frame).
+        let fresh = b.create_block();
+        b.ins().brif(resume, read_frame, &[], fresh, &[]);
+        b.switch_to_block(fresh);
+        count_call(&mut b, code, tier_column(mode));
+        b.ins().jump(join, &fresh_args);
+    } else {
+        b.ins().brif(resume, read_frame, &[], join, &fresh_args);
+    }
     b.switch_to_block(read_frame);
     let frame_stack = b.ins().load(I64, flags, vm, layout.frame_stack);
     let depth = b.ins().load(I64, flags, frame_stack, layout.frames_len);
@@ -152,6 +158,7 @@ pub(super) fn translate(
         exit,
         speculated: std::collections::BTreeSet::new(),
         speculate,
+        tier_column: tier_column(mode),
         inlined: Vec::new(),
         root: code.id,
         s: Scope {
@@ -235,6 +242,28 @@ fn heights_of(request: &CompileRequest) -> Result<Vec<Option<u32>>, String> {
     Ok(heights)
 }
 
+/// The column of the tier translating in `mode` (`tally_profile::Tier::column`).
+fn tier_column(mode: Mode) -> usize {
+    match mode {
+        Mode::Memory => 1,
+        Mode::Registers => 2,
+    }
+}
+
+/// Adds one to `code`'s calls in the tier of `column` (`TierCallCounter`; the VM thread is
+/// the only writer, so a plain load and store).
+fn count_call(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: usize) {
+    let flags = MemFlagsData::trusted();
+    let counter = b.ins().iconst(
+        I64,
+        code as *const tally_vm::runtime::Code as i64
+            + i64::from(tally_vm::jit::TierCallCounter::offset_in_code(column)),
+    );
+    let n = b.ins().load(I64, flags, counter, 0);
+    let more = add_imm(b, n, 1);
+    b.ins().store(flags, more, counter, 0);
+}
+
 /// How a tier translates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Shape {
@@ -305,6 +334,8 @@ struct Translator<'a, 'f> {
     speculated: std::collections::BTreeSet<u32>,
     /// Whether to speculate on what the sites' feedback says (the optimizing tier).
     speculate: bool,
+    /// The translating tier's column (`tier_column`).
+    tier_column: usize,
     /// Every method inlined so far.
     inlined: Vec<InlinedScope>,
     /// The compiled code's own id (a failing guard names it: its version is the one to
@@ -474,6 +505,9 @@ impl<'a> Translator<'a, '_> {
             closure: none,
         };
         let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
+        if self.layout.count_calls {
+            count_call(&mut self.b, code, self.tier_column);
+        }
         let fp = add_imm(&mut self.b, self.s.fp, recv_slot as i64 * 8);
         let ret = self.b.create_block();
         self.b.append_block_param(ret, I64);
