@@ -145,7 +145,7 @@ impl Vm {
             return Err(self.stack_overflow());
         }
         if self.rt.count_calls {
-            code.calls.count_current(&code.compiled);
+            count_call(code);
         }
         let locals = code.num_locals as usize;
         if locals > 0 {
@@ -191,4 +191,12 @@ impl Vm {
         }
         Ok(())
     }
+}
+
+/// `--count-calls`: one call of `code` in the tier that runs it; out of line, so the frame
+/// set-up of runs that do not count carries only the test.
+#[cold]
+#[inline(never)]
+fn count_call(code: &Code) {
+    code.calls.count_current(&code.compiled);
 }
