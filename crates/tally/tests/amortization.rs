@@ -89,3 +89,108 @@ fn counting_calls_needs_a_profile_and_the_analysis_needs_the_counts() {
         text(&out.stderr)
     );
 }
+
+/// `hot:` runs for a second and a half, moving up the tiers; `brief:` runs for 45 ms first
+/// and is never called again, so its compile may come too late to pay. With `time` the
+/// program prints what one call of each costs in the tier it runs in, timed by itself.
+const PHASES: &str = "Amort = (
+  hot: n = ( | s | s := 0. 1 to: n do: [:i | s := s + (i * 2) - i]. ^s )
+  brief: n = ( | s | s := 0. 1 to: n do: [:i | s := s + (i * 3) - i]. ^s )
+  timeOf: k calls: aBlock = ( | t0 |
+    t0 := system ticks. 1 to: k do: [:i | aBlock value]. ^(system ticks - t0) * 1000 // k )
+  time = (
+    self timeOf: 2000 calls: [self hot: 300].
+    ('hot: ' concatenate: (self timeOf: 5000 calls: [self hot: 300]) asString) println.
+    self timeOf: 20 calls: [self brief: 3000].
+    ('brief: ' concatenate: (self timeOf: 200 calls: [self brief: 3000]) asString) println )
+  run = ( | deadline n |
+    n := 0.
+    deadline := system ticks + 45000.
+    [system ticks < deadline] whileTrue: [ n := n + (self brief: 3000) ].
+    deadline := system ticks + 1500000.
+    [system ticks < deadline] whileTrue: [ n := n + (self hot: 300) ].
+    (n > 0) println )
+  run: args = ( (args length > 1 and: [(args at: 2) = 'time']) ifTrue: [ ^self time ]. self run )
+)
+";
+
+/// Moves to the baseline tier once a method has run 30 ms, to the optimizing one after 60 ms
+/// more: each tier runs a method long enough for its samples to price a call there.
+const SLOW_MOVES: &str = "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 30000000.0\n\
+compile_per_bytecode_ns = 0.0\n\n[optimizing]\nspeedup = 2000.0\ncompile_fixed_ns = 60000000.0\n\
+compile_per_bytecode_ns = 0.0\n";
+
+/// The cost per call (ns) of each method in `tier`, as the program times it.
+fn timed(dir: &std::path::Path, tier: &str) -> std::collections::HashMap<String, f64> {
+    let out = run_in(dir, &[&format!("--tier={tier}"), "Amort.som", "time"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, ns) = l.split_once(' ')?;
+            Some((name.to_string(), ns.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn verdicts_match_what_the_exact_costs_per_call_say() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("Amort.som"), PHASES).unwrap();
+    std::fs::write(dir.path().join("slow.toml"), SLOW_MOVES).unwrap();
+    let exact: std::collections::HashMap<&str, _> = ["interpreter", "baseline", "optimizing"]
+        .into_iter()
+        .zip(["interp", "baseline", "opt"])
+        .map(|(name, flag)| (name, timed(dir.path(), flag)))
+        .collect();
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            "slow.toml",
+            "--count-calls",
+            "--profile=a.tprof",
+            "Amort.som",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = run_in(dir.path(), &["report", "--amortization", "a.tprof"]);
+    let report = text(&report.stdout);
+    let mut compared = 0;
+    for line in report.lines() {
+        let verdict = ["paid off", "did not pay", "unclear"]
+            .into_iter()
+            .find(|v| line.trim_start().starts_with(v));
+        let (Some(verdict), Some(at)) = (verdict, line.find("Amort>>")) else {
+            continue;
+        };
+        // method, from, "->", to, at ms, compile ms, calls, …
+        let cols: Vec<&str> = line[at..].split_whitespace().collect();
+        let method = cols[0].trim_start_matches("Amort>>");
+        let (from, to) = (cols[1], cols[3]);
+        let compile_ns = cols[5].parse::<f64>().unwrap() * 1e6;
+        let calls: f64 = cols[6].parse().unwrap();
+        let (Some(tj), Some(ti)) = (exact[from].get(method), exact[to].get(method)) else {
+            continue;
+        };
+        let gain = calls * (tj - ti) - compile_ns;
+        // Only where the exact costs leave no doubt (a tenth of the stake either way).
+        if verdict == "unclear" || gain.abs() < 0.1 * (calls * tj).max(compile_ns) {
+            continue;
+        }
+        let want = if gain > 0.0 {
+            "paid off"
+        } else {
+            "did not pay"
+        };
+        assert_eq!(
+            verdict,
+            want,
+            "{line}: exact gain {:.2} ms\n{report}",
+            gain / 1e6
+        );
+        compared += 1;
+    }
+    assert!(compared >= 2, "too few verdicts to compare:\n{report}");
+}

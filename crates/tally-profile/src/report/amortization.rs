@@ -10,7 +10,8 @@
 //!   `t_unit`; and its cost per call `t(m,i) = T(m,i) / N(m,i)`;
 //! - per recompilation `j → i` of a method, with `C(m,i)` the compile time (every compile of
 //!   the method into tier `i`): it paid off when `C(m,i) + N(m,i)·t(m,i) < N(m,i)·t(m,j)`,
-//!   gaining `N(m,i)·(t(m,j) − t(m,i)) − C(m,i)`.
+//!   gaining `N(m,i)·(t(m,j) − t(m,i)) − C(m,i)`. When `N(m,i)·t(m,j) ≤ C(m,i)` it did not,
+//!   however few samples price `t(m,i)`: the calls would have cost less than the compile.
 //!
 //! The test assumes each call costs the same in a tier. Where the snapshots of the counts
 //! show the cost per call in a tier changing over the run (the first and second half of the
@@ -218,6 +219,16 @@ impl Amortization {
                 } else if calls == 0 {
                     Verdict::DidNotPay {
                         loss_ns: compile_ns as f64,
+                    }
+                } else if let Some(tj) = per_call_from_ns.filter(|&tj| {
+                    // The calls in `to` would have cost less than the compile in `from`: it
+                    // cannot have paid, however cheap `to` ran them.
+                    cost(from).is_some_and(|c| c.samples >= MIN_SAMPLES)
+                        && calls as f64 * tj <= compile_ns as f64
+                }) {
+                    let ti = per_call_to_ns.unwrap_or(0.0);
+                    Verdict::DidNotPay {
+                        loss_ns: compile_ns as f64 + calls as f64 * (ti - tj),
                     }
                 } else if let Some(why) = [to, from].into_iter().find_map(|t| {
                     let n = cost(t).map_or(0, |c| c.samples);

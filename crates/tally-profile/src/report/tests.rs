@@ -513,6 +513,27 @@ mod amortization {
     }
 
     #[test]
+    fn calls_cheaper_than_the_compile_did_not_pay_however_few_samples_price_them() {
+        // B>>slow's 50 compiled calls would have cost 50 ms interpreted; its compile took
+        // 60 ms: a loss whatever its 5 compiled samples say.
+        let mut p = known_run(vec![final_counts(0)]);
+        p.samples.retain(|s| s.time_ns <= 305 * MS);
+        if let EventKind::CodeInstalled(v) = &mut p.events[3].kind {
+            v.compile_time_ns = 60 * MS;
+        }
+        let a = Amortization::new(&p).unwrap();
+        match a.recompilations[1].verdict {
+            Verdict::DidNotPay { loss_ns } => {
+                // C + N·t_i − N·t_j with 5 samples over the 50 compiled calls and 100 over
+                // the 100 interpreted ones: 60 ms + 5 − 50 samples' worth.
+                let want = 60.0 * MS as f64 - 45.0 * a.t_unit_ns;
+                assert!((loss_ns - want).abs() < 1.0, "{loss_ns} against {want}")
+            }
+            ref v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
     fn too_few_samples_or_no_counts_give_no_verdict() {
         let mut p = known_run(vec![final_counts(0)]);
         p.samples.retain(|s| s.time_ns <= 305 * MS);
