@@ -10,10 +10,13 @@
 //!   `t_unit`; and its cost per call `t(m,i) = T(m,i) / N(m,i)`;
 //! - per recompilation `j → i` of a method, with `C(m,i)` the compile time (every compile of
 //!   the method into tier `i`): it paid off when `C(m,i) + N(m,i)·t(m,i) < N(m,i)·t(m,j)`,
-//!   gaining `N(m,i)·(t(m,j) − t(m,i)) − C(m,i)`. When `N(m,i)·t(m,j) ≤ C(m,i)` it did not,
-//!   however few samples price `t(m,i)`: the calls would have cost less than the compile.
+//!   gaining `N(m,i)·(t(m,j) − t(m,i)) − C(m,i)`.
 //!
-//! The test assumes each call costs the same in a tier. Where the snapshots of the counts
+//! Samples price the calls only roughly: a verdict stands only when the gain keeps its sign
+//! over the samples' error (each count taken as Poisson, two standard deviations either way);
+//! otherwise the report gives the range. The test assumes each call costs the same in a tier.
+//! A tier left after fewer than [`MIN_CALLS`] calls gets no verdict (its few activations are
+//! not a price). Where the snapshots of the counts
 //! show the cost per call in a tier changing over the run (the first and second half of the
 //! method's calls there differing by more than [`COST_DRIFT`]), or where too few samples
 //! back a cost, the verdict says so instead.
@@ -26,8 +29,25 @@ use crate::event::EventKind;
 use crate::ids::{MethodId, Tier};
 use crate::profile::Profile;
 
-/// Fewer samples than this in a tier make its cost per call too rough to judge by.
+/// Fewer samples than this in either half of a tier's calls are too few to tell a drift of
+/// its cost per call from sampling error.
 pub const MIN_SAMPLES: u64 = 10;
+
+/// The fewest and the most samples a count of `n` may stand for: about two standard
+/// deviations of a Poisson count either way (a count of 0 may stand for 3).
+fn fewest(n: u64) -> f64 {
+    let n = n as f64;
+    (n - 2.0 * n.sqrt()).max(0.0)
+}
+
+fn most(n: u64) -> f64 {
+    let n = n as f64;
+    n + 2.0 * (n + 1.0).sqrt() + 1.0
+}
+
+/// Fewer calls than this in the tier a method left make its cost per call there the cost of
+/// a few activations (a main loop moved on by on-stack replacement, say), not a price.
+pub const MIN_CALLS: u64 = 10;
 
 /// A cost per call that differs by more than this factor between the first and the second
 /// half of a tier's calls breaks the analysis' assumption.
@@ -220,41 +240,46 @@ impl Amortization {
                     Verdict::DidNotPay {
                         loss_ns: compile_ns as f64,
                     }
-                } else if let Some(tj) = per_call_from_ns.filter(|&tj| {
-                    // The calls in `to` would have cost less than the compile in `from`: it
-                    // cannot have paid, however cheap `to` ran them.
-                    cost(from).is_some_and(|c| c.samples >= MIN_SAMPLES)
-                        && calls as f64 * tj <= compile_ns as f64
-                }) {
-                    let ti = per_call_to_ns.unwrap_or(0.0);
-                    Verdict::DidNotPay {
-                        loss_ns: compile_ns as f64 + calls as f64 * (ti - tj),
+                } else if let Some(n) =
+                    Some(from_cost.map_or(0, |c| c.calls)).filter(|&n| n < MIN_CALLS)
+                {
+                    Verdict::Unclear {
+                        why: format!(
+                            "only {n} call(s) in {}: the cost of so few activations is not a \
+                             cost per call",
+                            from.name()
+                        ),
                     }
-                } else if let Some(why) = [to, from].into_iter().find_map(|t| {
-                    let n = cost(t).map_or(0, |c| c.samples);
-                    (n < MIN_SAMPLES).then(|| {
-                        format!(
-                            "{n} sample(s) in {} are too few to price a call there",
-                            t.name()
-                        )
-                    })
-                }) {
-                    Verdict::Unclear { why }
                 } else if let Some(why) = drift(to).or_else(|| drift(from)) {
                     Verdict::Unclear { why }
                 } else {
-                    match (per_call_to_ns, per_call_from_ns) {
-                        (Some(ti), Some(tj)) => {
-                            let gain = calls as f64 * (tj - ti) - compile_ns as f64;
-                            if gain > 0.0 {
-                                Verdict::PaidOff { gain_ns: gain }
-                            } else {
-                                Verdict::DidNotPay { loss_ns: -gain }
-                            }
+                    let samples = |t: Tier| cost(t).map_or(0, |c| c.samples);
+                    let calls_from = from_cost.map_or(1, |c| c.calls) as f64;
+                    let gain = |from_samples: f64, to_samples: f64| {
+                        calls as f64
+                            * t_unit_ns
+                            * (from_samples / calls_from - to_samples / calls as f64)
+                            - compile_ns as f64
+                    };
+                    let (nj, ni) = (samples(from), samples(to));
+                    let point = gain(nj as f64, ni as f64);
+                    let lowest = gain(fewest(nj), most(ni));
+                    let highest = gain(most(nj), fewest(ni));
+                    if lowest > 0.0 {
+                        Verdict::PaidOff { gain_ns: point }
+                    } else if highest < 0.0 {
+                        Verdict::DidNotPay { loss_ns: -point }
+                    } else {
+                        Verdict::Unclear {
+                            why: format!(
+                                "within the samples' error ({nj} in {}, {ni} in {}): the gain \
+                                 lies between {:.2} and {:+.2} ms",
+                                from.name(),
+                                to.name(),
+                                lowest / 1e6,
+                                highest / 1e6
+                            ),
                         }
-                        _ => Verdict::Unclear {
-                            why: format!("no calls counted in {}", from.name()),
-                        },
                     }
                 };
                 Recompilation {
