@@ -352,6 +352,28 @@ impl Amortization {
             lost / 1e6,
             count("unclear")
         );
+        // The red ones first, costliest first: what the controller should not have done.
+        let mut red: Vec<(&Recompilation, f64)> = self
+            .recompilations
+            .iter()
+            .filter_map(|r| match r.verdict {
+                Verdict::DidNotPay { loss_ns } => Some((r, loss_ns)),
+                _ => None,
+            })
+            .collect();
+        red.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (r, loss) in &red {
+            let _ = writeln!(
+                out,
+                "  red: {} {} -> {} lost {:.2} ms ({} call(s) after a {:.2} ms compile)",
+                r.name,
+                r.from.name(),
+                r.to.name(),
+                loss / 1e6,
+                r.calls,
+                r.compile_ns as f64 / 1e6
+            );
+        }
         out.push_str(
             "  verdict      gain ms  method                            from -> to                   \
              at ms  compile ms      calls  µs/call after  µs/call before\n",

@@ -444,6 +444,10 @@ mod amortization {
         );
         assert!(text.contains("did not pay   -40.00  B>>slow"), "{text}");
         assert!(
+            text.contains("red: B>>slow interpreter -> optimizing lost 40.00 ms (50 call(s) after a 50.00 ms compile)"),
+            "{text}"
+        );
+        assert!(
             text.contains("A>>fast                           optimizing        10000"),
             "{text}"
         );
