@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// What `callable_directly` found out about a callee.
+pub(super) struct DirectCall {
+    /// The condition: all of it holds.
+    pub ok: Value,
+    /// The callee's compiled function.
+    pub function: Value,
+    /// Where its frame would go.
+    pub frames: FrameDepth,
+    /// Whether it takes the send's number of arguments (trivial methods need that too).
+    pub arity: Value,
+}
+
 impl Translator<'_, '_> {
     /// Calls a stub at `address` with signature `sig`.
     pub(super) fn call_stub(&mut self, address: usize, sig: SigRef, args: &[Value]) -> Value {
@@ -97,20 +109,12 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(hit);
         let target = self.b.block_params(hit)[0];
         let code = self.code_address(target);
-        let function = self.b.ins().load(I64, flags, code, c.code_compiled);
-        let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
-        let plain = self.b.ins().uload8(I32, flags, code, c.code_plain_frame);
-        let nargs = self.b.ins().uload16(I32, flags, code, c.code_num_args);
-        let arity = cmp_imm(&mut self.b, IntCC::Equal, nargs, argc as i64);
-        let context = self.b.ins().uload16(I32, flags, code, c.code_context_size);
-        let no_context = cmp_imm(&mut self.b, IntCC::Equal, context, 0);
-        let plain = cmp_imm(&mut self.b, IntCC::NotEqual, plain, 0);
-        let ok = self.b.ins().band(compiled, plain);
-        let ok = self.b.ins().band(ok, arity);
-        let ok = self.b.ins().band(ok, no_context);
-        let room = self.b.ins().uload32(flags, code, c.code_room);
-        let (fits, frames) = self.room_for_call(h, room);
-        let ok = self.b.ins().band(ok, fits);
+        let DirectCall {
+            ok,
+            function,
+            frames,
+            arity,
+        } = self.callable_directly(code, argc, h);
         let push = self.b.create_block();
         let frameless = self.b.create_block();
         self.b.ins().brif(ok, push, &[], frameless, &[]);
@@ -243,6 +247,33 @@ impl Translator<'_, '_> {
         self.b.ins().call_indirect(sig, stub, &[self.vm, t, value]);
         self.jump(done);
         self.b.switch_to_block(done);
+    }
+
+    /// Whether the code at `code` (a `&Code`) can be called directly with `argc` arguments
+    /// in the slots below `h`: compiled, a plain frame of that arity, no context to make, and
+    /// room on the value stack and the frame stack.
+    pub(super) fn callable_directly(&mut self, code: Value, argc: i32, h: i32) -> DirectCall {
+        let c = &self.layout.calls;
+        let flags = Self::flags();
+        let function = self.b.ins().load(I64, flags, code, c.code_compiled);
+        let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
+        let plain = self.b.ins().uload8(I32, flags, code, c.code_plain_frame);
+        let nargs = self.b.ins().uload16(I32, flags, code, c.code_num_args);
+        let arity = cmp_imm(&mut self.b, IntCC::Equal, nargs, argc as i64);
+        let context = self.b.ins().uload16(I32, flags, code, c.code_context_size);
+        let no_context = cmp_imm(&mut self.b, IntCC::Equal, context, 0);
+        let plain = cmp_imm(&mut self.b, IntCC::NotEqual, plain, 0);
+        let ok = self.b.ins().band(compiled, plain);
+        let ok = self.b.ins().band(ok, arity);
+        let ok = self.b.ins().band(ok, no_context);
+        let room = self.b.ins().uload32(flags, code, c.code_room);
+        let (fits, frames) = self.room_for_call(h, room);
+        DirectCall {
+            ok: self.b.ins().band(ok, fits),
+            function,
+            frames,
+            arity,
+        }
     }
 
     /// The `&Code` of code id `id` (a run-time u32).
@@ -697,20 +728,12 @@ impl Translator<'_, '_> {
                 let id = self.b.ins().sshr(tagged_id, one);
                 let id = self.b.ins().ireduce(I32, id);
                 let code = self.code_address(id);
-                let function = self.b.ins().load(I64, flags, code, c.code_compiled);
-                let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
-                let plain = self.b.ins().uload8(I32, flags, code, c.code_plain_frame);
-                let plain = cmp_imm(&mut self.b, IntCC::NotEqual, plain, 0);
-                let nargs = self.b.ins().uload16(I32, flags, code, c.code_num_args);
-                let arity = cmp_imm(&mut self.b, IntCC::Equal, nargs, argc as i64);
-                let context = self.b.ins().uload16(I32, flags, code, c.code_context_size);
-                let no_context = cmp_imm(&mut self.b, IntCC::Equal, context, 0);
-                let ok = self.b.ins().band(compiled, plain);
-                let ok = self.b.ins().band(ok, arity);
-                let ok = self.b.ins().band(ok, no_context);
-                let room = self.b.ins().uload32(flags, code, c.code_room);
-                let (fits, frames) = self.room_for_call(h, room);
-                let ok = self.b.ins().band(ok, fits);
+                let DirectCall {
+                    ok,
+                    function,
+                    frames,
+                    ..
+                } = self.callable_directly(code, argc, h);
                 let push = self.b.create_block();
                 self.b.ins().brif(ok, push, &[], slow, &[]);
                 self.b.switch_to_block(push);
