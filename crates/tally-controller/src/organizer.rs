@@ -85,6 +85,7 @@ impl Organizer {
         }
         match *sample.frames.first()? {
             RawFrame::Interpreted { method, .. } => Some((method, Tier::Interpreter)),
+            RawFrame::InTier { method, tier, .. } => Some((method, tier)),
             RawFrame::Compiled { code, .. } => self.versions.get(&code).copied(),
         }
     }
@@ -96,10 +97,13 @@ impl Organizer {
     /// never inlined anyway).
     pub(crate) fn edge(&self, sample: &Sample) -> Option<CallEdge> {
         let callee = match *sample.frames.first()? {
-            RawFrame::Interpreted { method, .. } => method,
+            RawFrame::Interpreted { method, .. } | RawFrame::InTier { method, .. } => method,
             RawFrame::Compiled { code, .. } => self.versions.get(&code)?.0,
         };
-        let RawFrame::Interpreted { method, bci } = *sample.frames.get(1)? else {
+        // A caller's frame, compiled or not, saved its position at the call.
+        let (RawFrame::Interpreted { method, bci } | RawFrame::InTier { method, bci, .. }) =
+            *sample.frames.get(1)?
+        else {
             return None;
         };
         (method != callee).then_some(CallEdge {

@@ -197,6 +197,17 @@ impl Symbols {
                 tier: Tier::Interpreter,
                 inlined: false,
             }),
+            RawFrame::InTier {
+                method,
+                bci,
+                tier,
+                inlined,
+            } => out.push(LogicalFrame {
+                method,
+                bci,
+                tier,
+                inlined,
+            }),
             RawFrame::Compiled { code, pc_offset } => {
                 let Some(v) = self.code.get(&code) else {
                     // Unknown code: keep the sample, attribute it to a
@@ -252,8 +263,8 @@ impl Symbols {
             let chain = &out[before..];
             if chain.len() > 1 && matches!(frames[i - 1], RawFrame::Compiled { .. }) {
                 let below = |k: usize| match frames.get(k) {
-                    Some(RawFrame::Interpreted { method, .. }) => Some(*method),
-                    _ => None,
+                    Some(f) => f.frame_method(),
+                    None => None,
                 };
                 let names = |from: usize, part: &[LogicalFrame]| {
                     part.iter()

@@ -145,32 +145,99 @@ impl fmt::Display for VmState {
     }
 }
 
-/// One frame as the hot path sees it: either an interpreted method at a
-/// bytecode index, or compiled code at a pc offset that is resolved later
-/// through the code version's pc map. It packs into one `u64` so that the
-/// signal handler can copy it with a single atomic load (no torn frames).
+/// One frame as the hot path sees it: an interpreted method at a bytecode index; a frame that
+/// compiled code runs, as the VM's frame stack records it (the method, the bytecode index of
+/// its last call, and the mark compiled code leaves on its frames: the tier, and whether the
+/// frame stands for a method inlined into the code outside it), whose pc only the innermost
+/// frame's sample knows; or compiled code at a pc offset, resolved later through the code
+/// version's pc map. It packs into one `u64` so that the signal handler can copy it with a
+/// single atomic load (no torn frames).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RawFrame {
-    Interpreted { method: MethodId, bci: u32 },
-    Compiled { code: CodeVersionId, pc_offset: u32 },
+    Interpreted {
+        method: MethodId,
+        bci: u32,
+    },
+    InTier {
+        method: MethodId,
+        bci: u32,
+        tier: Tier,
+        inlined: bool,
+    },
+    Compiled {
+        code: CodeVersionId,
+        pc_offset: u32,
+    },
 }
 
 const COMPILED_BIT: u64 = 1 << 63;
-/// Ids are 31 bits on the wire of a packed frame; the top bit says which kind.
+/// Code version ids are 31 bits on the wire of a packed frame; the top bit says which kind.
 pub const MAX_PACKED_ID: u32 = (1 << 31) - 1;
+/// Method ids are 28 bits: above them, a method's frame carries its mark (bits 60–62).
+pub const MAX_PACKED_METHOD: u32 = (1 << 28) - 1;
+const MARK_SHIFT: u32 = 60;
+
+/// The mark a VM leaves on a frame compiled code runs: the tier's number in the low two bits
+/// (0, the interpreter, means no mark) and [`FrameMark::INLINED`]. A VM keeps it in the frame
+/// (a `u32`) and hands it to [`RawFrame::from_mark`] when a sampler reads the frame.
+pub struct FrameMark;
+
+impl FrameMark {
+    pub const TIER_MASK: u32 = 0b11;
+    pub const INLINED: u32 = 0b100;
+
+    /// The mark of a frame running code of `tier` (tiers above 3 share 3).
+    pub const fn of(tier: u8, inlined: bool) -> u32 {
+        let t = if tier > 3 { 3 } else { tier as u32 };
+        t | if inlined { FrameMark::INLINED } else { 0 }
+    }
+}
 
 impl RawFrame {
     pub fn interpreted(method: MethodId, bci: u32) -> RawFrame {
         RawFrame::Interpreted { method, bci }
     }
 
-    /// Ids above [`MAX_PACKED_ID`] lose their top bit; VMs number methods
-    /// densely from zero, so this is a documented limit, not a hazard.
-    pub fn pack(self) -> u64 {
+    /// The frame of `method` at `bci` as a frame stack records it, with the frame's mark
+    /// (see [`FrameMark`]): interpreted when the mark names no compiled tier.
+    pub fn from_mark(method: MethodId, bci: u32, mark: u32) -> RawFrame {
+        match mark & FrameMark::TIER_MASK {
+            0 => RawFrame::Interpreted { method, bci },
+            t => RawFrame::InTier {
+                method,
+                bci,
+                tier: Tier::from_u8(t as u8),
+                inlined: mark & FrameMark::INLINED != 0,
+            },
+        }
+    }
+
+    /// The method a frame stack's frame names (`None` for a compiled pc, which needs its
+    /// code version).
+    pub fn frame_method(self) -> Option<MethodId> {
         match self {
-            RawFrame::Interpreted { method, bci } => {
-                (u64::from(method.0 & MAX_PACKED_ID) << 32) | u64::from(bci)
-            }
+            RawFrame::Interpreted { method, .. } | RawFrame::InTier { method, .. } => Some(method),
+            RawFrame::Compiled { .. } => None,
+        }
+    }
+
+    /// Method ids above [`MAX_PACKED_METHOD`] and code ids above [`MAX_PACKED_ID`] lose
+    /// their top bits; VMs number methods densely from zero, so this is a documented limit,
+    /// not a hazard.
+    pub fn pack(self) -> u64 {
+        let method_word = |method: MethodId, bci: u32, mark: u32| -> u64 {
+            (u64::from(mark) << MARK_SHIFT)
+                | (u64::from(method.0 & MAX_PACKED_METHOD) << 32)
+                | u64::from(bci)
+        };
+        match self {
+            RawFrame::Interpreted { method, bci } => method_word(method, bci, 0),
+            RawFrame::InTier {
+                method,
+                bci,
+                tier,
+                inlined,
+            } => method_word(method, bci, FrameMark::of(tier.to_u8(), inlined)),
             RawFrame::Compiled { code, pc_offset } => {
                 COMPILED_BIT | (u64::from(code.0 & MAX_PACKED_ID) << 32) | u64::from(pc_offset)
             }
@@ -178,18 +245,15 @@ impl RawFrame {
     }
 
     pub fn unpack(word: u64) -> RawFrame {
-        let id = ((word >> 32) as u32) & MAX_PACKED_ID;
         let pos = word as u32;
         if word & COMPILED_BIT != 0 {
             RawFrame::Compiled {
-                code: CodeVersionId(id),
+                code: CodeVersionId(((word >> 32) as u32) & MAX_PACKED_ID),
                 pc_offset: pos,
             }
         } else {
-            RawFrame::Interpreted {
-                method: MethodId(id),
-                bci: pos,
-            }
+            let method = MethodId(((word >> 32) as u32) & MAX_PACKED_METHOD);
+            RawFrame::from_mark(method, pos, (word >> MARK_SHIFT) as u32 & 0b111)
         }
     }
 
@@ -197,6 +261,17 @@ impl RawFrame {
     pub fn with_pos(self, pos: u32) -> RawFrame {
         match self {
             RawFrame::Interpreted { method, .. } => RawFrame::Interpreted { method, bci: pos },
+            RawFrame::InTier {
+                method,
+                tier,
+                inlined,
+                ..
+            } => RawFrame::InTier {
+                method,
+                bci: pos,
+                tier,
+                inlined,
+            },
             RawFrame::Compiled { code, .. } => RawFrame::Compiled {
                 code,
                 pc_offset: pos,
@@ -213,14 +288,49 @@ mod tests {
     fn frames_pack_and_unpack() {
         for f in [
             RawFrame::interpreted(MethodId(0), 0),
-            RawFrame::interpreted(MethodId(MAX_PACKED_ID), u32::MAX),
+            RawFrame::interpreted(MethodId(MAX_PACKED_METHOD), u32::MAX),
             RawFrame::Compiled {
-                code: CodeVersionId(7),
+                code: CodeVersionId(MAX_PACKED_ID),
                 pc_offset: 0x1234,
+            },
+            RawFrame::InTier {
+                method: MethodId(MAX_PACKED_METHOD),
+                bci: ENTRY_BCI,
+                tier: Tier::Optimizing,
+                inlined: true,
+            },
+            RawFrame::InTier {
+                method: MethodId(3),
+                bci: 9,
+                tier: Tier::Baseline,
+                inlined: false,
             },
         ] {
             assert_eq!(RawFrame::unpack(f.pack()), f);
         }
+    }
+
+    #[test]
+    fn a_frame_marked_by_no_compiled_tier_is_interpreted_and_old_words_read_the_same() {
+        assert_eq!(
+            RawFrame::from_mark(MethodId(5), 2, FrameMark::INLINED),
+            RawFrame::interpreted(MethodId(5), 2)
+        );
+        assert_eq!(
+            RawFrame::from_mark(MethodId(5), 2, FrameMark::of(2, true)),
+            RawFrame::InTier {
+                method: MethodId(5),
+                bci: 2,
+                tier: Tier::Optimizing,
+                inlined: true
+            }
+        );
+        // Words written before frames carried marks: method ids below 2^28, nothing above.
+        let old = (u64::from(12345u32) << 32) | 7;
+        assert_eq!(
+            RawFrame::unpack(old),
+            RawFrame::interpreted(MethodId(12345), 7)
+        );
     }
 
     #[test]

@@ -128,7 +128,9 @@ pub use hot::flag::{self, TripWord, YieldpointFlag};
 pub use hot::published::{PublishedState, StackView, StateCell};
 pub use hot::ring::SampleRing;
 pub use hot::{HotConfig, HotState, Mechanism, SampleCounters, DEFAULT_SAMPLE_DEPTH};
-pub use ids::{ClassId, CodeVersionId, MethodId, RawFrame, Tier, VmState, ENTRY_BCI, GC_PAUSE};
+pub use ids::{
+    ClassId, CodeVersionId, FrameMark, MethodId, RawFrame, Tier, VmState, ENTRY_BCI, GC_PAUSE,
+};
 pub use metrics::TopN;
 pub use profile::{Header, Profile, Recorder, SamplerSettings};
 pub use sample::{Origin, Sample, SampleFlags};

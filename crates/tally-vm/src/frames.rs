@@ -23,7 +23,11 @@ pub struct Frame {
     /// read this field.
     pub ip: u32,
     pub bp: u32,
-    _reserved: u32,
+    /// Which code runs this frame, for samples ([`tally_profile::FrameMark`]): 0 while the
+    /// interpreter runs it (it clears the mark whenever it takes a frame over); compiled code
+    /// marks its own frame with its tier on every entry and resumption, and the frames it
+    /// pushes for inlined methods with its tier and `INLINED`.
+    pub mark: u32,
     /// This activation's context (own, or for a block without one, its closure's), or nil.
     pub ctx: Value,
     /// The closure being run, or NONE for a method activation.
@@ -40,7 +44,7 @@ impl Frame {
             code,
             ip: 0,
             bp: bp as u32,
-            _reserved: 0,
+            mark: 0,
             ctx,
             closure,
         }
@@ -245,15 +249,17 @@ unsafe fn read_frame(frame: *const u8, _innermost: bool) -> RawFrame {
     // SAFETY: the caller passes a pointer to a frame inside the stack's array; volatile because
     // the interpreter writes these words without synchronisation and the handler may run
     // between any two of its instructions (an aligned word is either written or not).
-    let (code, ip) = unsafe {
+    let (code, ip, mark) = unsafe {
         (
             std::ptr::read_volatile(std::ptr::addr_of!((*frame).code)),
             std::ptr::read_volatile(std::ptr::addr_of!((*frame).ip)),
+            std::ptr::read_volatile(std::ptr::addr_of!((*frame).mark)),
         )
     };
-    RawFrame::interpreted(
+    RawFrame::from_mark(
         MethodId(code),
         ip.checked_sub(1).unwrap_or(tally_profile::ENTRY_BCI),
+        mark,
     )
 }
 

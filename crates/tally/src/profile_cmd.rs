@@ -103,6 +103,20 @@ struct ReportArgs {
     /// the new cost against the same calls at the old cost), with the gain.
     #[arg(long)]
     amortization: bool,
+    /// Instead of the text report, an interactive HTML report written to -o FILE: one
+    /// self-contained page (any browser, no network) with the call graph per (method, tier)
+    /// coloured by the amortization verdicts (profiles recorded with --count-calls have
+    /// them) and a recompilation diagram per method, a flame graph with tiers and search, a
+    /// timeline of compiles, deopts and GCs, the VM breakdown and the source with samples
+    /// per line. Call-graph nodes below --min-percent of the samples are left out.
+    #[arg(long, requires = "output", conflicts_with_all = ["vm", "amortization", "lines"])]
+    html: bool,
+    /// The file --html writes.
+    #[arg(short, long, value_name = "FILE", requires = "html")]
+    output: Option<PathBuf>,
+    /// Let --html overwrite an existing -o FILE.
+    #[arg(long, requires = "html")]
+    force: bool,
 }
 
 /// `tally report --vm`: where time goes by VM component and inside compiled code.
@@ -227,6 +241,24 @@ fn report(args: ReportArgs) -> Result<(), String> {
     }
     if args.vm {
         print_out(&report_vm(&p, args.top, args.min_percent));
+        return Ok(());
+    }
+    if args.html {
+        let output = args
+            .output
+            .as_deref()
+            .expect("clap requires -o with --html");
+        let options = report::HtmlOptions {
+            graph_min_percent: args.min_percent,
+            ..report::HtmlOptions::default()
+        };
+        let page = report::render_html(&p, &|file| std::fs::read_to_string(file).ok(), &options);
+        write_output(output, page.as_bytes(), args.force)?;
+        say!(
+            "tally: wrote {} ({} KiB); open it in a browser",
+            output.display(),
+            page.len().div_ceil(1024)
+        );
         return Ok(());
     }
     if args.amortization {

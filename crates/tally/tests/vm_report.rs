@@ -54,9 +54,13 @@ fn samples_in_an_inlined_loop_land_on_its_bytecode_range() {
     let report = text(&report.stdout);
     assert!(report.contains("samples in generated code"), "{report}");
     assert!(report.contains("samples in the VM's own code"), "{report}");
-    // `round`'s optimized code: its samples, and those on `spin:`'s loop line inside it.
-    let start = report
-        .find("Loop>>round [optimizing]:")
+    // The optimized code `spin:` was inlined into (`round`'s, or `run`'s when `run` was
+    // compiled with `round` inlined too, as a loaded machine's timing may have it): its
+    // samples, and those on `spin:`'s loop line inside it.
+    let start = ["Loop>>round [optimizing]:", "Loop>>run [optimizing]:"]
+        .iter()
+        .filter_map(|h| report.find(h))
+        .min()
         .unwrap_or_else(|| panic!("round's optimized code has samples: {report}"));
     let section = &report[start..];
     let section = &section[..section[1..].find("\n\n").map_or(section.len(), |e| e + 1)];
@@ -64,7 +68,7 @@ fn samples_in_an_inlined_loop_land_on_its_bytecode_range() {
         .split_once(": ")
         .and_then(|(_, rest)| rest.split_whitespace().next()?.parse::<u64>().ok())
         .expect("the method's sample count");
-    let on_loop = samples_on(section, "Loop.som:4  [inlined: Loop>>round @")
+    let on_loop = samples_on(section, "Loop.som:4  [inlined: Loop>>r")
         .unwrap_or_else(|| panic!("a range on spin:'s loop line, inlined: {section}"));
     assert!(all >= 50, "too few samples to judge: {section}");
     assert!(
@@ -91,5 +95,61 @@ fn the_vm_report_refuses_to_combine_with_lines() {
         text(&out.stderr).contains("cannot be used with"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// `make` spends its time in the `Array new:` primitive and the collections it causes;
+/// `fill` calls it from a loop. Once both are compiled, their frames carry their tier.
+const ALLOC: &str = "Alloc = (
+  make = ( ^Array new: 3000 )
+  fill = ( | n | n := 0. 1 to: 50 do: [:i | n := n + self make length]. ^n )
+  run = ( | total deadline |
+    total := 0. deadline := system ticks + 2000000.
+    [system ticks < deadline] whileTrue: [ total := total + self fill ].
+    total > 0 ifTrue: ['done' println] )
+)
+";
+
+/// A sample taken in a primitive, or in a caller's frame, of compiled code belongs to that
+/// code's tier: compiled code marks its frames, so the samples no longer fall to the
+/// interpreter just because the pc was outside generated code.
+#[test]
+fn samples_in_primitives_and_callers_of_compiled_code_keep_its_tier() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("Alloc.som"), ALLOC).unwrap();
+    run_adaptive_profiled(dir.path(), "alloc.tprof", &["--inline=off"], "Alloc.som");
+    let report = text(&run_in(dir.path(), &["report", "alloc.tprof"]).stdout);
+    let row = |name: &str| -> [u64; 3] {
+        let line = report
+            .lines()
+            .skip_while(|l| !l.starts_with("methods with compiled code"))
+            .find(|l| l.contains(&format!("  {name} (")))
+            .unwrap_or_else(|| panic!("no tier row for {name}: {report}"));
+        let n: Vec<u64> = line
+            .split_whitespace()
+            .take(3)
+            .map(|w| w.parse().unwrap())
+            .collect();
+        [n[0], n[1], n[2]]
+    };
+    let make = row("Alloc>>make");
+    let all: u64 = make.iter().sum();
+    assert!(all >= 50, "too few samples to judge: {report}");
+    assert!(
+        make[0] * 100 <= all * 20,
+        "{make:?}: most of make's samples (in its primitive) should be in compiled tiers: {report}"
+    );
+    // The caller's frame: stacks name `fill` in its compiled tier under `make`.
+    let out = run_in(
+        dir.path(),
+        &["export", "folded", "-o", "alloc.folded", "alloc.tprof"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let folded = std::fs::read_to_string(dir.path().join("alloc.folded")).unwrap();
+    assert!(
+        folded
+            .lines()
+            .any(|l| l.contains("Alloc>>fill [optimizing];Alloc>>make [optimizing]")),
+        "{folded}"
     );
 }

@@ -26,6 +26,9 @@
 //! by its window's call rate and adds the number of samples at the end of `EDGE` (read
 //! as the sum of the weights from older files, whose samples weighed 1 each). 1.6 adds the
 //! `MethodBytecodes` event (a method's instructions as text), 1.7 the `TierCallCounts` event.
+//! 1.8 lets a sampled frame carry the mark compiled code leaves on its frames (the tier, and
+//! whether the frame is an inlined method's: bits 60–62 of the packed frame, method ids
+//! below 2^28); older files, whose frames have no mark, read the same.
 //!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
@@ -54,7 +57,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 7;
+pub const MINOR: u16 = 8;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.

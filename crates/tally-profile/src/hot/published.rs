@@ -269,10 +269,12 @@ impl PublishedState {
     #[inline]
     pub fn innermost_at(&self, word: u64, pc: usize) -> u64 {
         match RawFrame::unpack(word) {
-            RawFrame::Interpreted { method, .. } => match self.compiled.find_running(pc, method) {
-                Some((code, pc_offset)) => RawFrame::Compiled { code, pc_offset }.pack(),
-                None => word,
-            },
+            RawFrame::Interpreted { method, .. } | RawFrame::InTier { method, .. } => {
+                match self.compiled.find_running(pc, method) {
+                    Some((code, pc_offset)) => RawFrame::Compiled { code, pc_offset }.pack(),
+                    None => word,
+                }
+            }
             RawFrame::Compiled { .. } => word,
         }
     }

@@ -49,6 +49,13 @@ fn most(n: u64) -> f64 {
 /// a few activations (a main loop moved on by on-stack replacement, say), not a price.
 pub const MIN_CALLS: u64 = 10;
 
+/// A cost per call that falls from one tier to the next by more than this factor beyond the
+/// speedup the controller's model expects of the move (its decision's past time over its
+/// predicted time) is not the same calls made faster: the calls before and after the
+/// recompilation did different work (another phase of the program), which breaks the
+/// analysis' assumption.
+pub const BEYOND_MODEL: f64 = 8.0;
+
 /// A cost per call that differs by more than this factor between the first and the second
 /// half of a tier's calls breaks the analysis' assumption.
 pub const COST_DRIFT: f64 = 2.0;
@@ -114,6 +121,9 @@ pub struct Recompilation {
     pub per_call_to_ns: Option<f64>,
     pub per_call_from_ns: Option<f64>,
     pub verdict: Verdict,
+    /// The gain's range over the samples' error (lowest, highest), ns, when it was priced
+    /// from samples (or exactly, for code never called: minus its compile time).
+    pub gain_range_ns: Option<(f64, f64)>,
 }
 
 /// The whole analysis.
@@ -161,6 +171,25 @@ impl Amortization {
         } else {
             run_ns.saturating_sub(instrumentation_ns) as f64 / samples as f64
         };
+        // The speedup the controller's model expected of each move it decided.
+        let mut expected: BTreeMap<(MethodId, Tier, Tier), f64> = BTreeMap::new();
+        for e in &p.events {
+            if let EventKind::TierDecision {
+                method,
+                from,
+                to,
+                past_ns,
+                predicted_future_ns,
+                ..
+            } = e.kind
+            {
+                if predicted_future_ns > 0 {
+                    expected
+                        .entry((method, from, to))
+                        .or_insert(past_ns as f64 / predicted_future_ns as f64);
+                }
+            }
+        }
         let mut costs: BTreeMap<(MethodId, Tier), TierCost> = BTreeMap::new();
         for c in last {
             cost_entry(&mut costs, &symbols, c.method, c.tier).calls = c.calls;
@@ -227,6 +256,7 @@ impl Amortization {
                     })
                 };
                 let ran_uncalled = to_cost.map_or(0, |c| c.samples);
+                let mut gain_range_ns = None;
                 let verdict = if calls == 0 && ran_uncalled > 0 {
                     Verdict::Unclear {
                         why: format!(
@@ -237,6 +267,7 @@ impl Amortization {
                         ),
                     }
                 } else if calls == 0 {
+                    gain_range_ns = Some((-(compile_ns as f64), -(compile_ns as f64)));
                     Verdict::DidNotPay {
                         loss_ns: compile_ns as f64,
                     }
@@ -252,6 +283,28 @@ impl Amortization {
                     }
                 } else if let Some(why) = drift(to).or_else(|| drift(from)) {
                     Verdict::Unclear { why }
+                } else if let Some(why) = expected.get(&(m, from, to)).and_then(|&model| {
+                    // The least speedup the samples allow, against the model's.
+                    let (nj, ni) = (
+                        from_cost.map_or(0, |c| c.samples),
+                        to_cost.map_or(0, |c| c.samples),
+                    );
+                    let calls_from = from_cost.map_or(0, |c| c.calls);
+                    if nj < MIN_SAMPLES || ni < MIN_SAMPLES || calls_from == 0 {
+                        return None;
+                    }
+                    let least = (fewest(nj) / calls_from as f64) / (most(ni) / calls as f64);
+                    (least > BEYOND_MODEL * model).then(|| {
+                        format!(
+                            "its cost per call fell {:.0}× from {} to {}, while the controller's                              model expects {:.1}× of the move: the calls made before and after                              did different work, so their costs do not compare",
+                            (nj as f64 / calls_from as f64) / (ni as f64 / calls as f64),
+                            from.name(),
+                            to.name(),
+                            model
+                        )
+                    })
+                }) {
+                    Verdict::Unclear { why }
                 } else {
                     let samples = |t: Tier| cost(t).map_or(0, |c| c.samples);
                     let calls_from = from_cost.map_or(1, |c| c.calls) as f64;
@@ -265,6 +318,7 @@ impl Amortization {
                     let point = gain(nj as f64, ni as f64);
                     let lowest = gain(fewest(nj), most(ni));
                     let highest = gain(most(nj), fewest(ni));
+                    gain_range_ns = Some((lowest, highest));
                     if lowest > 0.0 {
                         Verdict::PaidOff { gain_ns: point }
                     } else if highest < 0.0 {
@@ -293,6 +347,7 @@ impl Amortization {
                     per_call_to_ns,
                     per_call_from_ns,
                     verdict,
+                    gain_range_ns,
                 }
             })
             .collect();
@@ -324,6 +379,22 @@ impl Amortization {
             })
     }
 
+    /// The least time the recompilations that paid off won and those that did not lost, ns:
+    /// each gain at the end of its range over the samples' error nearest zero. Point
+    /// estimates priced from few samples can be far off; these bounds are what the samples
+    /// vouch for.
+    pub fn won_and_lost_at_least_ns(&self) -> (f64, f64) {
+        self.recompilations
+            .iter()
+            .fold((0.0, 0.0), |(won, lost), r| {
+                match (&r.verdict, r.gain_range_ns) {
+                    (Verdict::PaidOff { .. }, Some((lowest, _))) => (won + lowest, lost),
+                    (Verdict::DidNotPay { .. }, Some((_, highest))) => (won, lost - highest),
+                    _ => (won, lost),
+                }
+            })
+    }
+
     /// The analysis as text: the recompilations with their verdicts, then the `top`
     /// (method, tier) rows by samples with their calls and costs.
     pub fn render_text(&self, top: usize) -> String {
@@ -343,6 +414,7 @@ impl Amortization {
                 .count()
         };
         let (won, lost) = self.won_and_lost_ns();
+        let (won_least, lost_least) = self.won_and_lost_at_least_ns();
         let _ = writeln!(
             out,
             "paid off: {} (won {:.2} ms); did not pay: {} (lost {:.2} ms); unclear: {}",
@@ -351,6 +423,12 @@ impl Amortization {
             count("did not pay"),
             lost / 1e6,
             count("unclear")
+        );
+        let _ = writeln!(
+            out,
+            "  over the samples' error: won at least {:.2} ms, lost at least {:.2} ms",
+            won_least / 1e6,
+            lost_least / 1e6
         );
         // The red ones first, costliest first: what the controller should not have done.
         let mut red: Vec<(&Recompilation, f64)> = self

@@ -5,6 +5,7 @@ mod amortization;
 mod compare;
 mod edges;
 mod flat;
+mod html;
 mod lines;
 mod states;
 mod tiers;
@@ -17,6 +18,7 @@ pub use compare::{
 };
 pub use edges::{hottest_edges, render_edges, EdgeRow, EdgeSource};
 pub use flat::{FlatProfile, FlatRow};
+pub use html::{render_html, HtmlOptions};
 pub use lines::LineProfile;
 pub use states::{StateBreakdown, StateRow};
 pub use tiers::{DecisionRow, MethodTiers, TierReport, TierRow};

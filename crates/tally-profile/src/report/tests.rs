@@ -437,6 +437,13 @@ mod amortization {
         }
         let (won, lost) = a.won_and_lost_ns();
         assert!((won - 899.0 * MS as f64).abs() < 1.0 && (lost - 40.0 * MS as f64).abs() < 1.0);
+        // What the samples vouch for: less than the point estimates, still a gain and a loss.
+        let (won_least, lost_least) = a.won_and_lost_at_least_ns();
+        assert!(won_least > 0.0 && won_least < won, "{won_least}");
+        assert!(lost_least > 0.0 && lost_least < lost, "{lost_least}");
+        let (lo, hi) = fast.gain_range_ns.unwrap();
+        let point = 899.0 * MS as f64;
+        assert!(lo < point && point < hi);
         let text = a.render_text(10);
         assert!(
             text.contains("paid off: 1 (won 899.00 ms); did not pay: 1 (lost 40.00 ms)"),
@@ -451,6 +458,40 @@ mod amortization {
             text.contains("A>>fast                           optimizing        10000"),
             "{text}"
         );
+    }
+
+    fn decision(m: u32, past_ns: u64, predicted_future_ns: u64) -> Event {
+        ev(
+            99 * MS,
+            EventKind::TierDecision {
+                method: MethodId(m),
+                from: Tier::Interpreter,
+                to: Tier::Optimizing,
+                past_ns,
+                predicted_compile_ns: MS,
+                predicted_future_ns,
+            },
+        )
+    }
+
+    #[test]
+    fn a_speedup_far_beyond_what_the_model_expects_is_not_the_same_calls_made_faster() {
+        // A>>fast's calls cost 10× less after the move (100 µs → 10 µs).
+        let verdict = |model_past: u64, model_future: u64| {
+            let a = Amortization::new(&known_run(vec![
+                decision(1, model_past, model_future),
+                final_counts(0),
+            ]))
+            .unwrap();
+            a.recompilations[0].verdict.clone()
+        };
+        // A model expecting the move to make it slower (0.5×): 10× is beyond 8 × 0.5.
+        match verdict(MS, 2 * MS) {
+            Verdict::Unclear { why } => assert!(why.contains("did different work"), "{why}"),
+            v => panic!("{v:?}"),
+        }
+        // A model expecting 2×: 10× is within reach.
+        assert!(matches!(verdict(2 * MS, MS), Verdict::PaidOff { .. }));
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub struct BytecodeRange {
     /// with the bytecode index of its call into the next; empty for the compiled method's
     /// own code.
     pub inlined_via: Vec<(String, u32)>,
+    /// The same scopes by id.
+    pub via_ids: Vec<(MethodId, u32)>,
     pub method: MethodId,
     pub method_name: String,
     pub first_bci: u32,
@@ -350,6 +352,7 @@ fn ranges(symbols: &Symbols, scopes: BTreeMap<ScopeKey, BTreeMap<u32, u64>>) -> 
                     .iter()
                     .map(|&(m, b)| (symbols.method_name(m), b))
                     .collect(),
+                via_ids: via.clone(),
                 method,
                 method_name: symbols.method_name(method),
                 first_bci: first,

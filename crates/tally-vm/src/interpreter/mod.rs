@@ -93,7 +93,8 @@ impl Vm {
     // (`interpreter_code`).
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     fn execute_loop<M: LoopMode>(&mut self, base_depth: usize) -> Result<Value, VmError> {
-        let top = self.rt.frames.top();
+        let top = self.rt.frames.top_mut();
+        top.mark = 0;
         let mut code: &'static Code = self.rt.codes[top.code as usize];
         // The running code's instructions, kept apart so dispatch needs no load through `code`.
         let mut ops: &'static [Op] = &code.ops;
@@ -116,10 +117,12 @@ impl Vm {
                 }
             };
         }
-        // The running frame's state into the loop's locals.
+        // The running frame's state into the loop's locals; the interpreter runs it now, so
+        // samples no longer see the mark compiled code may have left on it.
         macro_rules! load_frame {
             () => {{
-                let f = self.rt.frames.top();
+                let f = self.rt.frames.top_mut();
+                f.mark = 0;
                 code = self.rt.codes[f.code as usize];
                 ops = &code.ops;
                 ip = f.ip as usize;

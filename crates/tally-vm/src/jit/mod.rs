@@ -153,11 +153,13 @@ pub struct Layout {
     pub frame_stack: i32,
     pub frames_base: i32,
     pub frames_len: i32,
-    /// Size of a `Frame` and the offsets of its fields `ip` (u32), `bp` (u32), `ctx` (Value).
+    /// Size of a `Frame` and the offsets of its fields `ip` (u32), `bp` (u32), `ctx` (Value)
+    /// and `mark` (u32, `tally_profile::FrameMark`).
     pub frame_size: i32,
     pub frame_ip: i32,
     pub frame_bp: i32,
     pub frame_ctx: i32,
+    pub frame_mark: i32,
     /// The yieldpoint flag's byte and the bits that ask a back-edge to call
     /// `Stubs::back_edge`.
     pub yieldpoint_flag: usize,
@@ -283,6 +285,7 @@ impl Layout {
             frame_ip: offset_of!(crate::frames::Frame, ip) as i32,
             frame_bp: offset_of!(crate::frames::Frame, bp) as i32,
             frame_ctx: offset_of!(crate::frames::Frame, ctx) as i32,
+            frame_mark: offset_of!(crate::frames::Frame, mark) as i32,
             yieldpoint_flag: crate::profiling::YIELDPOINT.bits_address() as usize,
             yieldpoint_bits: flag::ALL_YIELDPOINTS,
             stubs: Stubs::new(),

@@ -116,6 +116,11 @@ pub(super) fn translate(
     b.switch_to_block(join);
     let params = b.block_params(join).to_vec();
     let (frame, bp, ip32) = (params[0], params[1], params[2]);
+    // Samples see which tier runs this frame, however it was entered (a new frame, a
+    // resumption, on-stack replacement); the interpreter clears the mark when it takes the
+    // frame back.
+    let mark = b.ins().iconst(I32, i64::from(frame_mark(mode, false)));
+    b.ins().store(flags, mark, frame, layout.frame_mark);
     let stack = b.ins().load(I64, flags, vm, layout.stack_base);
     let bp_bytes = mul_imm(&mut b, bp, 8);
     let fp = b.ins().iadd(stack, bp_bytes);
@@ -159,6 +164,7 @@ pub(super) fn translate(
         speculated: std::collections::BTreeSet::new(),
         speculate,
         tier_column: tier_column(mode),
+        frame_mark_inlined: frame_mark(mode, true),
         inlined: Vec::new(),
         root: code.id,
         s: Scope {
@@ -250,6 +256,11 @@ fn tier_column(mode: Mode) -> usize {
     }
 }
 
+/// The mark this tier's code leaves on the frames it runs (`tally_profile::FrameMark`).
+fn frame_mark(mode: Mode, inlined: bool) -> u32 {
+    tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, inlined)
+}
+
 /// Adds one to `code`'s calls in the tier of `column` (`TierCallCounter`; the VM thread is
 /// the only writer, so a plain load and store).
 fn count_call(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: usize) {
@@ -336,6 +347,8 @@ struct Translator<'a, 'f> {
     speculate: bool,
     /// The translating tier's column (`tier_column`).
     tier_column: usize,
+    /// The mark of the frames it pushes for inlined methods.
+    frame_mark_inlined: u32,
     /// Every method inlined so far.
     inlined: Vec<InlinedScope>,
     /// The compiled code's own id (a failing guard names it: its version is the one to
@@ -398,6 +411,9 @@ struct Callee {
     /// The frame's outer context and closure (nil and none for a method).
     ctx: Value,
     closure: Value,
+    /// The mark the pushed frame gets (`tally_profile::FrameMark`) when the code pushing it
+    /// runs it (an inlined method); a called method marks its frame itself at entry.
+    mark: Option<u32>,
 }
 
 /// The frame stack (its address) and the number of live frames, loaded once per direct call.
@@ -503,6 +519,7 @@ impl<'a> Translator<'a, '_> {
             function: none,
             ctx: nil,
             closure: none,
+            mark: Some(self.frame_mark_inlined),
         };
         let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
         if self.layout.count_calls {

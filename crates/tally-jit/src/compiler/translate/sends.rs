@@ -174,6 +174,7 @@ impl Translator<'_, '_> {
             function,
             ctx: nil,
             closure: none,
+            mark: None,
         };
         self.push_and_call(callee, frames, argc, h, i)?;
 
@@ -494,6 +495,12 @@ impl Translator<'_, '_> {
         self.b
             .ins()
             .store(flags, callee.closure, callee_frame, c.frame_closure);
+        if let Some(mark) = callee.mark {
+            let mark = self.b.ins().iconst(I32, i64::from(mark));
+            self.b
+                .ins()
+                .store(flags, mark, callee_frame, self.layout.frame_mark);
+        }
         let new_depth = add_imm(&mut self.b, depth, 1);
         self.b
             .ins()
@@ -683,6 +690,7 @@ impl Translator<'_, '_> {
                     function,
                     ctx: nil,
                     closure: none,
+                    mark: None,
                 };
                 self.push_and_call(callee, frames, argc, h, i)?;
             }
@@ -754,6 +762,7 @@ impl Translator<'_, '_> {
                     function,
                     ctx,
                     closure,
+                    mark: None,
                 };
                 self.push_and_call(callee, frames, argc, h, i)?;
             }
