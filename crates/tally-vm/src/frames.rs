@@ -24,15 +24,19 @@ pub struct Frame {
     pub ip: u32,
     pub bp: u32,
     /// Which code runs this frame, for samples ([`tally_profile::FrameMark`]): 0 while the
-    /// interpreter runs it (it clears the mark whenever it takes a frame over); compiled code
-    /// marks its own frame with its tier on every entry and resumption, and the frames it
-    /// pushes for inlined methods with its tier and `INLINED`.
+    /// interpreter runs it (it clears the mark whenever it takes a frame over); while a
+    /// profile is recorded, the tier of the compiled code that runs it, written as the frame
+    /// is pushed by compiled code (with `bp`, in one store; `INLINED` for an inlined method's
+    /// frame) or entered by the dispatcher. Must follow `bp` directly.
     pub mark: u32,
     /// This activation's context (own, or for a block without one, its closure's), or nil.
     pub ctx: Value,
     /// The closure being run, or NONE for a method activation.
     pub closure: Value,
 }
+
+// Compiled code writes `bp` and `mark` with one 64-bit store.
+const _: () = assert!(std::mem::offset_of!(Frame, mark) == std::mem::offset_of!(Frame, bp) + 4);
 
 // SAFETY: every field is an integer or a `Value` (a `u64` whose all-zero pattern is
 // `Value::NONE`), so the all-zero bit pattern is a valid `Frame`.

@@ -110,6 +110,7 @@ impl Vm {
         if let Some(p) = vm.options.profile.clone() {
             // Before any code is compiled: compiled code counts only if told so when made.
             vm.rt.count_calls = p.count_calls && p.output.is_some();
+            vm.rt.mark_frames = p.output.is_some();
             if vm.rt.count_calls {
                 profiling::call_count_cost_ns();
             }

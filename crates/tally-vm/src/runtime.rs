@@ -468,6 +468,9 @@ pub struct Runtime {
     pub nil_tests: NilTests,
     /// `--count-calls`: the interpreter counts each frame it sets up in `Code::calls`.
     pub count_calls: bool,
+    /// Samples go into a profile: compiled code marks the frames it runs with its tier
+    /// (`Frame::mark`), which only the profile's reports read.
+    pub mark_frames: bool,
     /// The first entries of `sites` and `codes`, kept current as they grow (`add_site`,
     /// `add_code`), for compiled code, which probes inline caches and finds callees itself.
     pub(crate) sites_base: *const Site,
@@ -523,6 +526,7 @@ impl Runtime {
             block_classes: Vec::new(),
             nil_tests: NilTests::default(),
             count_calls: false,
+            mark_frames: false,
             sites_base: std::ptr::null(),
             codes_base: std::ptr::null(),
         }

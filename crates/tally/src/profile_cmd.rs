@@ -100,7 +100,9 @@ struct ReportArgs {
     /// Instead of the report, the amortization analysis (Zimmer & Diehl) of a profile
     /// recorded with `--count-calls`: per method and tier its calls, time and cost per call,
     /// and for each recompilation whether it paid for itself (compile time plus the calls at
-    /// the new cost against the same calls at the old cost), with the gain.
+    /// the new cost against the same calls at the old cost), with the gain. A method's
+    /// first tier often runs for only tens of milliseconds: record at a high rate (`--rate
+    /// 10000`) so that its cost there is priced from enough samples for a verdict.
     #[arg(long)]
     amortization: bool,
     /// Instead of the text report, an interactive HTML report written to -o FILE: one

@@ -296,7 +296,9 @@ impl Amortization {
                     let least = (fewest(nj) / calls_from as f64) / (most(ni) / calls as f64);
                     (least > BEYOND_MODEL * model).then(|| {
                         format!(
-                            "its cost per call fell {:.0}× from {} to {}, while the controller's                              model expects {:.1}× of the move: the calls made before and after                              did different work, so their costs do not compare",
+                            "its cost per call fell {:.0}× from {} to {}, while the controller's \
+                             model expects {:.1}× of the move: the calls made before and after \
+                             did different work, so their costs do not compare",
                             (nj as f64 / calls_from as f64) / (ni as f64 / calls as f64),
                             from.name(),
                             to.name(),

@@ -487,7 +487,10 @@ mod amortization {
         };
         // A model expecting the move to make it slower (0.5×): 10× is beyond 8 × 0.5.
         match verdict(MS, 2 * MS) {
-            Verdict::Unclear { why } => assert!(why.contains("did different work"), "{why}"),
+            Verdict::Unclear { why } => {
+                assert!(why.contains("did different work"), "{why}");
+                assert!(why.contains("expects 0.5×") && !why.contains("  "), "{why}");
+            }
             v => panic!("{v:?}"),
         }
         // A model expecting 2×: 10× is within reach.

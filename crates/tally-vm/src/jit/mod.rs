@@ -179,6 +179,8 @@ pub struct Layout {
     /// `--count-calls`: compiled code counts its direct calls and inlined bodies in
     /// `Code::calls` (`TierCallCounter::offset_in_code`).
     pub count_calls: bool,
+    /// A profile is recorded: compiled code marks its frames (`Frame::mark`).
+    pub mark_frames: bool,
     /// String's class id when its `=` is the core library's primitive (equal characters,
     /// `Stubs::string_equal`), so that compiled code may answer `aString = x` without a send;
     /// None when the program's library defines it otherwise.
@@ -294,6 +296,7 @@ impl Layout {
             deopt_code: offset_of!(Vm, jit.deopt.code) as i32,
             array_class: rt.core.array,
             count_calls: rt.count_calls,
+            mark_frames: rt.mark_frames,
             string_with_primitive_equal: string_with_primitive_equal(rt),
         }
     }
@@ -453,6 +456,16 @@ impl TierCallCounter {
 
     pub fn get(&self, column: usize) -> u64 {
         self.counts[column].load(Ordering::Relaxed)
+    }
+
+    /// The column of the installed entry's tier (also the profile's tier number).
+    pub(crate) fn tier_column(&self) -> u8 {
+        self.tier.load(Ordering::Relaxed)
+    }
+
+    /// Where compiled code finds the installed entry's tier column (a `u8`) in a `Code`.
+    pub fn tier_offset_in_code() -> i32 {
+        (std::mem::offset_of!(Code, calls) + std::mem::offset_of!(TierCallCounter, tier)) as i32
     }
 
     /// Where compiled code finds the counter of `column` in a `Code`.
@@ -760,6 +773,12 @@ impl Vm {
                     code.compiled.entry().expect("just installed")
                 }
             };
+            if self.rt.mark_frames {
+                // The frame is entered or resumed here; direct calls and inlined bodies mark
+                // their frames as they push them.
+                self.rt.frames.top_mut().mark =
+                    tally_profile::FrameMark::of(code.calls.tier_column(), false);
+            }
             // SAFETY: the entry point was made by the code generator for this code under the
             // contract of the module docs; the top frame is this code's and its `ip` is one
             // the code was left at (an instruction boundary of the same code).

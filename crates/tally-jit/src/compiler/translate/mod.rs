@@ -116,11 +116,6 @@ pub(super) fn translate(
     b.switch_to_block(join);
     let params = b.block_params(join).to_vec();
     let (frame, bp, ip32) = (params[0], params[1], params[2]);
-    // Samples see which tier runs this frame, however it was entered (a new frame, a
-    // resumption, on-stack replacement); the interpreter clears the mark when it takes the
-    // frame back.
-    let mark = b.ins().iconst(I32, i64::from(frame_mark(mode, false)));
-    b.ins().store(flags, mark, frame, layout.frame_mark);
     let stack = b.ins().load(I64, flags, vm, layout.stack_base);
     let bp_bytes = mul_imm(&mut b, bp, 8);
     let fp = b.ins().iadd(stack, bp_bytes);
@@ -164,7 +159,7 @@ pub(super) fn translate(
         speculated: std::collections::BTreeSet::new(),
         speculate,
         tier_column: tier_column(mode),
-        frame_mark_inlined: frame_mark(mode, true),
+        frame_mark_inlined: inlined_frame_mark(mode),
         inlined: Vec::new(),
         root: code.id,
         s: Scope {
@@ -256,9 +251,10 @@ fn tier_column(mode: Mode) -> usize {
     }
 }
 
-/// The mark this tier's code leaves on the frames it runs (`tally_profile::FrameMark`).
-fn frame_mark(mode: Mode, inlined: bool) -> u32 {
-    tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, inlined)
+/// The mark this tier's code leaves on the frames of methods it inlines
+/// (`tally_profile::FrameMark`).
+fn inlined_frame_mark(mode: Mode) -> u32 {
+    tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, true)
 }
 
 /// Adds one to `code`'s calls in the tier of `column` (`TierCallCounter`; the VM thread is
@@ -411,8 +407,9 @@ struct Callee {
     /// The frame's outer context and closure (nil and none for a method).
     ctx: Value,
     closure: Value,
-    /// The mark the pushed frame gets (`tally_profile::FrameMark`) when the code pushing it
-    /// runs it (an inlined method); a called method marks its frame itself at entry.
+    /// The mark the pushed frame gets (`tally_profile::FrameMark`) while a profile is
+    /// recorded: the pushing code's tier for an inlined method; `None` for a called method,
+    /// whose frame gets the tier of its installed code (read from its `Code`).
     mark: Option<u32>,
 }
 

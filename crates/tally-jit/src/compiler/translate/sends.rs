@@ -486,21 +486,36 @@ impl Translator<'_, '_> {
         self.b
             .ins()
             .store(flags, zero32, callee_frame, self.layout.frame_ip);
-        self.b
-            .ins()
-            .store(flags, new_bp32, callee_frame, self.layout.frame_bp);
+        if self.layout.mark_frames {
+            // `bp` and `mark` are neighbours: one store writes both (little-endian, `bp`
+            // first), so marking costs a profiled call no store of its own.
+            debug_assert_eq!(self.layout.frame_mark, self.layout.frame_bp + 4);
+            let mark = match callee.mark {
+                Some(m) => self.b.ins().iconst(I64, i64::from(m)),
+                None => self.b.ins().uload8(
+                    I64,
+                    flags,
+                    callee.code,
+                    tally_vm::jit::TierCallCounter::tier_offset_in_code(),
+                ),
+            };
+            let mark_high = self.b.ins().ishl_imm_u(mark, 32);
+            let bp_low = self.b.ins().uextend(I64, new_bp32);
+            let both = self.b.ins().bor(bp_low, mark_high);
+            self.b
+                .ins()
+                .store(flags, both, callee_frame, self.layout.frame_bp);
+        } else {
+            self.b
+                .ins()
+                .store(flags, new_bp32, callee_frame, self.layout.frame_bp);
+        }
         self.b
             .ins()
             .store(flags, callee.ctx, callee_frame, self.layout.frame_ctx);
         self.b
             .ins()
             .store(flags, callee.closure, callee_frame, c.frame_closure);
-        if let Some(mark) = callee.mark {
-            let mark = self.b.ins().iconst(I32, i64::from(mark));
-            self.b
-                .ins()
-                .store(flags, mark, callee_frame, self.layout.frame_mark);
-        }
         let new_depth = add_imm(&mut self.b, depth, 1);
         self.b
             .ins()

@@ -357,7 +357,7 @@
     }
     box.append(diagramSvg(h));
     box.append(el('h3', null, 'Per tier'));
-    box.append(table([{ text: 'tier' }, { text: 'compiles', num: true }, { text: 'compile', num: true }, { text: 'calls', num: true }, { text: 'time', num: true }, { text: 'per call', num: true }, { text: 'had it stayed', num: true }],
+    box.append(table([{ text: 'tier' }, { text: 'compiles', num: true }, { text: 'compile', num: true }, { text: 'calls', num: true }, { text: 'time', num: true }, { text: 'per call', num: true }, { text: 'if it stayed', num: true }],
       h.tiers.map((t) => [tierName(t.tier), t.compiles, fmtNs(t.compile_ns), t.calls === null ? '–' : t.calls, fmtNs(t.time_ns), fmtNs(t.per_call_ns), fmtNs(t.stayed_ns)])));
     if (h.recompilations.length) {
       box.append(el('h3', null, 'Recompilations'));
