@@ -7,14 +7,16 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mmtk::util::alloc::{AllocatorSelector, BumpAllocator};
+use mmtk::util::alloc::{AllocatorInfo, BumpPointer};
 use mmtk::util::options::{GCTriggerSelector, PlanSelector};
 use mmtk::util::{Address, ObjectReference};
 use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, Mutator, MMTK};
 
 use crate::binding::{fatal, mutator_tls, Tally, MMTK_INSTANCE, MUTATOR, RENDEZVOUS};
 use crate::object::{header_word0, header_word1, object_size, HASH_BITS, HEADER_BYTES};
-use crate::{GcEvent, GcKind, HeapInitError, HeapOptions, HeapStats, OutOfMemory, RootSet, Value};
+use crate::{
+    GcEvent, GcKind, GcPlan, HeapInitError, HeapOptions, HeapStats, OutOfMemory, RootSet, Value,
+};
 
 /// Smallest `max_heap_bytes` accepted. Below this MMTk's page-granular accounting (a semi-space
 /// plan reserves half the heap for copying, and allocation buffers are taken 32 KiB at a time)
@@ -71,8 +73,12 @@ pub struct Heap {
     /// Objects larger than this go to the large object space: the copying plan cannot place
     /// them in its bump-allocated blocks, and moving them would be wasted work anyway.
     los_threshold: usize,
-    /// Byte offset of the default space's bump allocator inside `Mutator` (see `bump_allocate`).
-    bump_offset: usize,
+    /// Byte offset of the default allocator's bump pointer inside `Mutator` (see
+    /// `bump_allocate`), for the plans whose default allocator has one (SemiSpace's copy
+    /// space, Immix's lines); `None` sends every allocation through MMTk (MarkSweep's free
+    /// lists).
+    bump_pointer_offset: Option<usize>,
+    plan: GcPlan,
     max_heap_bytes: usize,
     core: HeapCore,
 }
@@ -100,7 +106,7 @@ struct HeapCore {
 }
 
 impl Heap {
-    /// Starts MMTk with the SemiSpace plan and binds the calling thread as the mutator.
+    /// Starts MMTk with the plan `options` names and binds the calling thread as the mutator.
     pub fn new(options: HeapOptions) -> Result<Heap, HeapInitError> {
         if let Some(requested) = options.max_heap_bytes {
             if requested < MIN_HEAP_BYTES {
@@ -126,10 +132,15 @@ impl Heap {
             }
         };
         let threads = gc_threads();
-        // Environment variables (MMTK_*) are ignored on purpose: the binding depends on the plan
-        // being SemiSpace, and the heap size comes from the VM's own flags.
+        // Environment variables (MMTK_*) are ignored on purpose: the plan must be one the
+        // binding supports, and the heap size comes from the VM's own flags.
         let mut builder = MMTKBuilder::new_no_env_vars();
-        let valid = builder.options.plan.set(PlanSelector::SemiSpace)
+        let selector = match options.plan {
+            GcPlan::SemiSpace => PlanSelector::SemiSpace,
+            GcPlan::Immix => PlanSelector::Immix,
+            GcPlan::MarkSweep => PlanSelector::MarkSweep,
+        };
+        let valid = builder.options.plan.set(selector)
             && builder.options.threads.set(threads)
             && builder.options.gc_trigger.set(trigger);
         assert!(
@@ -145,10 +156,12 @@ impl Heap {
         let mutator = NonNull::from(Box::leak(memory_manager::bind_mutator(mmtk, mutator_tls())));
         MUTATOR.store(mutator.as_ptr(), Ordering::Release);
         let selector = memory_manager::get_allocator_mapping(mmtk, AllocationSemantics::Default);
-        assert!(
-            matches!(selector, AllocatorSelector::BumpPointer(_)),
-            "the fast path assumes SemiSpace allocates with a bump pointer, got {selector:?}"
-        );
+        let bump_pointer_offset = match AllocatorInfo::new::<Tally>(selector) {
+            AllocatorInfo::BumpPointer {
+                bump_pointer_offset,
+            } => Some(bump_pointer_offset),
+            AllocatorInfo::Unimplemented | AllocatorInfo::None => None,
+        };
 
         Ok(Heap {
             mmtk,
@@ -157,7 +170,8 @@ impl Heap {
                 .get_plan()
                 .constraints()
                 .max_non_los_default_alloc_bytes,
-            bump_offset: Mutator::<Tally>::get_allocator_base_offset(selector),
+            bump_pointer_offset,
+            plan: options.plan,
             max_heap_bytes,
             core: HeapCore {
                 mmtk,
@@ -243,35 +257,43 @@ impl Heap {
         Ok(Value(addr.as_usize() as u64))
     }
 
-    /// The allocation fast path: MMTk's own bump pointer for the default space, used in place
-    /// (MMTk's porting guide describes this) instead of through `memory_manager::alloc`, which
-    /// resolves the allocator dynamically on every call.
+    /// The allocation fast path: MMTk's own bump pointer for the default allocator, used in
+    /// place (MMTk's porting guide describes this; `AllocatorInfo` gives its offset) instead
+    /// of through `memory_manager::alloc`, which resolves the allocator dynamically on every
+    /// call. Both bump allocators' own fast paths are this test; what does not fit (a new
+    /// buffer, Immix's next free lines or a medium object's overflow block) is the slow path.
     #[inline]
     fn bump_allocate(&mut self, size: usize) -> Option<Address> {
         if size > self.los_threshold {
             return None;
         }
-        // SAFETY: `bump_offset` is MMTk's offset of the default space's `BumpAllocator` inside
-        // `Mutator` (checked to be a bump allocator in `new`); the mutator is alive while `self`
-        // is, and only this thread touches it outside a pause.
+        let offset = self.bump_pointer_offset?;
+        // SAFETY: `offset` is MMTk's offset of the default allocator's `BumpPointer` inside
+        // `Mutator` (`AllocatorInfo::BumpPointer`); the mutator is alive while `self` is, and
+        // only this thread touches it outside a pause.
         let bump = unsafe {
             &mut *self
                 .mutator
                 .as_ptr()
                 .cast::<u8>()
-                .add(self.bump_offset)
-                .cast::<BumpAllocator<Tally>>()
+                .add(offset)
+                .cast::<BumpPointer>()
         };
         // Sizes are multiples of 8 and buffers start 8-aligned, so no alignment step is needed.
-        let start = bump.bump_pointer.cursor;
+        let start = bump.cursor;
         let end = start + size;
-        if end > bump.bump_pointer.limit {
+        if end > bump.limit {
             return None;
         }
-        bump.bump_pointer.cursor = end;
-        // Skipping `post_alloc` is fine here: for the copy space it only sets valid-object bits,
-        // an MMTk feature this crate does not enable.
+        bump.cursor = end;
+        // Skipping `post_alloc` is fine here: for the copy space and Immix space it only sets
+        // valid-object bits, an MMTk feature this crate does not enable.
         Some(start)
+    }
+
+    /// The collector this heap runs.
+    pub fn plan(&self) -> GcPlan {
+        self.plan
     }
 
     /// Everything the fast path cannot do: a new buffer, a large object, or a collection.
@@ -313,7 +335,7 @@ impl Heap {
         let mmtk = self.mmtk;
         with_pause_context(&mut self.core, roots, locals, kind, || {
             // `force` so the request is never ignored, `exhaustive` to ask for a full-heap
-            // collection (every SemiSpace collection is one anyway).
+            // collection (every collection of the plans offered is one anyway).
             mmtk.handle_user_collection_request(mutator_tls(), true, true);
         });
     }

@@ -66,9 +66,43 @@ impl RootSet for Vec<Value> {
     }
 }
 
-/// How the heap is sized and stressed; `Default` gives the dynamic heap and no stress.
+/// The garbage collector (`--gc`): an MMTk plan this binding supports. Plans that need a
+/// write barrier (the generational ones) are not offered until the VM has one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GcPlan {
+    /// Two copying halves; every collection copies the live objects to the other half.
+    #[default]
+    SemiSpace,
+    /// Mark-region (Immix): marks 256-byte lines of 32 KiB blocks, allocates into the free
+    /// lines of reused blocks, and copies objects only to defragment.
+    Immix,
+    /// Mark-sweep over size-class free lists: objects never move.
+    MarkSweep,
+}
+
+impl GcPlan {
+    pub const ALL: [GcPlan; 3] = [GcPlan::SemiSpace, GcPlan::Immix, GcPlan::MarkSweep];
+
+    /// The name `--gc` takes and reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            GcPlan::SemiSpace => "semispace",
+            GcPlan::Immix => "immix",
+            GcPlan::MarkSweep => "marksweep",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<GcPlan> {
+        GcPlan::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// How the heap is collected, sized and stressed; `Default` gives SemiSpace, the dynamic heap
+/// and no stress.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeapOptions {
+    /// `--gc`: the collector.
+    pub plan: GcPlan,
     /// Upper bound of the heap in bytes (`--heap-size`); `None` = a dynamic heap that starts at
     /// [`DEFAULT_MIN_HEAP_BYTES`] and grows with the live data up to half the machine's memory,
     /// capped at [`DEFAULT_MAX_HEAP_BYTES_CAP`].

@@ -11,6 +11,7 @@ fn every_allocation_collects_and_nothing_is_lost() {
     let mut heap = Heap::new(HeapOptions {
         max_heap_bytes: Some(32 << 20),
         gc_stress_every: Some(1),
+        ..HeapOptions::default()
     })
     .expect("heap");
     const N: usize = 500;

@@ -41,6 +41,7 @@ fn init_refuses_bad_options_then_one_heap() -> Heap {
     let too_small = HeapOptions {
         max_heap_bytes: Some(1024),
         gc_stress_every: None,
+        ..HeapOptions::default()
     };
     assert!(matches!(
         Heap::new(too_small),
@@ -52,6 +53,7 @@ fn init_refuses_bad_options_then_one_heap() -> Heap {
     let zero_stress = HeapOptions {
         max_heap_bytes: None,
         gc_stress_every: Some(0),
+        ..HeapOptions::default()
     };
     assert_eq!(
         Heap::new(zero_stress).err(),

@@ -12,6 +12,7 @@ fn the_minimum_heap_size_is_usable() {
     let mut heap = Heap::new(HeapOptions {
         max_heap_bytes: Some(MIN_HEAP_BYTES),
         gc_stress_every: None,
+        ..HeapOptions::default()
     })
     .expect("heap");
     let mut roots = Roots(vec![Value::NIL]);

@@ -14,6 +14,7 @@ fn exhausting_a_small_heap_is_an_error_not_a_crash() {
     let mut heap = Heap::new(HeapOptions {
         max_heap_bytes: Some(LIMIT),
         gc_stress_every: None,
+        ..HeapOptions::default()
     })
     .expect("heap");
     let mut roots = Roots(vec![Value::NIL]);

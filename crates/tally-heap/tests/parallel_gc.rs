@@ -14,6 +14,7 @@ fn two_gc_threads_keep_graphs_intact() {
     let mut heap = Heap::new(HeapOptions {
         max_heap_bytes: Some(64 << 20),
         gc_stress_every: None,
+        ..HeapOptions::default()
     })
     .expect("heap");
     let mut roots = Roots(vec![Value::NIL; 2]);

@@ -30,6 +30,8 @@ pub use clock::ClockKind;
 pub use error::{TraceEntry, VmError};
 pub use profiling::ProfileOptions;
 pub use tally_controller;
+/// The collector a VM runs (`VmOptions::gc_plan`).
+pub use tally_heap::GcPlan;
 use tally_heap::{Heap, HeapOptions, Value};
 pub use tally_profile;
 
@@ -42,6 +44,8 @@ pub struct VmOptions {
     pub class_path: Vec<PathBuf>,
     pub max_heap_bytes: Option<usize>,
     pub gc_stress_every: Option<u64>,
+    /// The garbage collector (`--gc`).
+    pub gc_plan: tally_heap::GcPlan,
     /// Deepest SOM call stack before "stack overflow" is reported.
     pub max_stack_depth: usize,
     /// Record a profile of the run.
@@ -56,6 +60,7 @@ impl Default for VmOptions {
             class_path: Vec::new(),
             max_heap_bytes: None,
             gc_stress_every: None,
+            gc_plan: GcPlan::default(),
             max_stack_depth: 100_000,
             profile: None,
             clock: ClockKind::Wall,
@@ -89,6 +94,7 @@ impl Vm {
     /// else from the embedded library).
     pub fn new(options: VmOptions) -> Result<Vm, VmError> {
         let heap = Heap::new(HeapOptions {
+            plan: options.gc_plan,
             max_heap_bytes: options.max_heap_bytes,
             gc_stress_every: options.gc_stress_every,
         })

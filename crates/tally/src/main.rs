@@ -57,6 +57,12 @@ struct Cli {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     gc_stress: Option<u64>,
 
+    /// The garbage collector (an MMTk plan): semispace (two copying halves, the default),
+    /// immix (mark-region: reuses free lines, copies only to defragment) or marksweep
+    /// (size-class free lists, never moves objects).
+    #[arg(long = "gc", value_name = "PLAN", default_value = "semispace", value_parser = parse_gc_plan)]
+    gc_plan: tally_vm::GcPlan,
+
     /// Upper bound of the heap, e.g. 64M, 2G (default: grows as needed).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     heap_size: Option<usize>,
@@ -505,6 +511,18 @@ fn rewrite_record(args: Vec<String>) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// `--gc`: a plan by name, or an error naming the choices.
+fn parse_gc_plan(name: &str) -> Result<tally_vm::GcPlan, String> {
+    use tally_vm::GcPlan;
+    GcPlan::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = GcPlan::ALL.iter().map(|p| p.name()).collect();
+        format!(
+            "unknown collector '{name}'; choose one of {}",
+            names.join(", ")
+        )
+    })
+}
+
 fn parse_size(s: &str) -> Result<usize, String> {
     let s = s.trim();
     let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -636,6 +654,7 @@ fn main() -> ExitCode {
         class_path,
         max_heap_bytes: cli.heap_size,
         gc_stress_every: cli.gc_stress,
+        gc_plan: cli.gc_plan,
         max_stack_depth: cli.max_stack_depth,
         profile,
         clock: if cli.cpu_clock {
@@ -764,7 +783,8 @@ fn main() -> ExitCode {
         if cli.gc_stats {
             let s = vm.heap.stats();
             say!(
-                "gc: {} collections in {:.1} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes",
+                "gc ({}): {} collections in {:.1} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes",
+                vm.heap.plan().name(),
                 s.collections,
                 s.gc_time.as_secs_f64() * 1e3,
                 s.allocated_objects,

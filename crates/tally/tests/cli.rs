@@ -165,6 +165,24 @@ fn heap_exhaustion_is_reported_with_heap_figures() {
     assert!(e.contains("Oom>>run"), "{e}");
 }
 
+/// Every collector reports running out of its heap the same way.
+#[test]
+fn heap_exhaustion_is_reported_under_every_collector() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "Oom.som",
+        b"Oom = ( run = ( | v | v := nil. 1 to: 100000000 do: [:i | v := Array with: v with: (Array new: 100)] ) )",
+    );
+    for plan in ["immix", "marksweep"] {
+        let o = tally(d.path(), &["--gc", plan, "--heap-size", "8M", "Oom.som"]);
+        assert_eq!(o.status.code(), Some(1), "{plan}");
+        let e = stderr(&o);
+        assert!(e.contains("out of memory"), "{plan}: {e}");
+        assert!(e.contains("Oom>>run"), "{plan}: {e}");
+    }
+}
+
 #[test]
 fn binary_source_is_rejected_clearly() {
     let d = tempfile::tempdir().unwrap();
@@ -193,6 +211,14 @@ fn bad_options_are_rejected_with_usage() {
     let o = tally(d.path(), &["--heap-size", "lots", "X"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not a size"), "{}", stderr(&o));
+    let o = tally(d.path(), &["--gc", "refcount", "X"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o)
+            .contains("unknown collector 'refcount'; choose one of semispace, immix, marksweep"),
+        "{}",
+        stderr(&o)
+    );
     let o = tally(d.path(), &[]);
     assert_eq!(o.status.code(), Some(2));
 }

@@ -84,6 +84,17 @@ fn som_programs_survive_gc_stress() {
     run_all(&["--gc-stress", "400"]);
 }
 
+/// Every collector prints what SemiSpace prints, in the interpreter and in the optimizing tier,
+/// with collections every few allocations: Immix, which moves objects only to defragment, and
+/// MarkSweep, which never moves them and allocates from free lists.
+#[test]
+fn som_programs_survive_gc_stress_under_every_collector() {
+    for plan in ["--gc=immix", "--gc=marksweep"] {
+        run_all(&[plan, "--gc-stress", "400"]);
+        run_all(&[plan, "--tier=opt", "--gc-stress", "400"]);
+    }
+}
+
 /// Compiled code prints what the interpreter prints: every program with every method and block
 /// compiled by the baseline tier at its first call.
 #[test]
