@@ -48,6 +48,24 @@ fn lines(id: u32, table: &[(u32, u32, u32)]) -> Event {
     )
 }
 
+/// A `TierCallCounts` event at `time_ns` with `(method, tier, calls)` rows.
+pub fn tier_call_counts(time_ns: u64, rows: &[(u32, Tier, u64)], instrumentation_ns: u64) -> Event {
+    Event {
+        time_ns,
+        kind: EventKind::TierCallCounts {
+            counts: rows
+                .iter()
+                .map(|&(m, tier, calls)| crate::event::TierCalls {
+                    method: MethodId(m),
+                    tier,
+                    calls,
+                })
+                .collect(),
+            instrumentation_ns,
+        },
+    }
+}
+
 fn i(m: u32, bci: u32) -> RawFrame {
     RawFrame::interpreted(MethodId(m), bci)
 }

@@ -287,7 +287,7 @@ fn the_vm_profile_splits_components_and_places_compiled_samples_on_bytecode_rang
 mod amortization {
     use super::*;
     use crate::code::{CodeVersion, PcMapEntry};
-    use crate::event::{Event, EventKind, TierCalls};
+    use crate::event::{Event, EventKind};
     use crate::ids::{ClassId, CodeVersionId, MethodId, RawFrame, VmState};
     use crate::profile::Profile;
     use crate::sample::{Origin, Sample, SampleFlags};
@@ -331,22 +331,7 @@ mod amortization {
         )
     }
 
-    fn counts(at: u64, c: &[(u32, Tier, u64)], instrumentation_ns: u64) -> Event {
-        ev(
-            at,
-            EventKind::TierCallCounts {
-                counts: c
-                    .iter()
-                    .map(|&(m, tier, calls)| TierCalls {
-                        method: MethodId(m),
-                        tier,
-                        calls,
-                    })
-                    .collect(),
-                instrumentation_ns,
-            },
-        )
-    }
+    use crate::fixtures::tier_call_counts as counts;
 
     /// One sample per millisecond from `from` ms on, `n` of them, in `frame`.
     fn samples(out: &mut Vec<Sample>, from: u64, n: u64, frame: RawFrame, state: VmState) {

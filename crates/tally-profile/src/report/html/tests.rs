@@ -1,8 +1,8 @@
 use super::graph::Colour;
 use super::model::{build, Model};
 use super::*;
-use crate::event::{Event, EventKind, TierCalls};
-use crate::fixtures::example_profile;
+use crate::event::EventKind;
+use crate::fixtures::{example_profile, tier_call_counts};
 use crate::ids::{MethodId, Tier};
 use crate::report::{Amortization, Verdict};
 
@@ -21,20 +21,8 @@ fn counted() -> crate::Profile {
         (2, Tier::Optimizing, 1),
         (3, Tier::Interpreter, 5),
     ];
-    p.events.push(Event {
-        time_ns: p.header.start_time_ns + 9_900_000,
-        kind: EventKind::TierCallCounts {
-            counts: counts
-                .iter()
-                .map(|&(m, tier, calls)| TierCalls {
-                    method: MethodId(m),
-                    tier,
-                    calls,
-                })
-                .collect(),
-            instrumentation_ns: 0,
-        },
-    });
+    let at = p.header.start_time_ns + 9_900_000;
+    p.events.push(tier_call_counts(at, &counts, 0));
     p
 }
 
