@@ -108,7 +108,7 @@ struct HeapCore {
 impl Heap {
     /// Starts MMTk with the plan `options` names and binds the calling thread as the mutator.
     pub fn new(options: HeapOptions) -> Result<Heap, HeapInitError> {
-        if let Some(requested) = options.max_heap_bytes {
+        if let Some(requested) = options.max_heap_bytes.or(options.min_heap_bytes) {
             if requested < MIN_HEAP_BYTES {
                 return Err(HeapInitError::HeapTooSmall {
                     requested,
@@ -127,7 +127,10 @@ impl Heap {
             Some(max) => (GCTriggerSelector::FixedHeapSize(max), max),
             None => {
                 let max = default_max_heap_bytes();
-                let min = DEFAULT_MIN_HEAP_BYTES.min(max);
+                let min = options
+                    .min_heap_bytes
+                    .unwrap_or(DEFAULT_MIN_HEAP_BYTES)
+                    .min(max);
                 (GCTriggerSelector::DynamicHeapSize(min, max), max)
             }
         };

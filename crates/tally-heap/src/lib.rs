@@ -107,6 +107,9 @@ pub struct HeapOptions {
     /// [`DEFAULT_MIN_HEAP_BYTES`] and grows with the live data up to half the machine's memory,
     /// capped at [`DEFAULT_MAX_HEAP_BYTES_CAP`].
     pub max_heap_bytes: Option<usize>,
+    /// `--heap-min`: where the dynamic heap starts, and the least it keeps after shrinking;
+    /// `None` = [`DEFAULT_MIN_HEAP_BYTES`]. Ignored with `max_heap_bytes` (a fixed heap).
+    pub min_heap_bytes: Option<usize>,
     /// `--gc-stress N`: force a full collection every N allocations.
     pub gc_stress_every: Option<u64>,
 }

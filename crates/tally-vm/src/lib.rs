@@ -43,6 +43,8 @@ use crate::runtime::{ClassId, Runtime};
 pub struct VmOptions {
     pub class_path: Vec<PathBuf>,
     pub max_heap_bytes: Option<usize>,
+    /// Where the dynamic heap starts (`--heap-min`).
+    pub min_heap_bytes: Option<usize>,
     pub gc_stress_every: Option<u64>,
     /// The garbage collector (`--gc`).
     pub gc_plan: tally_heap::GcPlan,
@@ -59,6 +61,7 @@ impl Default for VmOptions {
         VmOptions {
             class_path: Vec::new(),
             max_heap_bytes: None,
+            min_heap_bytes: None,
             gc_stress_every: None,
             gc_plan: GcPlan::default(),
             max_stack_depth: 100_000,
@@ -96,6 +99,7 @@ impl Vm {
         let heap = Heap::new(HeapOptions {
             plan: options.gc_plan,
             max_heap_bytes: options.max_heap_bytes,
+            min_heap_bytes: options.min_heap_bytes,
             gc_stress_every: options.gc_stress_every,
         })
         .map_err(|e| VmError::Fatal(format!("cannot create the heap: {e}")))?;

@@ -67,6 +67,11 @@ struct Cli {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     heap_size: Option<usize>,
 
+    /// Where the growing heap starts, and the least it keeps (default 64M): the first
+    /// collection comes when this much is allocated, so it bounds a small program's memory.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "heap_size")]
+    heap_min: Option<usize>,
+
     /// Print garbage-collection statistics to stderr when the program ends.
     #[arg(long)]
     gc_stats: bool,
@@ -653,6 +658,7 @@ fn main() -> ExitCode {
     let options = VmOptions {
         class_path,
         max_heap_bytes: cli.heap_size,
+        min_heap_bytes: cli.heap_min,
         gc_stress_every: cli.gc_stress,
         gc_plan: cli.gc_plan,
         max_stack_depth: cli.max_stack_depth,

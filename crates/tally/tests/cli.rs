@@ -165,6 +165,33 @@ fn heap_exhaustion_is_reported_with_heap_figures() {
     assert!(e.contains("Oom>>run"), "{e}");
 }
 
+/// `--heap-min` is where the growing heap starts: a program that allocates 35 MB of garbage
+/// collects many times within 4 MiB, once or not at all within the default 64 MiB.
+#[test]
+fn the_heap_starts_at_heap_min() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "Min.som",
+        b"Min = ( run = ( | v | 1 to: 200000 do: [:i | v := Array new: 20]. 'ok' println ) )",
+    );
+    let collections = |args: &[&str]| -> (u64, String) {
+        let o = tally(d.path(), args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let e = stderr(&o);
+        let n = e
+            .split_once("): ")
+            .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no collection count: {e}"));
+        (n, e)
+    };
+    let (small, e) = collections(&["--heap-min", "4M", "--gc-stats", "Min.som"]);
+    assert!(e.contains("of 4194304 bytes"), "{e}");
+    let (default, e) = collections(&["--gc-stats", "Min.som"]);
+    assert!(e.contains("of 67108864 bytes"), "{e}");
+    assert!(small >= 5 && default <= 2, "{small} against {default}");
+}
+
 /// Every collector reports running out of its heap the same way.
 #[test]
 fn heap_exhaustion_is_reported_under_every_collector() {
@@ -211,6 +238,16 @@ fn bad_options_are_rejected_with_usage() {
     let o = tally(d.path(), &["--heap-size", "lots", "X"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not a size"), "{}", stderr(&o));
+    let o = tally(d.path(), &["--heap-min", "1M", "X"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("heap size of 1048576 bytes is below the minimum"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tally(d.path(), &["--heap-min", "8M", "--heap-size", "64M", "X"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
     let o = tally(d.path(), &["--gc", "refcount", "X"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
