@@ -12,7 +12,7 @@ use crate::code::{LogicalFrame, Symbols};
 use crate::event::EventKind;
 use crate::ids::{MethodId, RawFrame, Tier, VmState};
 use crate::profile::Profile;
-use crate::report::{Amortization, Verdict, VmProfile};
+use crate::report::{Amortization, VmProfile};
 
 /// The whole page's data.
 #[derive(Serialize, Debug)]
@@ -296,7 +296,7 @@ pub(crate) fn build(
         options.source_methods,
         &mut table,
     );
-    let summary = summary(p, amortization.as_ref(), &timeline);
+    let summary = summary(amortization.as_ref(), &histories, &timeline);
 
     let mut tiers: BTreeMap<u8, String> =
         Tier::NAMED.iter().map(|t| (t.to_u8(), t.name())).collect();
@@ -349,9 +349,15 @@ pub(crate) fn build(
     }
 }
 
-fn summary(p: &Profile, a: Option<&Amortization>, timeline: &Timeline) -> Summary {
+/// The page's totals: the timeline's marks summed, the recompilations as the histories list
+/// them, and their balance as the amortization analysis gives it.
+fn summary(a: Option<&Amortization>, histories: &[MethodHistory], timeline: &Timeline) -> Summary {
     let mut s = Summary {
         counted: a.is_some(),
+        recompilations: histories
+            .iter()
+            .map(|h| h.recompilations.len() as u64)
+            .sum(),
         compiles: timeline.compiles.len() as u64,
         compile_ns: timeline.compiles.iter().map(|c| c.compile_ns).sum(),
         gcs: timeline.gcs.len() as u64,
@@ -360,30 +366,15 @@ fn summary(p: &Profile, a: Option<&Amortization>, timeline: &Timeline) -> Summar
         ..Summary::default()
     };
     if let Some(a) = a {
+        (s.won_ns, s.lost_ns) = a.won_and_lost_ns();
         (s.won_least_ns, s.lost_least_ns) = a.won_and_lost_at_least_ns();
-        for r in &a.recompilations {
-            s.recompilations += 1;
-            match r.verdict {
-                Verdict::PaidOff { gain_ns } => {
-                    s.paid += 1;
-                    s.won_ns += gain_ns;
-                }
-                Verdict::DidNotPay { loss_ns } => {
-                    s.red += 1;
-                    s.lost_ns += loss_ns;
-                }
-                Verdict::Unclear { .. } => s.unclear += 1,
-            }
-        }
-    } else {
-        let mut seen = std::collections::BTreeSet::new();
-        for e in &p.events {
-            if let EventKind::CodeInstalled(v) = &e.kind {
-                if v.tier != Tier::Interpreter && seen.insert((v.method, v.tier)) {
-                    s.recompilations += 1;
-                }
-            }
-        }
+        let count = |label: &str| {
+            a.recompilations
+                .iter()
+                .filter(|r| r.verdict.label() == label)
+                .count() as u64
+        };
+        (s.paid, s.red, s.unclear) = (count("paid off"), count("did not pay"), count("unclear"));
     }
     s
 }
