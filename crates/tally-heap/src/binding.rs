@@ -175,10 +175,18 @@ impl Rendezvous {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ValueSlot(Address);
 
+impl ValueSlot {
+    /// A slot for the write barrier's slow path, which names the store's slot; MMTk's object
+    /// barrier remembers the whole object and never loads or stores through it.
+    pub(crate) fn at(address: Address) -> ValueSlot {
+        ValueSlot(address)
+    }
+}
+
 impl Slot for ValueSlot {
     fn load(&self) -> Option<ObjectReference> {
-        // SAFETY: slots are made only for words inside objects being scanned in the current
-        // collection, or for entries of the published root buffer, which is not touched by its
+        // SAFETY: slots MMTk loads from are made only for words inside objects being scanned in
+        // the current collection, or for entries of the published root buffer, which is not touched by its
         // owner until the collection ends. Both are 8-aligned, initialised words.
         let v = Value(unsafe { self.0.load::<u64>() });
         if v.is_ref() {

@@ -12,16 +12,21 @@ use mmtk::util::options::{GCTriggerSelector, PlanSelector};
 use mmtk::util::{Address, ObjectReference};
 use mmtk::{memory_manager, AllocationSemantics, MMTKBuilder, Mutator, MMTK};
 
+use crate::barrier;
 use crate::binding::{fatal, mutator_tls, Tally, MMTK_INSTANCE, MUTATOR, RENDEZVOUS};
 use crate::object::{header_word0, header_word1, object_size, HASH_BITS, HEADER_BYTES};
 use crate::{
-    GcEvent, GcKind, GcPlan, HeapInitError, HeapOptions, HeapStats, OutOfMemory, RootSet, Value,
+    GcEvent, GcKind, GcPlan, GcScope, HeapInitError, HeapOptions, HeapStats, OutOfMemory, RootSet,
+    Value,
 };
 
 /// Smallest `max_heap_bytes` accepted. Below this MMTk's page-granular accounting (a semi-space
 /// plan reserves half the heap for copying, and allocation buffers are taken 32 KiB at a time)
 /// leaves too little room to run anything.
 pub const MIN_HEAP_BYTES: usize = 2 << 20;
+
+/// Under a generational plan every this-many-th `--gc-stress` collection is a full one.
+pub const STRESS_FULL_EVERY: u64 = 8;
 
 /// Where the dynamic heap starts; it does not shrink below this either. Big enough that small
 /// programs never wait on a heap resize, small enough to be harmless.
@@ -102,6 +107,8 @@ struct HeapCore {
     allocated_objects: u64,
     stress_every: Option<u64>,
     allocs_since_stress: u64,
+    stress_collections: u64,
+    nursery_collections: u64,
     hash_state: u32,
 }
 
@@ -140,6 +147,8 @@ impl Heap {
         let mut builder = MMTKBuilder::new_no_env_vars();
         let selector = match options.plan {
             GcPlan::SemiSpace => PlanSelector::SemiSpace,
+            GcPlan::GenCopy => PlanSelector::GenCopy,
+            GcPlan::GenImmix => PlanSelector::GenImmix,
             GcPlan::Immix => PlanSelector::Immix,
             GcPlan::MarkSweep => PlanSelector::MarkSweep,
         };
@@ -155,6 +164,7 @@ impl Heap {
         if MMTK_INSTANCE.set(mmtk).is_err() {
             unreachable!("CREATED guards MMTK_INSTANCE");
         }
+        barrier::enable_for(mmtk);
         memory_manager::initialize_collection(mmtk, mutator_tls().0);
         let mutator = NonNull::from(Box::leak(memory_manager::bind_mutator(mmtk, mutator_tls())));
         MUTATOR.store(mutator.as_ptr(), Ordering::Release);
@@ -189,6 +199,8 @@ impl Heap {
                 allocated_objects: 0,
                 stress_every: options.gc_stress_every,
                 allocs_since_stress: 0,
+                stress_collections: 0,
+                nursery_collections: 0,
                 hash_state: 0x9e37_79b9,
             },
         })
@@ -216,7 +228,16 @@ impl Heap {
             self.core.allocs_since_stress += 1;
             if self.core.allocs_since_stress >= every {
                 self.core.allocs_since_stress = 0;
-                self.collect_as(roots, &mut locals, GcKind::Stress);
+                self.core.stress_collections += 1;
+                // Nursery collections promote everything live every N allocations, which is
+                // what exposes a missing write barrier; the occasional full one exercises the
+                // mature space's own collection.
+                let full = !self.plan.is_generational()
+                    || self
+                        .core
+                        .stress_collections
+                        .is_multiple_of(STRESS_FULL_EVERY);
+                self.collect_as(roots, &mut locals, GcKind::Stress, full);
             }
         }
 
@@ -331,21 +352,35 @@ impl Heap {
 
     /// A full collection now (SOM's `System>>fullGC`).
     pub fn collect(&mut self, roots: &mut dyn RootSet) {
-        self.collect_as(roots, &mut [], GcKind::Explicit);
+        self.collect_as(roots, &mut [], GcKind::Explicit, true);
     }
 
-    fn collect_as(&mut self, roots: &mut dyn RootSet, locals: &mut [Value], kind: GcKind) {
+    /// A nursery collection now under a generational plan (MMTk may still decide on a full
+    /// one, when the mature space has too little room); a full collection under any other.
+    pub fn collect_nursery(&mut self, roots: &mut dyn RootSet) {
+        self.collect_as(roots, &mut [], GcKind::Explicit, false);
+    }
+
+    fn collect_as(
+        &mut self,
+        roots: &mut dyn RootSet,
+        locals: &mut [Value],
+        kind: GcKind,
+        full: bool,
+    ) {
         let mmtk = self.mmtk;
         with_pause_context(&mut self.core, roots, locals, kind, || {
-            // `force` so the request is never ignored, `exhaustive` to ask for a full-heap
-            // collection (every collection of the plans offered is one anyway).
-            mmtk.handle_user_collection_request(mutator_tls(), true, true);
+            // `force` so the request is never ignored; `exhaustive` makes a generational plan
+            // collect the whole heap (the other plans always do).
+            mmtk.handle_user_collection_request(mutator_tls(), true, full);
         });
     }
 
     pub fn stats(&self) -> HeapStats {
         HeapStats {
             collections: self.core.collections,
+            nursery_collections: self.core.nursery_collections,
+            barrier_slow_calls: barrier::slow_calls(),
             gc_time: self.core.gc_time,
             allocated_bytes: self.core.allocated_bytes,
             allocated_objects: self.core.allocated_objects,
@@ -582,10 +617,18 @@ impl PauseContext<'_> {
 
         let duration = started.elapsed();
         let used_after = memory_manager::used_bytes(mmtk);
+        let scope = match mmtk.get_plan().generational() {
+            Some(generational) if !generational.last_collection_full_heap() => GcScope::Nursery,
+            _ => GcScope::Full,
+        };
+        if scope == GcScope::Nursery {
+            core.nursery_collections += 1;
+        }
         core.collections += 1;
         core.gc_time += duration;
         core.notify(GcEvent::End {
             kind,
+            scope,
             heap_used_before: used_before,
             heap_used_after: used_after,
             duration,

@@ -13,6 +13,7 @@
 //! Collections run on MMTk worker threads while the mutator waits; there is one worker unless
 //! the environment variable `TALLY_GC_THREADS` asks for more (see `heap::gc_threads`).
 
+pub mod barrier;
 mod binding;
 mod heap;
 pub mod object;
@@ -20,7 +21,9 @@ pub mod value;
 
 use std::time::Duration;
 
-pub use heap::{Heap, DEFAULT_MAX_HEAP_BYTES_CAP, DEFAULT_MIN_HEAP_BYTES, MIN_HEAP_BYTES};
+pub use heap::{
+    Heap, DEFAULT_MAX_HEAP_BYTES_CAP, DEFAULT_MIN_HEAP_BYTES, MIN_HEAP_BYTES, STRESS_FULL_EVERY,
+};
 pub use value::Value;
 
 /// Everything the GC must treat as a root. The VM implements this on its runtime state
@@ -66,13 +69,18 @@ impl RootSet for Vec<Value> {
     }
 }
 
-/// The garbage collector (`--gc`): an MMTk plan this binding supports. Plans that need a
-/// write barrier (the generational ones) are not offered until the VM has one.
+/// The garbage collector (`--gc`): an MMTk plan this binding supports.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum GcPlan {
     /// Two copying halves; every collection copies the live objects to the other half.
     #[default]
     SemiSpace,
+    /// Generational: a copying nursery, and a semi-space mature space collected only when
+    /// a nursery collection cannot make enough room. Needs the write barrier.
+    GenCopy,
+    /// Generational: a copying nursery, and an Immix (mark-region) mature space. Needs the
+    /// write barrier.
+    GenImmix,
     /// Mark-region (Immix): marks 256-byte lines of 32 KiB blocks, allocates into the free
     /// lines of reused blocks, and copies objects only to defragment.
     Immix,
@@ -81,12 +89,20 @@ pub enum GcPlan {
 }
 
 impl GcPlan {
-    pub const ALL: [GcPlan; 3] = [GcPlan::SemiSpace, GcPlan::Immix, GcPlan::MarkSweep];
+    pub const ALL: [GcPlan; 5] = [
+        GcPlan::SemiSpace,
+        GcPlan::GenCopy,
+        GcPlan::GenImmix,
+        GcPlan::Immix,
+        GcPlan::MarkSweep,
+    ];
 
     /// The name `--gc` takes and reports print.
     pub fn name(self) -> &'static str {
         match self {
             GcPlan::SemiSpace => "semispace",
+            GcPlan::GenCopy => "gencopy",
+            GcPlan::GenImmix => "genimmix",
             GcPlan::Immix => "immix",
             GcPlan::MarkSweep => "marksweep",
         }
@@ -94,6 +110,11 @@ impl GcPlan {
 
     pub fn from_name(name: &str) -> Option<GcPlan> {
         GcPlan::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether the plan collects a nursery on its own (and so needs the write barrier).
+    pub fn is_generational(self) -> bool {
+        matches!(self, GcPlan::GenCopy | GcPlan::GenImmix)
     }
 }
 
@@ -110,7 +131,8 @@ pub struct HeapOptions {
     /// `--heap-min`: where the dynamic heap starts, and the least it keeps after shrinking;
     /// `None` = [`DEFAULT_MIN_HEAP_BYTES`]. Ignored with `max_heap_bytes` (a fixed heap).
     pub min_heap_bytes: Option<usize>,
-    /// `--gc-stress N`: force a full collection every N allocations.
+    /// `--gc-stress N`: force a collection every N allocations: a full one, or under a
+    /// generational plan a nursery one with every [`STRESS_FULL_EVERY`]th full.
     pub gc_stress_every: Option<u64>,
 }
 
@@ -155,8 +177,26 @@ pub enum GcKind {
     Stress,
 }
 
+/// How much of the heap a collection traced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GcScope {
+    /// Only the nursery (and the objects the write barrier remembered) of a generational plan.
+    Nursery,
+    /// Every space: every collection of a non-generational plan.
+    Full,
+}
+
+impl GcScope {
+    pub fn name(self) -> &'static str {
+        match self {
+            GcScope::Nursery => "nursery",
+            GcScope::Full => "full",
+        }
+    }
+}
+
 /// Delivered to the listener set with [`Heap::set_gc_listener`], on the mutator thread, while
-/// the mutator is inside `alloc`/`collect`. Every collection is a full-heap copying collection.
+/// the mutator is inside `alloc`/`collect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GcEvent {
     /// Sent before the mutator stops for a collection.
@@ -168,6 +208,8 @@ pub enum GcEvent {
     /// root copying included.
     End {
         kind: GcKind,
+        /// Decided by MMTk during the pause, so only the end can say it.
+        scope: GcScope,
         heap_used_before: usize,
         heap_used_after: usize,
         duration: Duration,
@@ -179,6 +221,10 @@ pub enum GcEvent {
 pub struct HeapStats {
     /// Collections so far, of every kind.
     pub collections: u64,
+    /// How many of them collected only the nursery (generational plans).
+    pub nursery_collections: u64,
+    /// Objects the write barrier remembered (its slow path), generational plans only.
+    pub barrier_slow_calls: u64,
     /// Total pause time of those collections.
     pub gc_time: Duration,
     /// Sum of the sizes of all objects allocated so far (header and padding included).

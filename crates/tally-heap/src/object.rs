@@ -144,12 +144,24 @@ impl Value {
         unsafe { self.slot_ptr(i).read() }
     }
 
-    /// Writes slot `i`. Panics if `i` is out of bounds.
+    /// Writes slot `i`, with the generational plans' write barrier. Panics if `i` is out of
+    /// bounds.
     ///
-    /// Every store of a reference into the heap goes through here, so this is where a write
-    /// barrier goes if Tally ever uses a generational plan.
+    /// Every store the VM makes into an object that may already be old goes through here
+    /// (compiled code has its own copy of the barrier), so this is the interpreter's barrier.
     #[inline]
     pub fn set_slot(self, i: usize, v: Value) {
+        assert!(i < self.slot_count(), "slot {i} out of bounds");
+        // SAFETY: as in `slot`.
+        unsafe { self.slot_ptr(i).write(v) }
+        crate::barrier::after_store(self, v);
+    }
+
+    /// Writes slot `i` of an object allocated since the last allocation or collection, without
+    /// the write barrier: such an object is young (or a new large object, which starts
+    /// remembered), so the barrier could never fire. Panics if `i` is out of bounds.
+    #[inline]
+    pub fn init_slot(self, i: usize, v: Value) {
         assert!(i < self.slot_count(), "slot {i} out of bounds");
         // SAFETY: as in `slot`.
         unsafe { self.slot_ptr(i).write(v) }

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tally_heap::{GcEvent, GcKind, Heap, HeapInitError, HeapOptions, Value};
+use tally_heap::{GcEvent, GcKind, GcScope, Heap, HeapInitError, HeapOptions, Value};
 
 #[test]
 fn heap_end_to_end() {
@@ -316,11 +316,14 @@ fn listener_sees_start_and_end(heap: &mut Heap) {
         match events[1] {
             GcEvent::End {
                 kind,
+                scope,
                 heap_used_before,
                 heap_used_after,
                 duration,
             } => {
                 assert_eq!(kind, GcKind::Explicit);
+                // SemiSpace has no nursery.
+                assert_eq!(scope, GcScope::Full);
                 assert!(duration > Duration::ZERO);
                 assert!(heap_used_after <= heap_used_before);
             }

@@ -854,6 +854,7 @@ impl Vm {
                 heap_used_before,
                 heap_used_after,
                 duration,
+                ..
             } => {
                 let end = tally_profile::clock::now_ns();
                 let duration_ns = duration.as_nanos() as u64;

@@ -13,7 +13,7 @@ use tally_vm::{Vm, VmOptions};
 #[derive(Parser)]
 #[command(
     name = "tally disasm",
-    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm --tier=baseline 'Integer>>max:'   with Cranelift IR and machine code\n  tally disasm --tier=baseline --show=ir 'Integer>>max:'   the IR alone\n  tally disasm Vector                    every method of Vector and of Vector class"
+    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm --tier=baseline 'Integer>>max:'   with Cranelift IR and machine code\n  tally disasm --tier=baseline --show=ir 'Integer>>max:'   the IR alone\n  tally disasm --tier=baseline --show=ir --gc=gencopy 'Vector>>append:'   with write barriers\n  tally disasm Vector                    every method of Vector and of Vector class"
 )]
 struct DisasmArgs {
     /// `Class>>selector`, `Class class>>selector`, or `Class` for all of a class's methods
@@ -32,6 +32,10 @@ struct DisasmArgs {
     /// from run to run, are printed by name (`stub:send`, `addr:yieldpoint_flag`).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PART,…")]
     show: Vec<Part>,
+    /// The collector the code is compiled for: under a generational plan (gencopy,
+    /// genimmix) every store into the heap carries the write barrier
+    #[arg(long = "gc", value_name = "PLAN", default_value = "semispace", value_parser = crate::parse_gc_plan)]
+    gc_plan: tally_vm::GcPlan,
 }
 
 /// A part of `tally disasm`'s output (`--show`).
@@ -50,6 +54,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let args = DisasmArgs::parse_from(argv);
     let options = VmOptions {
         class_path: crate::class_path(&args.classpath),
+        gc_plan: args.gc_plan,
         ..VmOptions::default()
     };
     let shows = |part| args.show.is_empty() || args.show.contains(&part);

@@ -58,8 +58,10 @@ struct Cli {
     gc_stress: Option<u64>,
 
     /// The garbage collector (an MMTk plan): semispace (two copying halves, the default),
-    /// immix (mark-region: reuses free lines, copies only to defragment) or marksweep
-    /// (size-class free lists, never moves objects).
+    /// gencopy (a copying nursery and a semi-space old generation), genimmix (a copying
+    /// nursery and an Immix old generation), immix (mark-region: reuses free lines, copies
+    /// only to defragment) or marksweep (size-class free lists, never moves objects). The
+    /// generational plans add a write barrier to every store into the heap.
     #[arg(long = "gc", value_name = "PLAN", default_value = "semispace", value_parser = parse_gc_plan)]
     gc_plan: tally_vm::GcPlan,
 
@@ -517,7 +519,7 @@ fn rewrite_record(args: Vec<String>) -> Result<Vec<String>, String> {
 }
 
 /// `--gc`: a plan by name, or an error naming the choices.
-fn parse_gc_plan(name: &str) -> Result<tally_vm::GcPlan, String> {
+pub(crate) fn parse_gc_plan(name: &str) -> Result<tally_vm::GcPlan, String> {
     use tally_vm::GcPlan;
     GcPlan::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = GcPlan::ALL.iter().map(|p| p.name()).collect();
@@ -789,14 +791,24 @@ fn main() -> ExitCode {
         if cli.gc_stats {
             let s = vm.heap.stats();
             say!(
-                "gc ({}): {} collections in {:.1} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes",
+                "gc ({}): {} collections{} in {:.1} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes{}",
                 vm.heap.plan().name(),
                 s.collections,
+                if vm.heap.plan().is_generational() {
+                    format!(" ({} nursery)", s.nursery_collections)
+                } else {
+                    String::new()
+                },
                 s.gc_time.as_secs_f64() * 1e3,
                 s.allocated_objects,
                 s.allocated_bytes,
                 s.heap_used_bytes,
-                s.heap_limit_bytes
+                s.heap_limit_bytes,
+                if vm.heap.plan().is_generational() {
+                    format!("; write barrier remembered {} objects", s.barrier_slow_calls)
+                } else {
+                    String::new()
+                }
             );
         }
         r

@@ -252,7 +252,7 @@ fn bad_options_are_rejected_with_usage() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o)
-            .contains("unknown collector 'refcount'; choose one of semispace, immix, marksweep"),
+            .contains("unknown collector 'refcount'; choose one of semispace, gencopy, genimmix, immix, marksweep"),
         "{}",
         stderr(&o)
     );

@@ -30,6 +30,8 @@ enum Listing {
     /// `tally disasm --tier=baseline --show=ir TARGET`: the baseline tier's Cranelift IR,
     /// which, unlike its machine code, is the same on every target.
     BaselineIr,
+    /// The same under a generational collector (`--gc=gencopy`): with write barriers.
+    GenerationalBaselineIr,
 }
 
 impl Listing {
@@ -37,6 +39,7 @@ impl Listing {
         match word {
             "bytecode" => Some(Listing::Bytecode),
             "baseline-ir" => Some(Listing::BaselineIr),
+            "generational-baseline-ir" => Some(Listing::GenerationalBaselineIr),
             _ => None,
         }
     }
@@ -45,6 +48,7 @@ impl Listing {
         match self {
             Listing::Bytecode => "bytecode",
             Listing::BaselineIr => "baseline-ir",
+            Listing::GenerationalBaselineIr => "generational-baseline-ir",
         }
     }
 
@@ -52,6 +56,7 @@ impl Listing {
         match self {
             Listing::Bytecode => &[],
             Listing::BaselineIr => &["--tier=baseline", "--show=ir"],
+            Listing::GenerationalBaselineIr => &["--gc=gencopy", "--tier=baseline", "--show=ir"],
         }
     }
 }

@@ -95,6 +95,19 @@ fn som_programs_survive_gc_stress_under_every_collector() {
     }
 }
 
+/// The generational plans in every tier, with a nursery collection every few allocations
+/// (every 8th a full one): the interpreter's and compiled code's write barriers must keep
+/// every object that only an old object refers to (`GenerationalStoreTest` loses objects
+/// without them).
+#[test]
+fn som_programs_survive_nursery_collections_in_every_tier() {
+    for plan in ["--gc=gencopy", "--gc=genimmix"] {
+        for tier in ["--tier=interp", "--tier=baseline", "--tier=opt"] {
+            run_all(&[plan, tier, "--gc-stress", "50"]);
+        }
+    }
+}
+
 /// Compiled code prints what the interpreter prints: every program with every method and block
 /// compiled by the baseline tier at its first call.
 #[test]

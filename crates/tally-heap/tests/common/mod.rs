@@ -2,6 +2,8 @@
 //! lets each of them create the one `Heap` MMTk allows per process.
 #![allow(dead_code)]
 
+pub mod generational;
+
 use tally_heap::{Heap, RootSet, Value};
 
 pub const NODE_CLASS: u32 = 7;

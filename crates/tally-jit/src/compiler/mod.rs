@@ -271,7 +271,7 @@ impl CodeGenerator for Compiler {
     }
 }
 
-/// The addresses compiled code embeds (stubs, the yieldpoint flag), with the names listings
+/// The addresses compiled code embeds (stubs, the yieldpoint flag, the unlog bits), with the names listings
 /// print for them: the addresses change from run to run (ASLR), and a name says more.
 fn address_names(layout: &Layout) -> Vec<(String, usize)> {
     let mut names: Vec<(String, usize)> = layout
@@ -281,6 +281,9 @@ fn address_names(layout: &Layout) -> Vec<(String, usize)> {
         .map(|&(name, address)| (format!("stub:{name}"), address))
         .collect();
     names.push(("addr:yieldpoint_flag".into(), layout.yieldpoint_flag));
+    if let Some(table) = layout.unlog_table {
+        names.push(("addr:unlog_table".into(), table as usize));
+    }
     names
 }
 

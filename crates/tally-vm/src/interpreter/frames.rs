@@ -180,14 +180,14 @@ impl Vm {
         )?;
         let depth = self.rt.frames.len() - 1;
         let f = self.rt.frames.top_mut();
-        ctx.set_slot(context::OUTER, f.ctx);
+        ctx.init_slot(context::OUTER, f.ctx);
         if f.closure == Value::NONE {
-            ctx.set_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
+            ctx.init_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
         }
         f.ctx = ctx;
         let bp = f.bp();
         for &(stack_slot, ctx_slot) in &code.captured_args {
-            ctx.set_slot(ctx_slot as usize, self.rt.stack[bp + stack_slot as usize]);
+            ctx.init_slot(ctx_slot as usize, self.rt.stack[bp + stack_slot as usize]);
         }
         Ok(())
     }

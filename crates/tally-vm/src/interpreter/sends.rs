@@ -265,9 +265,9 @@ impl Vm {
             0,
         )?;
         let f = self.rt.frames.top();
-        b.set_slot(block::CODE, Value::from_small_int(id as i64));
-        b.set_slot(block::CONTEXT, f.ctx);
-        b.set_slot(block::RECEIVER, self.rt.stack[f.bp()]);
+        b.init_slot(block::CODE, Value::from_small_int(id as i64));
+        b.init_slot(block::CONTEXT, f.ctx);
+        b.init_slot(block::RECEIVER, self.rt.stack[f.bp()]);
         self.push(b);
         Ok(())
     }
@@ -309,7 +309,7 @@ impl Vm {
         let args = self.alloc(self.rt.core.array, Kind::Array, argc, Value::NIL, 0)?;
         let first = self.rt.stack.len() - argc;
         for i in 0..argc {
-            args.set_slot(i, self.rt.stack[first + i]);
+            args.init_slot(i, self.rt.stack[first + i]);
         }
         self.rt.stack.truncate(first);
         self.push(Value::from_symbol(selector));

@@ -185,6 +185,10 @@ pub struct Layout {
     /// `Stubs::string_equal`), so that compiled code may answer `aString = x` without a send;
     /// None when the program's library defines it otherwise.
     pub string_with_primitive_equal: Option<u32>,
+    /// The generational plans' unlog-bit table (`tally_heap::barrier::unlog_table`): stores
+    /// of references into the heap check it and call `Stubs::write_barrier`. `None` under a
+    /// plan without a write barrier, whose code stores bare.
+    pub unlog_table: Option<u64>,
 }
 
 /// What compiled code needs to do a send itself: probe the site's inline cache, find the
@@ -298,6 +302,7 @@ impl Layout {
             count_calls: rt.count_calls,
             mark_frames: rt.mark_frames,
             string_with_primitive_equal: string_with_primitive_equal(rt),
+            unlog_table: tally_heap::barrier::unlog_table(),
         }
     }
 }

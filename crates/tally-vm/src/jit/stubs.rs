@@ -40,6 +40,9 @@ pub struct Stubs {
     /// `(vm, string, other) -> 0 | 1`: String's `=` primitive for a receiver that is a String
     /// (exactly), as a pure function: no allocation, no frames, no failure.
     pub string_equal: usize,
+    /// `(vm, object) -> 0`: the write barrier's slow path (`tally_heap::barrier::remember`)
+    /// for an old object compiled code stored a reference into; pure like `string_equal`.
+    pub write_barrier: usize,
 }
 
 impl Stubs {
@@ -56,13 +59,14 @@ impl Stubs {
             epilogue: epilogue as *const () as usize,
             record_value: record_value as *const () as usize,
             string_equal: string_equal as *const () as usize,
+            write_barrier: write_barrier as *const () as usize,
         }
     }
 
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 11] {
+    pub fn named(&self) -> [(&'static str, usize); 12] {
         let Stubs {
             send,
             super_send,
@@ -75,6 +79,7 @@ impl Stubs {
             epilogue,
             record_value,
             string_equal,
+            write_barrier,
         } = self;
         [
             ("send", *send),
@@ -88,6 +93,7 @@ impl Stubs {
             ("epilogue", *epilogue),
             ("record_value", *record_value),
             ("string_equal", *string_equal),
+            ("write_barrier", *write_barrier),
         ]
     }
 }
@@ -143,6 +149,11 @@ extern "C" fn string_equal(vm: *mut Vm, string: u64, other: u64) -> u32 {
         _ => false,
     };
     u32::from(equal)
+}
+
+extern "C" fn write_barrier(_vm: *mut Vm, object: u64) -> u32 {
+    tally_heap::barrier::remember(object);
+    0
 }
 
 extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {

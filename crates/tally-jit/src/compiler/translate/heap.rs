@@ -2,11 +2,19 @@
 
 use super::*;
 
+/// A slot of a heap object: its address, and the object it lies in, which the write barrier
+/// needs (it remembers objects, not slots).
+#[derive(Clone, Copy)]
+pub(super) struct HeapSlot {
+    pub(super) object: Value,
+    pub(super) address: Value,
+}
+
 impl Translator<'_, '_> {
     /// The address of element `index` (1-based, in the slot above the receiver in slot `k`)
     /// of an instance of Array itself (no named fields), or a jump to `miss` when the index
     /// is not a small integer within its bounds.
-    pub(super) fn element_address(&mut self, k: i32, miss: Block) -> Value {
+    pub(super) fn element_address(&mut self, k: i32, miss: Block) -> HeapSlot {
         let array = self.slot(k);
         let index = self.slot(k + 1);
         let is_int = and_imm(&mut self.b, index, 1);
@@ -23,12 +31,15 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(ok);
         let byte = mul_imm(&mut self.b, zero_based, 8);
         let address = self.b.ins().iadd(array, byte);
-        add_imm(&mut self.b, address, HEADER_BYTES as i64)
+        HeapSlot {
+            object: array,
+            address: add_imm(&mut self.b, address, HEADER_BYTES as i64),
+        }
     }
 
     /// The address of field `index` (a run-time u64) of the object in stack slot `k`, or a
     /// jump to `miss` when it is not an object with that many fields.
-    pub(super) fn dynamic_field_address(&mut self, k: i32, index: Value, miss: Block) -> Value {
+    pub(super) fn dynamic_field_address(&mut self, k: i32, index: Value, miss: Block) -> HeapSlot {
         let recv = self.slot(k);
         let is_object = self.is_object(recv);
         let has_header = self.b.create_block();
@@ -41,12 +52,15 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(ok);
         let byte = mul_imm(&mut self.b, index, 8);
         let address = self.b.ins().iadd(recv, byte);
-        add_imm(&mut self.b, address, HEADER_BYTES as i64)
+        HeapSlot {
+            object: recv,
+            address: add_imm(&mut self.b, address, HEADER_BYTES as i64),
+        }
     }
 
     /// The receiver's field `index` (its address), or a jump to `miss` when the receiver is
     /// not an object with that many fields.
-    pub(super) fn field_address(&mut self, index: u16, miss: Block) -> Value {
+    pub(super) fn field_address(&mut self, index: u16, miss: Block) -> HeapSlot {
         let recv = self.slot(0);
         let is_object = self.is_object(recv);
         let has_header = self.b.create_block();
@@ -57,18 +71,54 @@ impl Translator<'_, '_> {
         let ok = self.b.create_block();
         self.b.ins().brif(has_field, ok, &[], miss, &[]);
         self.b.switch_to_block(ok);
-        add_imm(
-            &mut self.b,
-            recv,
-            (HEADER_BYTES + index as usize * 8) as i64,
-        )
+        HeapSlot {
+            object: recv,
+            address: add_imm(
+                &mut self.b,
+                recv,
+                (HEADER_BYTES + index as usize * 8) as i64,
+            ),
+        }
     }
 
-    /// Stores `v` into a heap object's slot at `address`. Every store into the heap from
-    /// compiled code goes through here: the place for a write barrier when the collector
-    /// needs one (SemiSpace does not).
-    pub(super) fn store_into_heap(&mut self, v: Value, address: Value) {
-        self.b.ins().store(Self::flags(), v, address, 0);
+    /// Stores `v` into a heap object's slot. Every store into the heap from compiled code
+    /// goes through here, so under a generational plan this is the write barrier: when `v` is
+    /// a reference and the object's unlog bit is set (an old object not yet remembered), the
+    /// `write_barrier` stub remembers it. The stub neither allocates nor touches frames, so
+    /// nothing is synced around it. Without a barrier (`Layout::unlog_table` is `None`) this
+    /// is the bare store.
+    pub(super) fn store_into_heap(&mut self, v: Value, slot: HeapSlot) {
+        self.b.ins().store(Self::flags(), v, slot.address, 0);
+        let Some(table) = self.layout.unlog_table else {
+            return;
+        };
+        let check = self.b.create_block();
+        let remember = self.b.create_block();
+        let done = self.b.create_block();
+        // Immediates (a non-zero tag) cannot make an old object point to a young one.
+        let tag = and_imm(&mut self.b, v, 7);
+        self.b.ins().brif(tag, done, &[], check, &[]);
+        self.b.switch_to_block(check);
+        let granule = self.b.ins().ushr_imm_u(slot.object, 6);
+        let byte_address = add_imm(&mut self.b, granule, table as i64);
+        let byte = self.b.ins().uload8(I64, Self::flags(), byte_address, 0);
+        let shift = self.b.ins().ushr_imm_u(slot.object, 3);
+        let shift = and_imm(&mut self.b, shift, 7);
+        let bits = self.b.ins().ushr(byte, shift);
+        let unlogged = and_imm(&mut self.b, bits, 1);
+        self.b.ins().brif(unlogged, remember, &[], done, &[]);
+        self.b.set_cold_block(remember);
+        self.b.switch_to_block(remember);
+        let sig = self.sigs.remember;
+        let stub = self
+            .b
+            .ins()
+            .iconst(I64, self.layout.stubs.write_barrier as i64);
+        self.b
+            .ins()
+            .call_indirect(sig, stub, &[self.vm, slot.object]);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
     }
 
     /// The context `level` hops out from the frame's.

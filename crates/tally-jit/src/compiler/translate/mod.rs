@@ -11,6 +11,7 @@
 
 mod arith;
 mod heap;
+use heap::HeapSlot;
 mod sends;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -307,6 +308,8 @@ struct StubSignatures {
     value1: SigRef,
     /// `(vm, u64, u64) -> u32`: `record_value`, `string_equal`
     record: SigRef,
+    /// `(vm, u64) -> u32`: `write_barrier`
+    remember: SigRef,
     /// A compiled function's (`super::entry_signature`).
     entry: SigRef,
 }
@@ -325,6 +328,7 @@ impl StubSignatures {
             status2: make(&[I64, I32, I32], I32),
             value1: make(&[I64, I32], I64),
             record: make(&[I64, I64, I64], I32),
+            remember: make(&[I64, I64], I32),
             entry: func.import_signature(super::entry_signature(module)),
         }
     }
@@ -788,8 +792,8 @@ impl Translator<'_, '_> {
     /// `i` (which reports the missing field).
     fn push_field(&mut self, index: u16, h_at: i32, i: usize, h: i32) {
         let miss = self.interpret_block(i, h);
-        let address = self.field_address(index, miss);
-        let v = self.b.ins().load(I64, Self::flags(), address, 0);
+        let field = self.field_address(index, miss);
+        let v = self.b.ins().load(I64, Self::flags(), field.address, 0);
         self.set_slot(h_at, v);
     }
 
@@ -826,7 +830,13 @@ impl Translator<'_, '_> {
                 let ctx = self.context(level);
                 let v = self.slot(h - 1);
                 let address = add_imm(&mut self.b, ctx, Self::context_slot_offset(index) as i64);
-                self.store_into_heap(v, address);
+                self.store_into_heap(
+                    v,
+                    HeapSlot {
+                        object: ctx,
+                        address,
+                    },
+                );
                 self.jump(next_block(next)?);
             }
             Op::PushField(k) => {
@@ -835,9 +845,9 @@ impl Translator<'_, '_> {
             }
             Op::StoreField(k) | Op::PopField(k) => {
                 let miss = self.interpret_block(i, h);
-                let address = self.field_address(k, miss);
+                let field = self.field_address(k, miss);
                 let v = self.slot(h - 1);
-                self.store_into_heap(v, address);
+                self.store_into_heap(v, field);
                 self.jump(next_block(next)?);
             }
             Op::PushLiteral(k) => {

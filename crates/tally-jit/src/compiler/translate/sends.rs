@@ -148,13 +148,13 @@ impl Translator<'_, '_> {
             self.b.switch_to_block(this);
             match want {
                 TRIVIAL_GETTER | TRIVIAL_SETTER => {
-                    let address = self.dynamic_field_address(recv_slot, operand, slow);
+                    let field = self.dynamic_field_address(recv_slot, operand, slow);
                     if want == TRIVIAL_GETTER {
-                        let v = self.b.ins().load(I64, flags, address, 0);
+                        let v = self.b.ins().load(I64, flags, field.address, 0);
                         self.set_slot(recv_slot, v);
                     } else {
                         let v = self.slot(recv_slot + 1);
-                        self.store_into_heap(v, address);
+                        self.store_into_heap(v, field);
                     }
                 }
                 TRIVIAL_CONSTANT => self.set_slot(recv_slot, operand),
@@ -663,13 +663,13 @@ impl Translator<'_, '_> {
                 match kind {
                     TRIVIAL_GETTER | TRIVIAL_SETTER => {
                         let index = self.b.ins().iconst(I64, operand as i64);
-                        let address = self.dynamic_field_address(recv_slot, index, slow);
+                        let field = self.dynamic_field_address(recv_slot, index, slow);
                         if kind == TRIVIAL_GETTER {
-                            let v = self.b.ins().load(I64, flags, address, 0);
+                            let v = self.b.ins().load(I64, flags, field.address, 0);
                             self.set_slot(recv_slot, v);
                         } else {
                             let v = self.slot(recv_slot + 1);
-                            self.store_into_heap(v, address);
+                            self.store_into_heap(v, field);
                         }
                     }
                     TRIVIAL_CONSTANT => {
@@ -711,13 +711,13 @@ impl Translator<'_, '_> {
             }
             ExpectedTarget::ArrayAt | ExpectedTarget::ArrayAtPut => {
                 self.when_no_hook_due(slow);
-                let address = self.element_address(recv_slot, slow);
+                let element = self.element_address(recv_slot, slow);
                 if matches!(target, ExpectedTarget::ArrayAt) {
-                    let v = self.b.ins().load(I64, flags, address, 0);
+                    let v = self.b.ins().load(I64, flags, element.address, 0);
                     self.set_slot(recv_slot, v);
                 } else {
                     let v = self.slot(recv_slot + 2);
-                    self.store_into_heap(v, address);
+                    self.store_into_heap(v, element);
                 }
                 self.jump(next);
             }
