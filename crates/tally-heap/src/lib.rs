@@ -22,7 +22,8 @@ pub mod value;
 use std::time::Duration;
 
 pub use heap::{
-    Heap, DEFAULT_MAX_HEAP_BYTES_CAP, DEFAULT_MIN_HEAP_BYTES, MIN_HEAP_BYTES, STRESS_FULL_EVERY,
+    Heap, DEFAULT_GENERATIONAL_MIN_HEAP_BYTES, DEFAULT_MAX_HEAP_BYTES_CAP, DEFAULT_MIN_HEAP_BYTES,
+    DEFAULT_NURSERY_BYTES, MIN_HEAP_BYTES, MIN_NURSERY_BYTES, STRESS_FULL_EVERY,
 };
 pub use value::Value;
 
@@ -69,17 +70,19 @@ impl RootSet for Vec<Value> {
     }
 }
 
-/// The garbage collector (`--gc`): an MMTk plan this binding supports.
+/// The garbage collector (`--gc`): an MMTk plan this binding supports. The default is
+/// GenImmix: on the 14 AWFY benchmarks it ran 0.95× SemiSpace's time with a third of its
+/// memory on the allocation-heavy ones (BENCHMARKS.md, "Collectors").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum GcPlan {
     /// Two copying halves; every collection copies the live objects to the other half.
-    #[default]
     SemiSpace,
     /// Generational: a copying nursery, and a semi-space mature space collected only when
     /// a nursery collection cannot make enough room. Needs the write barrier.
     GenCopy,
     /// Generational: a copying nursery, and an Immix (mark-region) mature space. Needs the
     /// write barrier.
+    #[default]
     GenImmix,
     /// Mark-region (Immix): marks 256-byte lines of 32 KiB blocks, allocates into the free
     /// lines of reused blocks, and copies objects only to defragment.
@@ -116,21 +119,33 @@ impl GcPlan {
     pub fn is_generational(self) -> bool {
         matches!(self, GcPlan::GenCopy | GcPlan::GenImmix)
     }
+
+    /// Where the dynamic heap starts without `--heap-min`.
+    pub fn default_min_heap_bytes(self) -> usize {
+        if self.is_generational() {
+            DEFAULT_GENERATIONAL_MIN_HEAP_BYTES
+        } else {
+            DEFAULT_MIN_HEAP_BYTES
+        }
+    }
 }
 
-/// How the heap is collected, sized and stressed; `Default` gives SemiSpace, the dynamic heap
+/// How the heap is collected, sized and stressed; `Default` gives GenImmix, the dynamic heap
 /// and no stress.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeapOptions {
     /// `--gc`: the collector.
     pub plan: GcPlan,
     /// Upper bound of the heap in bytes (`--heap-size`); `None` = a dynamic heap that starts at
-    /// [`DEFAULT_MIN_HEAP_BYTES`] and grows with the live data up to half the machine's memory,
+    /// the plan's [`GcPlan::default_min_heap_bytes`] and grows with the live data up to half the machine's memory,
     /// capped at [`DEFAULT_MAX_HEAP_BYTES_CAP`].
     pub max_heap_bytes: Option<usize>,
     /// `--heap-min`: where the dynamic heap starts, and the least it keeps after shrinking;
-    /// `None` = [`DEFAULT_MIN_HEAP_BYTES`]. Ignored with `max_heap_bytes` (a fixed heap).
+    /// `None` = [`GcPlan::default_min_heap_bytes`]. Ignored with `max_heap_bytes` (a fixed heap).
     pub min_heap_bytes: Option<usize>,
+    /// `--nursery`: under a generational plan, the most the nursery holds before a nursery
+    /// collection; `None` = [`DEFAULT_NURSERY_BYTES`]. Ignored by the other plans.
+    pub nursery_bytes: Option<usize>,
     /// `--gc-stress N`: force a collection every N allocations: a full one, or under a
     /// generational plan a nursery one with every [`STRESS_FULL_EVERY`]th full.
     pub gc_stress_every: Option<u64>,
@@ -145,6 +160,8 @@ pub enum HeapInitError {
     AlreadyInitialized,
     #[error("heap size of {requested} bytes is below the minimum of {minimum} bytes")]
     HeapTooSmall { requested: usize, minimum: usize },
+    #[error("nursery size of {requested} bytes is below the minimum of {minimum} bytes")]
+    NurseryTooSmall { requested: usize, minimum: usize },
     #[error("the GC stress interval must be at least 1 allocation")]
     ZeroStressInterval,
     /// MMTk maps its spaces and side metadata at fixed addresses; that fails when something

@@ -1,14 +1,16 @@
 //! `--gc-stress 1`: a collection before every single allocation, the harshest test of root
-//! handling. Its own process because it needs its own `Heap` (MMTk allows one per process).
+//! handling, under SemiSpace, where every collection moves every object. Its own process
+//! because it needs its own `Heap` (MMTk allows one per process).
 
 mod common;
 
 use common::*;
-use tally_heap::{Heap, HeapOptions, Value};
+use tally_heap::{GcPlan, Heap, HeapOptions, Value};
 
 #[test]
 fn every_allocation_collects_and_nothing_is_lost() {
     let mut heap = Heap::new(HeapOptions {
+        plan: GcPlan::SemiSpace,
         max_heap_bytes: Some(32 << 20),
         gc_stress_every: Some(1),
         ..HeapOptions::default()

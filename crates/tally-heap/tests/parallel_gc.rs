@@ -5,13 +5,15 @@
 mod common;
 
 use common::*;
-use tally_heap::{Heap, HeapOptions, Value};
+use tally_heap::{GcPlan, Heap, HeapOptions, Value};
 
 #[test]
 fn two_gc_threads_keep_graphs_intact() {
     // Read once by `Heap::new`; this process has no other threads that read the environment.
     std::env::set_var("TALLY_GC_THREADS", "2");
+    // SemiSpace, so that every collection moves every node (checked below).
     let mut heap = Heap::new(HeapOptions {
+        plan: GcPlan::SemiSpace,
         max_heap_bytes: Some(64 << 20),
         gc_stress_every: None,
         ..HeapOptions::default()

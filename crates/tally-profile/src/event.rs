@@ -125,8 +125,13 @@ pub enum EventKind {
     GcStart {
         kind: String,
     },
+    /// A collection ended. `kind`: what started it (allocation, explicit, stress, hint);
+    /// `plan`: the collector (`semispace`, `genimmix`, …; empty in files before 1.9);
+    /// `scope`: `nursery` or `full`; heap bytes in use before and after.
     GcEnd {
         kind: String,
+        plan: String,
+        scope: String,
         bytes_before: u64,
         bytes_after: u64,
         duration_ns: u64,

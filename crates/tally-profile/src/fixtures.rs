@@ -147,13 +147,15 @@ pub fn example_profile() -> Profile {
     events.push(ev(
         6_000_000,
         EventKind::GcStart {
-            kind: "semispace".into(),
+            kind: "Allocation".into(),
         },
     ));
     events.push(ev(
         7_500_000,
         EventKind::GcEnd {
-            kind: "semispace".into(),
+            kind: "Allocation".into(),
+            plan: "genimmix".into(),
+            scope: "nursery".into(),
             bytes_before: 8 << 20,
             bytes_after: 1 << 20,
             duration_ns: 1_500_000,

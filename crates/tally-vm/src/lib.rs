@@ -32,7 +32,9 @@ pub use profiling::ProfileOptions;
 pub use tally_controller;
 /// The collector a VM runs (`VmOptions::gc_plan`).
 pub use tally_heap::GcPlan;
-use tally_heap::{Heap, HeapOptions, Value};
+/// How the VM's heap is collected and sized (`VmOptions::heap`).
+pub use tally_heap::HeapOptions;
+use tally_heap::{Heap, Value};
 pub use tally_profile;
 
 use crate::objects::Kind;
@@ -42,12 +44,9 @@ use crate::runtime::{ClassId, Runtime};
 #[derive(Debug, Clone)]
 pub struct VmOptions {
     pub class_path: Vec<PathBuf>,
-    pub max_heap_bytes: Option<usize>,
-    /// Where the dynamic heap starts (`--heap-min`).
-    pub min_heap_bytes: Option<usize>,
-    pub gc_stress_every: Option<u64>,
-    /// The garbage collector (`--gc`).
-    pub gc_plan: tally_heap::GcPlan,
+    /// The collector, the heap's and the nursery's sizes, GC stress (`--gc`, `--heap-size`,
+    /// `--heap-min`, `--nursery`, `--gc-stress`).
+    pub heap: HeapOptions,
     /// Deepest SOM call stack before "stack overflow" is reported.
     pub max_stack_depth: usize,
     /// Record a profile of the run.
@@ -60,10 +59,7 @@ impl Default for VmOptions {
     fn default() -> Self {
         VmOptions {
             class_path: Vec::new(),
-            max_heap_bytes: None,
-            min_heap_bytes: None,
-            gc_stress_every: None,
-            gc_plan: GcPlan::default(),
+            heap: HeapOptions::default(),
             max_stack_depth: 100_000,
             profile: None,
             clock: ClockKind::Wall,
@@ -96,13 +92,8 @@ impl Vm {
     /// Creates a VM with the core classes loaded (from the class path if it defines them,
     /// else from the embedded library).
     pub fn new(options: VmOptions) -> Result<Vm, VmError> {
-        let heap = Heap::new(HeapOptions {
-            plan: options.gc_plan,
-            max_heap_bytes: options.max_heap_bytes,
-            min_heap_bytes: options.min_heap_bytes,
-            gc_stress_every: options.gc_stress_every,
-        })
-        .map_err(|e| VmError::Fatal(format!("cannot create the heap: {e}")))?;
+        let heap = Heap::new(options.heap.clone())
+            .map_err(|e| VmError::Fatal(format!("cannot create the heap: {e}")))?;
         let options_clock = options.clock;
         let mut vm = Vm {
             profiler: None,

@@ -842,6 +842,7 @@ impl Vm {
         let hot = p.hot.clone();
         let recorder = p.recorder.clone();
         let previous = std::cell::Cell::new(VmState::Interpreting);
+        let plan = self.heap.plan().name();
         self.heap.set_gc_listener(move |event| match event {
             tally_heap::GcEvent::Start { kind, .. } => {
                 previous.set(hot.published.set_state(VmState::Gc));
@@ -851,10 +852,10 @@ impl Vm {
             }
             tally_heap::GcEvent::End {
                 kind,
+                scope,
                 heap_used_before,
                 heap_used_after,
                 duration,
-                ..
             } => {
                 let end = tally_profile::clock::now_ns();
                 let duration_ns = duration.as_nanos() as u64;
@@ -866,6 +867,8 @@ impl Vm {
                     end,
                     EventKind::GcEnd {
                         kind: format!("{kind:?}"),
+                        plan: plan.into(),
+                        scope: scope.name().into(),
                         bytes_before: heap_used_before as u64,
                         bytes_after: heap_used_after as u64,
                         duration_ns,

@@ -34,7 +34,7 @@ struct DisasmArgs {
     show: Vec<Part>,
     /// The collector the code is compiled for: under a generational plan (gencopy,
     /// genimmix) every store into the heap carries the write barrier
-    #[arg(long = "gc", value_name = "PLAN", default_value = "semispace", value_parser = crate::parse_gc_plan)]
+    #[arg(long = "gc", value_name = "PLAN", default_value = "genimmix", value_parser = crate::parse_gc_plan)]
     gc_plan: tally_vm::GcPlan,
 }
 
@@ -54,7 +54,10 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let args = DisasmArgs::parse_from(argv);
     let options = VmOptions {
         class_path: crate::class_path(&args.classpath),
-        gc_plan: args.gc_plan,
+        heap: tally_vm::HeapOptions {
+            plan: args.gc_plan,
+            ..tally_vm::HeapOptions::default()
+        },
         ..VmOptions::default()
     };
     let shows = |part| args.show.is_empty() || args.show.contains(&part);

@@ -57,22 +57,27 @@ struct Cli {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     gc_stress: Option<u64>,
 
-    /// The garbage collector (an MMTk plan): semispace (two copying halves, the default),
-    /// gencopy (a copying nursery and a semi-space old generation), genimmix (a copying
-    /// nursery and an Immix old generation), immix (mark-region: reuses free lines, copies
+    /// The garbage collector (an MMTk plan): genimmix (the default: a copying nursery and an
+    /// Immix old generation), gencopy (a copying nursery and a semi-space old generation),
+    /// semispace (two copying halves), immix (mark-region: reuses free lines, copies
     /// only to defragment) or marksweep (size-class free lists, never moves objects). The
     /// generational plans add a write barrier to every store into the heap.
-    #[arg(long = "gc", value_name = "PLAN", default_value = "semispace", value_parser = parse_gc_plan)]
+    #[arg(long = "gc", value_name = "PLAN", default_value = "genimmix", value_parser = parse_gc_plan)]
     gc_plan: tally_vm::GcPlan,
 
     /// Upper bound of the heap, e.g. 64M, 2G (default: grows as needed).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     heap_size: Option<usize>,
 
-    /// Where the growing heap starts, and the least it keeps (default 64M): the first
-    /// collection comes when this much is allocated, so it bounds a small program's memory.
+    /// Where the growing heap starts, and the least it keeps (default 16M under the
+    /// generational collectors, 64M under the others): it bounds a small program's memory.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, conflicts_with = "heap_size")]
     heap_min: Option<usize>,
+
+    /// The most a generational collector's nursery holds before it is collected, e.g. 4M
+    /// (default 4M; other collectors ignore it)
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    nursery: Option<usize>,
 
     /// Print garbage-collection statistics to stderr when the program ends.
     #[arg(long)]
@@ -659,10 +664,13 @@ fn main() -> ExitCode {
     let class_path = class_path(&cli.classpath);
     let options = VmOptions {
         class_path,
-        max_heap_bytes: cli.heap_size,
-        min_heap_bytes: cli.heap_min,
-        gc_stress_every: cli.gc_stress,
-        gc_plan: cli.gc_plan,
+        heap: tally_vm::HeapOptions {
+            plan: cli.gc_plan,
+            max_heap_bytes: cli.heap_size,
+            min_heap_bytes: cli.heap_min,
+            nursery_bytes: cli.nursery,
+            gc_stress_every: cli.gc_stress,
+        },
         max_stack_depth: cli.max_stack_depth,
         profile,
         clock: if cli.cpu_clock {

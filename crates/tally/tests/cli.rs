@@ -166,7 +166,8 @@ fn heap_exhaustion_is_reported_with_heap_figures() {
 }
 
 /// `--heap-min` is where the growing heap starts: a program that allocates 35 MB of garbage
-/// collects many times within 4 MiB, once or not at all within the default 64 MiB.
+/// collects many times within 4 MiB, once or not at all within SemiSpace's default 64 MiB;
+/// the generational default starts at 16 MiB.
 #[test]
 fn the_heap_starts_at_heap_min() {
     let d = tempfile::tempdir().unwrap();
@@ -185,11 +186,17 @@ fn the_heap_starts_at_heap_min() {
             .unwrap_or_else(|| panic!("no collection count: {e}"));
         (n, e)
     };
-    let (small, e) = collections(&["--heap-min", "4M", "--gc-stats", "Min.som"]);
+    let semispace = ["--gc=semispace", "--gc-stats"];
+    let (small, e) = collections(&[&semispace[..], &["--heap-min", "4M", "Min.som"]].concat());
     assert!(e.contains("of 4194304 bytes"), "{e}");
-    let (default, e) = collections(&["--gc-stats", "Min.som"]);
+    let (default, e) = collections(&[&semispace[..], &["Min.som"]].concat());
     assert!(e.contains("of 67108864 bytes"), "{e}");
     assert!(small >= 5 && default <= 2, "{small} against {default}");
+    let (_, e) = collections(&["--gc-stats", "Min.som"]);
+    assert!(
+        e.contains("gc (genimmix)") && e.contains("of 16777216 bytes"),
+        "{e}"
+    );
 }
 
 /// Every collector reports running out of its heap the same way.
@@ -201,7 +208,7 @@ fn heap_exhaustion_is_reported_under_every_collector() {
         "Oom.som",
         b"Oom = ( run = ( | v | v := nil. 1 to: 100000000 do: [:i | v := Array with: v with: (Array new: 100)] ) )",
     );
-    for plan in ["immix", "marksweep"] {
+    for plan in ["genimmix", "gencopy", "semispace", "immix", "marksweep"] {
         let o = tally(d.path(), &["--gc", plan, "--heap-size", "8M", "Oom.som"]);
         assert_eq!(o.status.code(), Some(1), "{plan}");
         let e = stderr(&o);

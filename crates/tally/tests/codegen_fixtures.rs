@@ -30,8 +30,8 @@ enum Listing {
     /// `tally disasm --tier=baseline --show=ir TARGET`: the baseline tier's Cranelift IR,
     /// which, unlike its machine code, is the same on every target.
     BaselineIr,
-    /// The same under a generational collector (`--gc=gencopy`): with write barriers.
-    GenerationalBaselineIr,
+    /// The same under SemiSpace (`--gc=semispace`), a collector without a write barrier.
+    SemispaceBaselineIr,
 }
 
 impl Listing {
@@ -39,7 +39,7 @@ impl Listing {
         match word {
             "bytecode" => Some(Listing::Bytecode),
             "baseline-ir" => Some(Listing::BaselineIr),
-            "generational-baseline-ir" => Some(Listing::GenerationalBaselineIr),
+            "semispace-baseline-ir" => Some(Listing::SemispaceBaselineIr),
             _ => None,
         }
     }
@@ -48,7 +48,7 @@ impl Listing {
         match self {
             Listing::Bytecode => "bytecode",
             Listing::BaselineIr => "baseline-ir",
-            Listing::GenerationalBaselineIr => "generational-baseline-ir",
+            Listing::SemispaceBaselineIr => "semispace-baseline-ir",
         }
     }
 
@@ -56,7 +56,7 @@ impl Listing {
         match self {
             Listing::Bytecode => &[],
             Listing::BaselineIr => &["--tier=baseline", "--show=ir"],
-            Listing::GenerationalBaselineIr => &["--gc=gencopy", "--tier=baseline", "--show=ir"],
+            Listing::SemispaceBaselineIr => &["--gc=semispace", "--tier=baseline", "--show=ir"],
         }
     }
 }

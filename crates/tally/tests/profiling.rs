@@ -723,3 +723,59 @@ fn a_closed_stderr_does_not_turn_the_end_of_a_run_into_a_panic() {
     assert_eq!(status.code(), Some(0), "{status}");
     assert!(d.path().join("f.profile").exists());
 }
+
+/// Under a generational collector the profile's GC events say which collections took only the
+/// nursery and which the whole heap, and name the collector: the report counts both, and the
+/// Chrome trace names each collection's scope and plan.
+#[test]
+fn gc_events_name_the_collector_and_the_scope_of_each_collection() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("Gens.som"),
+        b"Gens = ( run = ( | live |
+            live := Array new: 100.
+            1 to: 30 do: [ :round |
+              1 to: 100 do: [ :i | live at: i put: (Array new: 20) ].
+              1 to: 20000 do: [ :i | Array new: 8 ].
+              round % 10 = 0 ifTrue: [ system fullGC ] ].
+            'done' println ) )",
+    )
+    .unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--profile=gens.profile",
+            "--gc=genimmix",
+            "--nursery",
+            "1M",
+            "Gens.som",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = run_in(d.path(), &["report", "gens.profile"]);
+    let report = text(&r.stdout);
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("garbage collection (from GC events"))
+        .unwrap_or_else(|| panic!("no GC line in:\n{report}"));
+    let counts = line
+        .split_once(" nursery, ")
+        .and_then(|(before, after)| {
+            let nursery: u64 = before.rsplit('(').next()?.parse().ok()?;
+            let full: u64 = after.split(' ').next()?.parse().ok()?;
+            Some((nursery, full))
+        })
+        .unwrap_or_else(|| panic!("no nursery/full counts in: {line}"));
+    assert!(counts.0 >= 5, "{line}");
+    assert!(counts.1 >= 3, "the three System>>fullGC: {line}");
+
+    let c = run_in(
+        d.path(),
+        &["export", "chrome", "gens.profile", "-o", "gens.json"],
+    );
+    assert!(c.status.success(), "{}", text(&c.stderr));
+    let trace = std::fs::read_to_string(d.path().join("gens.json")).unwrap();
+    assert!(trace.contains("\"GC nursery (Allocation)\""), "{trace}");
+    assert!(trace.contains("\"GC full (Explicit)\""), "{trace}");
+    assert!(trace.contains("\"plan\":\"genimmix\""), "{trace}");
+}

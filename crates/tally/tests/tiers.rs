@@ -862,12 +862,17 @@ fn guards_on_nil_and_booleans_hold_for_the_immediates() {
     assert_eq!(want, "2000000\ntrue\n");
     let (got, log) = run_main(dir.path(), &adaptive);
     assert_eq!(got, want, "{log}");
-    for method in ["Main>>none: (", "Main>>flip: ("] {
-        let compiled = log
+    // Each method is compiled on its own (speculating at its one site), or, when the
+    // controller reaches `run` first on a loaded machine, inlined into it.
+    for method in ["Main>>none:", "Main>>flip:"] {
+        let own = log
             .lines()
-            .find(|l| l.starts_with(&format!("[tier] opt {method}")))
-            .unwrap_or_else(|| panic!("{method} compiled: {log}"));
-        assert!(compiled.contains("speculating at 1 site"), "{compiled}");
+            .find(|l| l.starts_with(&format!("[tier] opt {method} (")));
+        let inlined = log.contains(&format!("[tier]   inlined {method} into Main>>run"));
+        match own {
+            Some(compiled) => assert!(compiled.contains("speculating at 1 site"), "{compiled}"),
+            None => assert!(inlined, "{method} compiled: {log}"),
+        }
     }
     assert!(!log.contains("] deopt "), "{log}");
     assert!(

@@ -34,13 +34,16 @@ pub fn to_json(p: &Profile) -> Value {
         let ev = match &e.kind {
             EventKind::GcEnd {
                 kind,
+                plan,
+                scope,
                 bytes_before,
                 bytes_after,
                 duration_ns,
             } => json!({
-                "name": format!("GC ({kind})"), "cat": "gc", "ph": "X", "pid": PID, "tid": TID_GC,
+                "name": format!("GC {scope} ({kind})"), "cat": "gc", "ph": "X", "pid": PID, "tid": TID_GC,
                 "ts": us(e.time_ns.saturating_sub(*duration_ns)), "dur": *duration_ns as f64 / 1000.0,
-                "args": {"bytes_before": bytes_before, "bytes_after": bytes_after},
+                "args": {"plan": plan, "scope": scope, "cause": kind,
+                         "bytes_before": bytes_before, "bytes_after": bytes_after},
             }),
             EventKind::CodeInstalled(v) => json!({
                 "name": format!("compile {} [{}]", symbols.method_name(v.method), v.tier.name()),

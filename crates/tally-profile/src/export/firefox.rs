@@ -38,7 +38,11 @@ fn color(s: VmState) -> CategoryColor {
 /// A garbage collection on the VM thread's track: when, how long, and what it freed.
 struct GcMarker {
     category: CategoryHandle,
+    /// What started it (allocation, explicit, stress, hint).
     kind: StringHandle,
+    plan: StringHandle,
+    /// `nursery` or `full`.
+    scope: StringHandle,
     bytes_before: u64,
     bytes_after: u64,
 }
@@ -47,14 +51,28 @@ impl StaticSchemaMarker for GcMarker {
     const UNIQUE_MARKER_TYPE_NAME: &'static str = "TallyGC";
     const DESCRIPTION: Option<&'static str> =
         Some("A garbage collection; the VM thread waits for it to end.");
-    const CHART_LABEL: Option<&'static str> = Some("{marker.data.kind}");
-    const TOOLTIP_LABEL: Option<&'static str> = Some("GC ({marker.data.kind})");
-    const TABLE_LABEL: Option<&'static str> =
-        Some("{marker.data.kind}: {marker.data.before} → {marker.data.after}");
+    const CHART_LABEL: Option<&'static str> = Some("{marker.data.scope}");
+    const TOOLTIP_LABEL: Option<&'static str> =
+        Some("GC {marker.data.scope} ({marker.data.kind}, {marker.data.plan})");
+    const TABLE_LABEL: Option<&'static str> = Some(
+        "{marker.data.scope} ({marker.data.kind}): {marker.data.before} → {marker.data.after}",
+    );
     const FIELDS: &'static [StaticSchemaMarkerField] = &[
         StaticSchemaMarkerField {
             key: "kind",
-            label: "Kind",
+            label: "Cause",
+            format: MarkerFieldFormat::String,
+            flags: MarkerFieldFlags::SEARCHABLE,
+        },
+        StaticSchemaMarkerField {
+            key: "plan",
+            label: "Collector",
+            format: MarkerFieldFormat::String,
+            flags: MarkerFieldFlags::SEARCHABLE,
+        },
+        StaticSchemaMarkerField {
+            key: "scope",
+            label: "Scope",
             format: MarkerFieldFormat::String,
             flags: MarkerFieldFlags::SEARCHABLE,
         },
@@ -83,15 +101,17 @@ impl StaticSchemaMarker for GcMarker {
     fn string_field_value(&self, field_index: u32) -> StringHandle {
         match field_index {
             0 => self.kind,
-            _ => unreachable!("GC markers have string field 0"),
+            1 => self.plan,
+            2 => self.scope,
+            _ => unreachable!("GC markers have string fields 0 to 2"),
         }
     }
 
     fn number_field_value(&self, field_index: u32) -> f64 {
         match field_index {
-            1 => self.bytes_before as f64,
-            2 => self.bytes_after as f64,
-            _ => unreachable!("GC markers have number fields 1 and 2"),
+            3 => self.bytes_before as f64,
+            4 => self.bytes_after as f64,
+            _ => unreachable!("GC markers have number fields 3 and 4"),
         }
     }
 }
@@ -218,6 +238,8 @@ fn add_markers(
         match &e.kind {
             EventKind::GcEnd {
                 kind,
+                plan,
+                scope,
                 bytes_before,
                 bytes_after,
                 duration_ns,
@@ -225,6 +247,8 @@ fn add_markers(
                 let marker = GcMarker {
                     category: categories[VmState::Gc as usize],
                     kind: fx.intern_string(kind),
+                    plan: fx.intern_string(if plan.is_empty() { "unrecorded" } else { plan }),
+                    scope: fx.intern_string(scope),
                     bytes_before: *bytes_before,
                     bytes_after: *bytes_after,
                 };

@@ -28,7 +28,9 @@
 //! `MethodBytecodes` event (a method's instructions as text), 1.7 the `TierCallCounts` event.
 //! 1.8 lets a sampled frame carry the mark compiled code leaves on its frames (the tier, and
 //! whether the frame is an inlined method's: bits 60–62 of the packed frame, method ids
-//! below 2^28); older files, whose frames have no mark, read the same.
+//! below 2^28); older files, whose frames have no mark, read the same. 1.9 writes a
+//! collection's end with the collector and whether it collected the nursery or the whole
+//! heap (a new event kind; the old one reads as plan unknown, scope full).
 //!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
@@ -57,7 +59,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 8;
+pub const MINOR: u16 = 9;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.
@@ -92,6 +94,8 @@ pub(crate) mod event_tags {
     pub const METHOD_BYTECODES: u8 = 15;
     /// Calls per method per tier (since 1.7).
     pub const TIER_CALL_COUNTS: u8 = 16;
+    /// The end of a collection with its plan and scope (since 1.9; `GC_END` before).
+    pub const GC_END_SCOPED: u8 = 17;
 }
 
 #[cfg(test)]

@@ -395,6 +395,16 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
             et::GC_START => EventKind::GcStart { kind: d.str()? },
             et::GC_END => EventKind::GcEnd {
                 kind: d.str()?,
+                plan: String::new(),
+                scope: "full".into(),
+                bytes_before: d.uv()?,
+                bytes_after: d.uv()?,
+                duration_ns: d.uv()?,
+            },
+            et::GC_END_SCOPED => EventKind::GcEnd {
+                kind: d.str()?,
+                plan: d.str()?,
+                scope: d.str()?,
                 bytes_before: d.uv()?,
                 bytes_after: d.uv()?,
                 duration_ns: d.uv()?,

@@ -291,3 +291,51 @@ fn a_checksum_failure_before_the_cut_still_rejects_the_file() {
     let err = decode_partial(&bytes).unwrap_err();
     assert!(matches!(err, ReadError::Checksum { .. }), "{err}");
 }
+
+#[test]
+fn a_collection_end_from_before_1_9_reads_as_a_full_collection_of_an_unrecorded_plan() {
+    let p = example_profile();
+    let gc = p
+        .events
+        .iter()
+        .position(|e| matches!(e.kind, crate::event::EventKind::GcEnd { .. }))
+        .expect("the example has a collection");
+    let mut b = encode(&p);
+    // Rewrite the event the way a 1.8 writer wrote it: the old tag, no plan and no scope.
+    b[10..12].copy_from_slice(&8u16.to_le_bytes());
+    let at = chunk_at(&b, b"EVNT");
+    let new_form = [
+        &[event_tags::GC_END_SCOPED, 10][..],
+        b"Allocation",
+        &[8],
+        b"genimmix",
+        &[7],
+        b"nursery",
+    ]
+    .concat();
+    let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+    let payload = &b[at + 8..at + 8 + len];
+    let found = payload
+        .windows(new_form.len())
+        .position(|w| w == new_form.as_slice())
+        .expect("the scoped GC end event");
+    let old_form = [&[event_tags::GC_END, 10][..], b"Allocation"].concat();
+    let start = at + 8 + found;
+    b.splice(start..start + new_form.len(), old_form.iter().copied());
+    let new_len = len - (new_form.len() - old_form.len());
+    b[at + 4..at + 8].copy_from_slice(&(new_len as u32).to_le_bytes());
+    patch_crc(&mut b, at);
+    let old = decode(&b).unwrap();
+    match &old.events[gc].kind {
+        crate::event::EventKind::GcEnd {
+            kind, plan, scope, ..
+        } => {
+            assert_eq!(
+                (kind.as_str(), plan.as_str(), scope.as_str()),
+                ("Allocation", "", "full")
+            );
+        }
+        other => panic!("expected the GC end, got {other:?}"),
+    }
+    assert_eq!(old.samples, p.samples);
+}

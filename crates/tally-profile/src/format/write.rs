@@ -288,12 +288,16 @@ fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
         }
         EventKind::GcEnd {
             kind,
+            plan,
+            scope,
             bytes_before,
             bytes_after,
             duration_ns,
         } => {
-            e.u8(et::GC_END);
+            e.u8(et::GC_END_SCOPED);
             e.str(kind);
+            e.str(plan);
+            e.str(scope);
             e.uv(*bytes_before);
             e.uv(*bytes_after);
             e.uv(*duration_ns);

@@ -35,7 +35,10 @@ pub struct StateBreakdown {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GcTotals {
     pub collections: u64,
+    /// Of `collections`, those that collected only a generational collector's nursery.
+    pub nursery: u64,
     pub gc_ns: u64,
+    pub longest_ns: u64,
     pub run_ns: u64,
 }
 
@@ -46,9 +49,16 @@ impl GcTotals {
             ..GcTotals::default()
         };
         for e in &p.events {
-            if let EventKind::GcEnd { duration_ns, .. } = e.kind {
+            if let EventKind::GcEnd {
+                duration_ns,
+                ref scope,
+                ..
+            } = e.kind
+            {
                 t.collections += 1;
+                t.nursery += u64::from(scope == "nursery");
                 t.gc_ns += duration_ns;
+                t.longest_ns = t.longest_ns.max(duration_ns);
             }
         }
         t
@@ -114,12 +124,22 @@ impl StateBreakdown {
             } else {
                 0.0
             };
+            let scopes = if g.nursery > 0 {
+                format!(
+                    " ({} nursery, {} full)",
+                    g.nursery,
+                    g.collections - g.nursery
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "garbage collection (from GC events, wall clock, all threads): {} collection(s), \
-                 {:.1} ms, {share:.2}% of the run",
+                "garbage collection (from GC events, wall clock, all threads): {} collection(s)\
+                 {scopes}, {:.1} ms, {share:.2}% of the run, longest pause {:.2} ms",
                 g.collections,
-                g.gc_ns as f64 / 1e6
+                g.gc_ns as f64 / 1e6,
+                g.longest_ns as f64 / 1e6
             );
             if self.gc_pause_samples > 0 {
                 let _ = writeln!(

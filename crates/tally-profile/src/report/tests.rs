@@ -123,14 +123,20 @@ fn vm_state_breakdown_counts_every_sample() {
     assert_eq!(
         (
             b.gc_events.collections,
+            b.gc_events.nursery,
             b.gc_events.gc_ns,
+            b.gc_events.longest_ns,
             b.gc_events.run_ns
         ),
-        (1, 1_500_000, 10_000_000)
+        (1, 1, 1_500_000, 1_500_000, 10_000_000)
     );
-    assert!(b
-        .render_text()
-        .contains("1 collection(s), 1.5 ms, 15.00% of the run"));
+    assert!(
+        b.render_text().contains(
+            "1 collection(s) (1 nursery, 0 full), 1.5 ms, 15.00% of the run, longest pause 1.50 ms"
+        ),
+        "{}",
+        b.render_text()
+    );
 }
 
 #[test]

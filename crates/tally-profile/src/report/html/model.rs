@@ -114,7 +114,10 @@ pub(crate) struct GcMark {
     /// When it ended, ns since the start; it lasted `duration_ns`.
     pub at_ns: u64,
     pub duration_ns: u64,
+    /// What started it; the collector (empty when the profile does not say); nursery or full.
     pub kind: String,
+    pub plan: String,
+    pub scope: String,
     pub bytes_before: u64,
     pub bytes_after: u64,
 }
@@ -528,6 +531,8 @@ fn timeline(p: &Profile, symbols: &Symbols, table: &mut MethodTable) -> Timeline
             }),
             EventKind::GcEnd {
                 kind,
+                plan,
+                scope,
                 bytes_before,
                 bytes_after,
                 duration_ns,
@@ -535,6 +540,8 @@ fn timeline(p: &Profile, symbols: &Symbols, table: &mut MethodTable) -> Timeline
                 at_ns,
                 duration_ns: *duration_ns,
                 kind: kind.clone(),
+                plan: plan.clone(),
+                scope: scope.clone(),
                 bytes_before: *bytes_before,
                 bytes_after: *bytes_after,
             }),

@@ -625,7 +625,7 @@
     for (const g of t.gcs) {
       const x0 = X(Math.max(0, g.at_ns - g.duration_ns));
       const r = sv('rect', { x: x0, y: gy, width: Math.max(1.5, X(g.at_ns) - x0), height: 14, fill: categoryColours.gc });
-      withTip(r, g.kind + ' collection at ' + fmtNs(g.at_ns) + ', ' + fmtNs(g.duration_ns) + '\n' + fmtBytes(g.bytes_before) + ' → ' + fmtBytes(g.bytes_after));
+      withTip(r, g.scope + ' collection (' + g.kind + (g.plan ? ', ' + g.plan : '') + ') at ' + fmtNs(g.at_ns) + ', ' + fmtNs(g.duration_ns) + '\n' + fmtBytes(g.bytes_before) + ' → ' + fmtBytes(g.bytes_after));
       svg.append(r);
     }
     // Time axis.
