@@ -84,12 +84,13 @@ fn som_programs_survive_gc_stress() {
     run_all(&["--gc-stress", "400"]);
 }
 
-/// Every collector prints what SemiSpace prints, in the interpreter and in the optimizing tier,
-/// with collections every few allocations: Immix, which moves objects only to defragment, and
+/// Every collector prints what the default prints, in the interpreter and in the optimizing
+/// tier, with collections every few allocations: SemiSpace, which moves every object every
+/// time (the strictest check of the roots), Immix, which moves objects only to defragment, and
 /// MarkSweep, which never moves them and allocates from free lists.
 #[test]
 fn som_programs_survive_gc_stress_under_every_collector() {
-    for plan in ["--gc=immix", "--gc=marksweep"] {
+    for plan in ["--gc=semispace", "--gc=immix", "--gc=marksweep"] {
         run_all(&[plan, "--gc-stress", "400"]);
         run_all(&[plan, "--tier=opt", "--gc-stress", "400"]);
     }
