@@ -105,6 +105,7 @@ pub mod fixtures;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzz_support;
+pub mod gc_hints;
 pub mod hot;
 pub mod ids;
 pub mod metrics;

@@ -77,3 +77,14 @@ fn write_fuzz_seeds() {
         std::fs::write(seeds_dir().join(name), encode(&p)).unwrap();
     }
 }
+
+/// The GC hints fuzzer's seed (`fuzz/seeds_gc_hints`) must stay a valid hints file.
+#[test]
+fn the_gc_hints_seed_reads() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds_gc_hints/example.hints");
+    let text = std::fs::read_to_string(path).unwrap();
+    let hints = tally_profile::gc_hints::GcHints::parse(&text).unwrap();
+    assert_eq!(hints.points.len(), 2);
+    assert_eq!(hints.render(), text);
+}
