@@ -234,16 +234,23 @@ impl Recorder {
         hot.drain_into(&mut self.profile.samples)
     }
 
-    /// Samples for a collection the VM thread waited in from `start_ns` to `end_ns`, at the
-    /// profile's rate, on the stack published now (the allocation that triggered it), in
-    /// state GC. A CPU-time trigger takes no sample of a thread that is blocked, and the
+    /// Samples for a collection the VM thread waited in from `start_ns` to `end_ns`, less the
+    /// `on_cpu_ns` of it that the thread itself ran (its part of the pause, which its CPU-time
+    /// trigger sampled already), at the profile's rate, on the stack published now (the
+    /// allocation that triggered it), in state GC. A CPU-time trigger takes no sample of a thread that is blocked, and the
     /// collector works on threads of its own, so without these a CPU profile would show no GC
     /// at all; with them the `[GC]` share of samples is the share of the run's time the VM
     /// thread spent waiting for collections, the figure the GC events give. Fractions of a
     /// sample carry over to the next collection, so many short pauses add up. Nothing is
     /// added when the trigger counts wall-clock time (it samples the blocked thread itself)
     /// or takes no method samples.
-    pub fn attribute_gc_pause(&mut self, hot: &HotState, start_ns: u64, end_ns: u64) {
+    pub fn attribute_gc_pause(
+        &mut self,
+        hot: &HotState,
+        start_ns: u64,
+        end_ns: u64,
+        on_cpu_ns: u64,
+    ) {
         let s = &self.profile.header.sampler;
         let samples_taken = !matches!(s.mechanism.as_str(), "" | "none")
             && !matches!(s.trigger.as_str(), "" | "none");
@@ -262,7 +269,8 @@ impl Recorder {
         } else {
             delivered as f64 / (delivered + c.ticks_merged) as f64
         };
-        let due = self.gc_pause_carry + (end_ns - start_ns) as f64 / period_ns * delivered_share;
+        let waited_ns = (end_ns - start_ns).saturating_sub(on_cpu_ns);
+        let due = self.gc_pause_carry + waited_ns as f64 / period_ns * delivered_share;
         let n = due.floor() as u64;
         self.gc_pause_carry = due - n as f64;
         if n == 0 {
@@ -424,7 +432,7 @@ mod tests {
     use super::*;
     use crate::hot::{HotConfig, Mechanism};
 
-    fn gc_samples_for_a_pause(merged_per_delivered: u64) -> usize {
+    fn gc_samples_for_a_pause(merged_per_delivered: u64, on_cpu_ns: u64) -> usize {
         let hot = HotState::new(HotConfig::default());
         hot.set_mode(Some(Mechanism::Immediate), false);
         let mut header = Header::default();
@@ -437,7 +445,7 @@ mod tests {
             hot.on_tick();
             hot.note_merged_ticks(merged_per_delivered);
         }
-        r.attribute_gc_pause(&hot, 1_000_000_000, 1_100_000_000); // 100 ms
+        r.attribute_gc_pause(&hot, 1_000_000_000, 1_100_000_000, on_cpu_ns); // 100 ms
         r.samples()
             .iter()
             .filter(|s| s.origin == crate::sample::Origin::GcPause)
@@ -448,7 +456,15 @@ mod tests {
     /// for 100 ms when every tick comes, 25 when the kernel merges three expiries of four.
     #[test]
     fn a_gc_pause_is_sampled_at_the_rate_the_trigger_delivers() {
-        assert_eq!(gc_samples_for_a_pause(0), 100);
-        assert_eq!(gc_samples_for_a_pause(3), 25);
+        assert_eq!(gc_samples_for_a_pause(0, 0), 100);
+        assert_eq!(gc_samples_for_a_pause(3, 0), 25);
+    }
+
+    /// The part of a pause the VM thread ran itself was sampled by its CPU-time trigger: only
+    /// the time it waited gets samples of the pause's own.
+    #[test]
+    fn the_vm_threads_own_work_in_a_pause_is_not_counted_twice() {
+        assert_eq!(gc_samples_for_a_pause(0, 30_000_000), 70);
+        assert_eq!(gc_samples_for_a_pause(0, 200_000_000), 0);
     }
 }

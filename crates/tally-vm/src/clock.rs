@@ -46,14 +46,23 @@ impl Clock {
 
 /// CPU time consumed by all threads of this process.
 fn process_cpu_time() -> Duration {
+    cpu_time(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+/// CPU time consumed by the calling thread.
+pub(crate) fn thread_cpu_time() -> Duration {
+    cpu_time(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn cpu_time(clock: libc::clockid_t) -> Duration {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `t` is a live, writable timespec; the clock id is a constant every POSIX system
-    // has. On failure (which POSIX allows only for bad ids) `t` stays zero.
+    // SAFETY: `t` is a live, writable timespec; the clock ids passed are constants every POSIX
+    // system has. On failure (which POSIX allows only for bad ids) `t` stays zero.
     unsafe {
-        libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t);
+        libc::clock_gettime(clock, &mut t);
     }
     Duration::new(
         t.tv_sec.max(0) as u64,

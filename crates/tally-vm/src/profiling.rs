@@ -842,10 +842,12 @@ impl Vm {
         let hot = p.hot.clone();
         let recorder = p.recorder.clone();
         let previous = std::cell::Cell::new(VmState::Interpreting);
+        let cpu_at_start = std::cell::Cell::new(std::time::Duration::ZERO);
         let plan = self.heap.plan().name();
         self.heap.set_gc_listener(move |event| match event {
             tally_heap::GcEvent::Start { kind, .. } => {
                 previous.set(hot.published.set_state(VmState::Gc));
+                cpu_at_start.set(crate::clock::thread_cpu_time());
                 lock(&recorder).event(EventKind::GcStart {
                     kind: format!("{kind:?}"),
                 });
@@ -861,7 +863,15 @@ impl Vm {
                 let duration_ns = duration.as_nanos() as u64;
                 let mut r = lock(&recorder);
                 // Before the state changes back: the pause's samples are GC samples.
-                r.attribute_gc_pause(&hot, end.saturating_sub(duration_ns), end);
+                // The VM thread's own work in the pause (handing the roots over and back) ran
+                // on its CPU, where its trigger sampled it already.
+                let on_cpu = crate::clock::thread_cpu_time().saturating_sub(cpu_at_start.get());
+                r.attribute_gc_pause(
+                    &hot,
+                    end.saturating_sub(duration_ns),
+                    end,
+                    on_cpu.as_nanos() as u64,
+                );
                 hot.published.set_state(previous.get());
                 r.event_at(
                     end,
