@@ -44,8 +44,9 @@ pub const STRESS_FULL_EVERY: u64 = 8;
 pub const DEFAULT_MIN_HEAP_BYTES: usize = 64 << 20;
 
 /// The same for the generational plans, whose nursery collections keep the young garbage out
-/// of the mature space: the heap grows after full collections, with the live data, so small
-/// programs stay small. Below 16 MiB, GenImmix ran Havlak (tens of MiB live) twice as slowly.
+/// of the mature space: the heap grows with the live data, so small programs stay small. It
+/// grows only after a full collection, so the floor must also spare a program whose live data
+/// climbs to tens of MiB a long series of full collections on the way.
 pub const DEFAULT_GENERATIONAL_MIN_HEAP_BYTES: usize = 16 << 20;
 
 /// The dynamic heap may grow to half the machine's memory, but never beyond this.

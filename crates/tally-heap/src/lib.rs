@@ -71,8 +71,8 @@ impl RootSet for Vec<Value> {
 }
 
 /// The garbage collector (`--gc`): an MMTk plan this binding supports. The default is
-/// GenImmix: on the 14 AWFY benchmarks it ran 0.96× SemiSpace's time with a third of its
-/// memory on the allocation-heavy ones (BENCHMARKS.md, "Memory and collectors").
+/// GenImmix, which beat SemiSpace on AWFY in time and, on the allocation-heavy benchmarks,
+/// in memory (BENCHMARKS.md, "Memory and collectors").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum GcPlan {
     /// Two copying halves; every collection copies the live objects to the other half.
