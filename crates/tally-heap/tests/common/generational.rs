@@ -4,8 +4,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::Roots;
-use tally_heap::{GcEvent, GcScope, Heap, Value};
+use super::{build_graph, build_list, check_graph, make_garbage, walk_list, Roots};
+use tally_heap::{GcEvent, GcPlan, GcScope, Heap, HeapOptions, Value};
 
 const OLD_CLASS: u32 = 60;
 const YOUNG_CLASS: u32 = 77;
@@ -108,5 +108,29 @@ pub fn check_generational_heap(heap: &mut Heap) {
     assert_eq!(
         heap.stats().nursery_collections,
         scopes.iter().filter(|&&s| s == GcScope::Nursery).count() as u64
+    );
+}
+
+/// A heap of generational `plan` does everything above, then keeps lists and graphs through
+/// stress collections, most of them nursery ones.
+pub fn check_generational_plan(plan: GcPlan) {
+    let mut heap = Heap::new(HeapOptions {
+        plan,
+        ..HeapOptions::default()
+    })
+    .expect("heap");
+    check_generational_heap(&mut heap);
+
+    heap.set_gc_stress_every(Some(7));
+    let mut roots = Roots(vec![Value::NIL; 2]);
+    build_list(&mut heap, &mut roots, 0, 3000);
+    let graph = build_graph(&mut heap, &mut roots, 1, 500, 3, 11);
+    make_garbage(&mut heap, &mut roots, 5000, 3);
+    walk_list(roots.0[0], 3000);
+    check_graph(&roots, &graph);
+    let stats = heap.stats();
+    assert!(
+        stats.nursery_collections > 0 && stats.nursery_collections < stats.collections,
+        "{stats:?}"
     );
 }

@@ -333,21 +333,18 @@ mod tests {
         assert!(e(cut).contains("cut short"), "{}", e(cut));
         let edited = text.replace("live 4096", "live 4097");
         assert!(e(&edited).contains("checksum mismatch"), "{}", e(&edited));
-        // A well-formed file of another version, checksum and all.
-        let mut other = example()
-            .render()
-            .replace("tally-gc-hints 1", "tally-gc-hints 2");
-        other.truncate(other.rfind("checksum").unwrap());
-        let crc = crc32fast::hash(other.as_bytes());
-        other.push_str(&format!("checksum {crc:08x}\n"));
+        // The text with `from` replaced by `to` and its checksum made right again.
+        let rechecksummed = |from: &str, to: &str| {
+            let mut t = text.replace(from, to);
+            t.truncate(t.rfind("checksum").unwrap());
+            let crc = crc32fast::hash(t.as_bytes());
+            t.push_str(&format!("checksum {crc:08x}\n"));
+            t
+        };
+        let other = rechecksummed("tally-gc-hints 1", "tally-gc-hints 2");
         assert!(e(&other).contains("version 2"), "{}", e(&other));
-        // A bad point line, rechecksummed: the line number is named.
-        let mut bad = example()
-            .render()
-            .replace("seen 3 minima 3", "seen 3 minima 4");
-        bad.truncate(bad.rfind("checksum").unwrap());
-        let crc = crc32fast::hash(bad.as_bytes());
-        bad.push_str(&format!("checksum {crc:08x}\n"));
+        // A bad point line: the line number is named.
+        let bad = rechecksummed("seen 3 minima 3", "seen 3 minima 4");
         assert_eq!(e(&bad), "line 5: 4 minima out of 3 measurements");
     }
 
