@@ -339,3 +339,13 @@ fn a_collection_end_from_before_1_9_reads_as_a_full_collection_of_an_unrecorded_
     }
     assert_eq!(old.samples, p.samples);
 }
+
+/// Found by the fuzzer: a CBS sample count whose edges are all gone was dropped on writing.
+#[test]
+fn a_cbs_sample_count_without_edges_round_trips() {
+    let p = Profile {
+        cbs_samples: 20,
+        ..Profile::default()
+    };
+    assert_eq!(decode(&encode(&p)).unwrap(), p);
+}

@@ -79,7 +79,8 @@ pub(super) fn end(chunks: u64) -> Vec<u8> {
 /// The chunks only known when the run is over: CBS edges, exhaustive counts, counters.
 pub(super) fn tail(p: &Profile) -> Vec<([u8; 4], Vec<u8>)> {
     let mut out = Vec::new();
-    if !p.cbs_edges.edges.is_empty() {
+    // A sample count without edges is still something to keep.
+    if !p.cbs_edges.edges.is_empty() || p.cbs_samples > 0 {
         let mut e = Enc::new();
         e.uv(p.cbs_edges.edges.len() as u64);
         for (edge, &w) in &p.cbs_edges.edges {
