@@ -18,6 +18,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use mmtk::plan::BarrierSelector;
+use mmtk::util::metadata::side_metadata::SideMetadataSpec;
 use mmtk::util::{Address, ObjectReference};
 use mmtk::vm::ObjectModel;
 use mmtk::MMTK;
@@ -36,17 +37,15 @@ static SLOW_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 /// fixed place. `None` while no plan with a barrier runs, so compiled code then stores
 /// without one.
 pub fn unlog_table() -> Option<u64> {
-    ACTIVE
-        .load(Ordering::Relaxed)
-        .then(|| unlog_table_base().as_usize() as u64)
+    ACTIVE.load(Ordering::Relaxed).then_some(UNLOG_TABLE as u64)
 }
 
-fn unlog_table_base() -> Address {
-    let spec = TallyObjectModel::GLOBAL_LOG_BIT_SPEC
-        .as_spec()
-        .extract_side_spec();
-    spec.get_absolute_offset()
-}
+/// The unlog bits' side-metadata spec, and the table's address, known at compile time so the
+/// inlined fast path loads from a constant.
+const UNLOG_SPEC: &SideMetadataSpec = TallyObjectModel::GLOBAL_LOG_BIT_SPEC
+    .as_spec()
+    .extract_side_spec();
+const UNLOG_TABLE: usize = UNLOG_SPEC.get_absolute_offset().as_usize();
 
 /// Turns the barrier on if `mmtk`'s plan needs it. Checks that the table has the shape the
 /// inlined fast paths assume (one bit per 8-byte granule, one contiguous global table).
@@ -54,9 +53,7 @@ pub(crate) fn enable_for(mmtk: &MMTK<Tally>) {
     if mmtk.get_plan().constraints().barrier != BarrierSelector::ObjectBarrier {
         return;
     }
-    let spec = TallyObjectModel::GLOBAL_LOG_BIT_SPEC
-        .as_spec()
-        .extract_side_spec();
+    let spec = UNLOG_SPEC;
     assert!(
         spec.is_global && spec.log_num_of_bits == 0 && spec.log_bytes_in_region == 3,
         "the unlog bits are not one bit per 8 bytes: the inlined barrier would read the wrong bit"
@@ -75,7 +72,7 @@ pub(crate) fn slow_calls() -> u64 {
 #[inline(always)]
 unsafe fn is_unlogged(object: u64) -> bool {
     let address = object as usize;
-    let byte = (unlog_table_base().as_usize() + (address >> 6)) as *const u8;
+    let byte = (UNLOG_TABLE + (address >> 6)) as *const u8;
     // SAFETY: the caller guarantees the table is mapped; it covers every address of MMTk's
     // spaces, where every heap object lives.
     let bits = unsafe { byte.read() };
