@@ -126,6 +126,15 @@ struct HeapCore {
     allocs_since_stress: u64,
     stress_collections: u64,
     nursery_collections: u64,
+    allocated_at_last_gc: u64,
+    used_after_full_gc: usize,
+    /// The nursery's bound under a generational plan, 0 under the others.
+    nursery_bytes: usize,
+    longest_pause: Duration,
+    /// See [`Heap::set_alarm`]: the share, and the allocation clock at which it rings next
+    /// (`u64::MAX`: silent).
+    alarm_share: Option<f64>,
+    alarm_at: u64,
     hash_state: u32,
 }
 
@@ -223,6 +232,11 @@ impl Heap {
             plan: options.plan,
             max_heap_bytes,
             core: HeapCore {
+                nursery_bytes: if options.plan.is_generational() {
+                    nursery
+                } else {
+                    0
+                },
                 mmtk,
                 root_buf: Vec::new(),
                 root_check: Vec::new(),
@@ -237,6 +251,11 @@ impl Heap {
                 allocs_since_stress: 0,
                 stress_collections: 0,
                 nursery_collections: 0,
+                allocated_at_last_gc: 0,
+                used_after_full_gc: 0,
+                longest_pause: Duration::ZERO,
+                alarm_share: None,
+                alarm_at: u64::MAX,
                 hash_state: 0x9e37_79b9,
             },
         })
@@ -391,6 +410,53 @@ impl Heap {
         self.collect_as(roots, &mut [], GcKind::Explicit, true);
     }
 
+    /// A collection for a GC hint ([`GcKind::Hint`], [`GcKind::Probe`]): the nursery
+    /// (`full == false`; a full one under the non-generational plans) or the whole heap.
+    pub fn collect_for(&mut self, roots: &mut dyn RootSet, kind: GcKind, full: bool) {
+        self.collect_as(roots, &mut [], kind, full);
+    }
+
+    /// Bytes allocated so far; cheap, for a caller that watches the allocation clock.
+    #[inline]
+    pub fn allocated_bytes(&self) -> u64 {
+        self.core.allocated_bytes
+    }
+
+    /// Collections so far, of any scope; cheap.
+    #[inline]
+    pub fn collections(&self) -> u64 {
+        self.core.collections
+    }
+
+    /// Makes the allocation alarm ring in every collection cycle once `share` of the cycle's
+    /// room is allocated: of the nursery under a generational plan, of the heap left free by
+    /// the last collection under the others. `None` silences it. GC hints use it so the VM
+    /// looks for a favorable point only when a collection is near.
+    pub fn set_alarm(&mut self, share: Option<f64>) {
+        self.core.alarm_share = share;
+        self.core.rearm_alarm();
+    }
+
+    /// Whether the alarm rang since it was last taken; it then stays silent until the next
+    /// collection or [`Heap::snooze_alarm`]. One comparison: callers test it on every
+    /// allocation.
+    #[inline]
+    pub fn take_alarm(&mut self) -> bool {
+        if self.core.allocated_bytes < self.core.alarm_at {
+            return false;
+        }
+        self.core.alarm_at = u64::MAX;
+        true
+    }
+
+    /// Rings the alarm again after another `bytes` allocated (unless a collection re-arms it
+    /// first).
+    pub fn snooze_alarm(&mut self, bytes: u64) {
+        if self.core.alarm_share.is_some() {
+            self.core.alarm_at = self.core.allocated_bytes.saturating_add(bytes);
+        }
+    }
+
     /// A nursery collection now under a generational plan (MMTk may still decide on a full
     /// one, when the mature space has too little room); a full collection under any other.
     pub fn collect_nursery(&mut self, roots: &mut dyn RootSet) {
@@ -418,11 +484,16 @@ impl Heap {
             nursery_collections: self.core.nursery_collections,
             barrier_slow_calls: barrier::slow_calls(),
             gc_time: self.core.gc_time,
+            longest_pause: self.core.longest_pause,
             allocated_bytes: self.core.allocated_bytes,
             allocated_objects: self.core.allocated_objects,
             heap_used_bytes: memory_manager::used_bytes(self.mmtk),
             heap_limit_bytes: memory_manager::total_bytes(self.mmtk),
+            heap_available_bytes: available_bytes(self.mmtk),
             heap_max_bytes: self.max_heap_bytes,
+            allocated_since_gc: self.core.allocated_bytes - self.core.allocated_at_last_gc,
+            used_after_full_gc: self.core.used_after_full_gc,
+            nursery_bytes: self.core.nursery_bytes,
         }
     }
 
@@ -508,7 +579,29 @@ fn parse_mem_total(meminfo: &str) -> Option<u64> {
     amount.checked_mul(unit)
 }
 
+/// What can be allocated before the plan collects: the heap less what is in use and what a
+/// copying collection must keep in reserve.
+fn available_bytes(mmtk: &MMTK<Tally>) -> usize {
+    mmtk.get_plan().get_available_pages() << mmtk::util::constants::LOG_BYTES_IN_PAGE
+}
+
 impl HeapCore {
+    /// Sets the alarm for the cycle that starts now ([`Heap::set_alarm`]).
+    fn rearm_alarm(&mut self) {
+        let mmtk = self.mmtk;
+        self.alarm_at = match self.alarm_share {
+            None => u64::MAX,
+            Some(share) => {
+                let room = if self.nursery_bytes > 0 {
+                    self.nursery_bytes
+                } else {
+                    available_bytes(mmtk)
+                };
+                self.allocated_bytes + (room as f64 * share) as u64
+            }
+        };
+    }
+
     fn next_hash(&mut self) -> u32 {
         // xorshift32: cheap, and spreads consecutive allocations across the hash range.
         let mut x = self.hash_state;
@@ -659,9 +752,14 @@ impl PauseContext<'_> {
         };
         if scope == GcScope::Nursery {
             core.nursery_collections += 1;
+        } else {
+            core.used_after_full_gc = used_after;
         }
+        core.allocated_at_last_gc = core.allocated_bytes;
+        core.rearm_alarm();
         core.collections += 1;
         core.gc_time += duration;
+        core.longest_pause = core.longest_pause.max(duration);
         core.notify(GcEvent::End {
             kind,
             scope,

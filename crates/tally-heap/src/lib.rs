@@ -192,6 +192,11 @@ pub enum GcKind {
     Explicit,
     /// The `--gc-stress` interval came round.
     Stress,
+    /// A GC hint: the program reached a point where little of the heap is expected to be
+    /// live ([`Heap::collect_for`]).
+    Hint,
+    /// A full collection that measures the live data, for a run that records GC hints.
+    Probe,
 }
 
 /// How much of the heap a collection traced.
@@ -244,6 +249,8 @@ pub struct HeapStats {
     pub barrier_slow_calls: u64,
     /// Total pause time of those collections.
     pub gc_time: Duration,
+    /// The longest collection.
+    pub longest_pause: Duration,
     /// Sum of the sizes of all objects allocated so far (header and padding included).
     pub allocated_bytes: u64,
     pub allocated_objects: u64,
@@ -252,6 +259,16 @@ pub struct HeapStats {
     /// Current heap limit: a collection is triggered when usage (plus the copy reserve) reaches
     /// it. Fixed for `--heap-size`; moves between min and max for the dynamic heap.
     pub heap_limit_bytes: usize,
+    /// What can be allocated before the plan collects (the heap less what is in use and a
+    /// copying plan's reserve).
+    pub heap_available_bytes: usize,
     /// The most the heap may ever grow to.
     pub heap_max_bytes: usize,
+    /// Bytes allocated since the last collection (of any scope).
+    pub allocated_since_gc: u64,
+    /// Heap in use right after the last full collection: the live data then, plus what
+    /// survived in partly used blocks; 0 before the first.
+    pub used_after_full_gc: usize,
+    /// The nursery's bound under a generational plan, 0 under the others.
+    pub nursery_bytes: usize,
 }

@@ -7,6 +7,7 @@ pub mod compiler;
 mod disasm;
 mod error;
 mod frames;
+mod gc_hints;
 mod interpreter;
 pub mod jit;
 mod loader;
@@ -28,6 +29,7 @@ use std::path::PathBuf;
 
 pub use clock::ClockKind;
 pub use error::{TraceEntry, VmError};
+pub use gc_hints::{HintsRecording, HintsUse};
 pub use profiling::ProfileOptions;
 pub use tally_controller;
 /// The collector a VM runs (`VmOptions::gc_plan`).
@@ -70,6 +72,9 @@ impl Default for VmOptions {
 pub struct Vm {
     /// First, so it is dropped (and its sampler stopped) before the frames it reads.
     pub(crate) profiler: Option<Box<profiling::Profiler>>,
+    /// GC hints being recorded or used; before `rt`, whose frame stack's trip words it may
+    /// hold attached.
+    pub(crate) gc_hints: Option<Box<gc_hints::GcHintsRuntime>>,
     /// Whether primitive calls must publish the "primitive" state: only for samples taken in
     /// the signal handler, and only where the handler cannot tell native code from the
     /// interpreter by the interrupted program counter (`interpreter::interpreter_code`).
@@ -97,6 +102,7 @@ impl Vm {
         let options_clock = options.clock;
         let mut vm = Vm {
             profiler: None,
+            gc_hints: None,
             publishes_primitive_calls: false,
             dispatch: profiling::Dispatch::Plain,
             running_loop: None,
@@ -198,7 +204,12 @@ impl Vm {
             .heap
             .alloc(&mut self.rt, class, kind as u8, slots, fill, bytes)
         {
-            Ok(v) => Ok(v),
+            Ok(v) => {
+                if self.heap.take_alarm() {
+                    self.gc_hint_alarm();
+                }
+                Ok(v)
+            }
             Err(oom) => Err(self.out_of_memory(oom)),
         }
     }

@@ -140,31 +140,21 @@ impl Vm {
     /// Finds a class's source: the class path first (so a library given with `-cp` replaces
     /// ours), then the embedded library.
     fn read_class(&mut self, name: Symbol) -> Result<Option<(ClassDef, u32)>, VmError> {
-        let file = format!("{}.som", self.rt.symbols.name(name));
-        let mut source = None;
-        for dir in &self.options.class_path {
-            let path = dir.join(&file);
-            if let Some(kind) = tally_syntax::not_a_regular_file(&path) {
-                return Err(VmError::Load(format!(
-                    "{} {kind}, not a source file (found on the class path looking for class {})",
-                    path.display(),
-                    self.rt.symbols.name(name)
-                )));
-            }
-            if path.is_file() {
-                source = Some(Source::read(&path).map_err(|e| VmError::Load(e.to_string()))?);
-                break;
-            }
-        }
-        if source.is_none() {
-            if let Some(text) = stdlib::embedded(self.rt.symbols.name(name)) {
-                source = Some(Source::new(format!("<tally>/{file}"), text.to_string()));
-            }
-        }
-        let Some(source) = source else {
+        let Some(source) = find_class_source(&self.options.class_path, self.rt.symbols.name(name))?
+        else {
             return Ok(None);
         };
         self.parse_source(source).map(Some)
+    }
+
+    /// The source text class `name` would be loaded from with class path `dirs` (then the
+    /// embedded library), without loading it.
+    pub(crate) fn class_source_text(
+        &self,
+        dirs: &[std::path::PathBuf],
+        name: &str,
+    ) -> Result<Option<String>, VmError> {
+        Ok(find_class_source(dirs, name)?.map(|s| s.text().to_string()))
     }
 
     fn parse_source(&mut self, source: Source) -> Result<(ClassDef, u32), VmError> {
@@ -415,6 +405,7 @@ impl Vm {
             source: self.rt.sources[source as usize].path().to_string(),
         });
         self.profile_announce_code(first_code);
+        self.resolve_gc_hints(first_code);
         Ok(id)
     }
 
@@ -452,6 +443,7 @@ impl Vm {
                     calls: Default::default(),
                     trivial_kind: crate::runtime::TRIVIAL_NONE,
                     trivial_operand: 0,
+                    gc_hint: Default::default(),
                     room_above_arguments: crate::value_stack::HEADROOM as u32,
                 };
                 Ok(self.rt.add_code(code))
@@ -587,4 +579,25 @@ impl CompileEnv for Env<'_> {
         self.vm.code_added(id as usize);
         id
     }
+}
+
+/// Finds class `name`'s source: `name.som` in the first directory of `dirs` that has it, else
+/// the embedded library's.
+fn find_class_source(dirs: &[std::path::PathBuf], name: &str) -> Result<Option<Source>, VmError> {
+    let file = format!("{name}.som");
+    for dir in dirs {
+        let path = dir.join(&file);
+        if let Some(kind) = tally_syntax::not_a_regular_file(&path) {
+            return Err(VmError::Load(format!(
+                "{} {kind}, not a source file (found on the class path looking for class {name})",
+                path.display(),
+            )));
+        }
+        if path.is_file() {
+            return Source::read(&path)
+                .map(Some)
+                .map_err(|e| VmError::Load(e.to_string()));
+        }
+    }
+    Ok(stdlib::embedded(name).map(|text| Source::new(format!("<tally>/{file}"), text.to_string())))
 }

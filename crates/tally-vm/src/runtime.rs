@@ -144,7 +144,16 @@ pub struct Code {
     /// the kind (`TRIVIAL_*`) and its field index or constant's bits.
     pub trivial_kind: u8,
     pub trivial_operand: u64,
+    /// Whether this method's entry and exit are GC-hint points (`GC_HINT_AT_ENTRY`,
+    /// `GC_HINT_AT_EXIT`): set once, before the program runs or when its class loads
+    /// (`Vm::resolve_gc_hints`), and read by the interpreter at every frame it sets up and
+    /// pops, and by the code generator.
+    pub gc_hint: std::sync::atomic::AtomicU8,
 }
+
+/// `Code::gc_hint` bits.
+pub const GC_HINT_AT_ENTRY: u8 = 1;
+pub const GC_HINT_AT_EXIT: u8 = 2;
 
 /// `Code::trivial_kind` values.
 pub const TRIVIAL_NONE: u8 = 0;
@@ -183,6 +192,7 @@ impl Code {
         Code {
             trivial_kind,
             trivial_operand,
+            gc_hint: Default::default(),
             compiled: Default::default(),
             calls: Default::default(),
             max_height: max_height as u32,
@@ -468,6 +478,11 @@ pub struct Runtime {
     pub nil_tests: NilTests,
     /// `--count-calls`: the interpreter counts each frame it sets up in `Code::calls`.
     pub count_calls: bool,
+    /// Methods (`Holder>>selector`) that GC hints name, with their `Code::gc_hint` bits;
+    /// `None` when no hints are in use, `Some` and empty when every method is a point (a
+    /// recording run). Compiled code does not inline hinted methods, whose entries and exits
+    /// would otherwise be gone.
+    pub hinted_methods: Option<rustc_hash::FxHashMap<String, u8>>,
     /// Samples go into a profile: compiled code marks the frames it runs with its tier
     /// (`Frame::mark`), which only the profile's reports read.
     pub mark_frames: bool,
@@ -526,6 +541,7 @@ impl Runtime {
             block_classes: Vec::new(),
             nil_tests: NilTests::default(),
             count_calls: false,
+            hinted_methods: Default::default(),
             mark_frames: false,
             sites_base: std::ptr::null(),
             codes_base: std::ptr::null(),
@@ -656,6 +672,11 @@ impl Runtime {
             CodeKind::Method => base,
             CodeKind::Block => format!("[] in {base}"),
         }
+    }
+
+    /// Whether a GC hint names `code`, which must then keep its frame (never be inlined).
+    pub fn is_hinted(&self, code: &Code) -> bool {
+        code.gc_hint.load(std::sync::atomic::Ordering::Relaxed) != 0
     }
 
     pub fn is_kind_of(&self, class: ClassId, ancestor: ClassId) -> bool {

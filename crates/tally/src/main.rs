@@ -15,6 +15,7 @@ macro_rules! say {
 mod calibrate;
 mod disasm_cmd;
 mod experiment;
+mod gc_hints_cmd;
 mod profile_cmd;
 
 use clap::{Parser, ValueEnum};
@@ -62,8 +63,9 @@ struct Cli {
     /// semispace (two copying halves), immix (mark-region: reuses free lines, copies
     /// only to defragment) or marksweep (size-class free lists, never moves objects). The
     /// generational plans add a write barrier to every store into the heap.
-    #[arg(long = "gc", value_name = "PLAN", default_value = "genimmix", value_parser = parse_gc_plan)]
-    gc_plan: tally_vm::GcPlan,
+    /// [default: genimmix]
+    #[arg(long = "gc", value_name = "PLAN", value_parser = parse_gc_plan)]
+    gc_plan: Option<tally_vm::GcPlan>,
 
     /// Upper bound of the heap, e.g. 64M, 2G (default: grows as needed).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -82,6 +84,33 @@ struct Cli {
     /// Print garbage-collection statistics to stderr when the program ends.
     #[arg(long)]
     gc_stats: bool,
+
+    /// Record GC hints to FILE (Buytaert et al.'s GCH): the run measures the live data with a
+    /// full collection at method entries and exits (the rare ones, at their first call in
+    /// every 256 KiB of allocation, and others to sample the curve between them) and writes the
+    /// points where it is repeatedly at a local minimum and low. The run is interpreted, under
+    /// SemiSpace, and much slower than usual: record a short run of the program.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "gc_hints",
+        help_heading = "GC hints"
+    )]
+    gc_hints_record: Option<PathBuf>,
+
+    /// Use the GC hints in FILE (from --gc-hints-record, for this program and this Tally):
+    /// once a collection is near (three quarters of the nursery, or of the heap left free,
+    /// allocated), each hinted method entry or exit asks a cost model whether to collect
+    /// there: the nursery, the whole heap (when it would reclaim at least twice the live data
+    /// the profile expects there and the heap is nearly full), or nothing. A file that does
+    /// not fit (another program, another Tally, damaged) is an error.
+    #[arg(long, value_name = "FILE", help_heading = "GC hints")]
+    gc_hints: Option<PathBuf>,
+
+    /// With --gc-hints: a file that cannot be used is a warning, and the run goes on without
+    /// hints.
+    #[arg(long, requires = "gc_hints", help_heading = "GC hints")]
+    gc_hints_optional: bool,
 
     /// Record a profile of the run to FILE (default tally.profile). It streams to FILE.partial
     /// as the run goes (a killed run leaves that, readable up to its last half second) and is
@@ -155,7 +184,8 @@ struct Cli {
     )]
     sample_depth: usize,
 
-    /// Overwrite an existing profile file (only with the complete profile of a run that started).
+    /// Overwrite an existing profile file (only with the complete profile of a run that
+    /// started), or GC hints file.
     #[arg(long, help_heading = "Profiling")]
     force: bool,
 
@@ -647,13 +677,44 @@ fn main() -> ExitCode {
     // the profiler, run interpreted unless a tier is named.
     let takes_no_samples = cli.profile.is_some() && cli.sampler == SamplerKind::None;
     let no_profiler = !cfg!(feature = "profiling");
-    let tier = cli
-        .tier
-        .unwrap_or(if cli.exhaustive || takes_no_samples || no_profiler {
+    if cli.gc_hints_record.is_some() {
+        if cli.tier.is_some_and(|t| t != TierChoice::Interp) {
+            say!("error: --gc-hints-record runs the interpreter (compiled code inlines methods, whose entries and exits are then gone); leave out --tier");
+            return ExitCode::from(2);
+        }
+        if cli
+            .gc_plan
+            .is_some_and(|p| p != tally_vm::GcPlan::SemiSpace)
+        {
+            say!("error: --gc-hints-record measures live data under SemiSpace, where the space in use after a full collection is the live data; leave out --gc");
+            return ExitCode::from(2);
+        }
+    }
+    let hints_request = match (&cli.gc_hints_record, &cli.gc_hints) {
+        (Some(output), _) => {
+            if let Err(e) = gc_hints_cmd::check_record_output(output, cli.force) {
+                say!("error: {e}");
+                return ExitCode::from(2);
+            }
+            gc_hints_cmd::HintsRequest::Record {
+                output: output.clone(),
+                force: cli.force,
+            }
+        }
+        (None, Some(file)) => gc_hints_cmd::HintsRequest::Use {
+            file: file.clone(),
+            optional: cli.gc_hints_optional,
+        },
+        (None, None) => gc_hints_cmd::HintsRequest::None,
+    };
+    let recording_hints = cli.gc_hints_record.is_some();
+    let tier = cli.tier.unwrap_or(
+        if cli.exhaustive || takes_no_samples || no_profiler || recording_hints {
             TierChoice::Interp
         } else {
             TierChoice::Adaptive
-        });
+        },
+    );
     let profile = match profile_options(&cli, tier) {
         Ok(p) => p,
         Err(e) => {
@@ -665,7 +726,11 @@ fn main() -> ExitCode {
     let options = VmOptions {
         class_path,
         heap: tally_vm::HeapOptions {
-            plan: cli.gc_plan,
+            plan: cli.gc_plan.unwrap_or(if recording_hints {
+                tally_vm::GcPlan::SemiSpace
+            } else {
+                tally_vm::GcPlan::default()
+            }),
             max_heap_bytes: cli.heap_size,
             min_heap_bytes: cli.heap_min,
             nursery_bytes: cli.nursery,
@@ -777,8 +842,12 @@ fn main() -> ExitCode {
         if let Some(dir) = &cli.jitdump {
             vm.write_jitdump(dir)?;
         }
+        gc_hints_cmd::start(&mut vm, &hints_request, &cli.program)?;
         let r = vm.run_main(&cli.program);
         vm.flush();
+        if matches!(r, Ok(_) | Err(VmError::Exit(0))) {
+            gc_hints_cmd::finish(&mut vm, &hints_request, &cli.program)?;
+        }
         vm.log_stub_sends();
         let exit_code = match &r {
             Ok(_) => 0,
@@ -799,15 +868,20 @@ fn main() -> ExitCode {
         if cli.gc_stats {
             let s = vm.heap.stats();
             say!(
-                "gc ({}): {} collections{} in {:.1} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes{}",
+                "gc ({}): {} collections{} in {:.1} ms, longest {:.2} ms; {} objects ({} bytes) allocated; heap {} bytes in use of {} bytes{}",
                 vm.heap.plan().name(),
                 s.collections,
                 if vm.heap.plan().is_generational() {
-                    format!(" ({} nursery)", s.nursery_collections)
+                    format!(
+                        " ({} nursery, {} full)",
+                        s.nursery_collections,
+                        s.collections - s.nursery_collections
+                    )
                 } else {
                     String::new()
                 },
                 s.gc_time.as_secs_f64() * 1e3,
+                s.longest_pause.as_secs_f64() * 1e3,
                 s.allocated_objects,
                 s.allocated_bytes,
                 s.heap_used_bytes,
@@ -818,6 +892,9 @@ fn main() -> ExitCode {
                     String::new()
                 }
             );
+            if let Some(line) = gc_hints_cmd::stats_line(&vm) {
+                say!("{line}");
+            }
         }
         r
     });

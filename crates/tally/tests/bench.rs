@@ -43,12 +43,13 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
         "Collatz",
         "QuickSort",
         "TreeNodes",
+        "Phases",
         "1 (baseline)",
     ] {
         assert!(table.contains(needle), "{needle:?} missing from:\n{table}");
     }
     assert!(
-        table.contains("geometric mean of ratios ext / base over 4 benchmark(s)"),
+        table.contains("geometric mean of ratios ext / base over 5 benchmark(s)"),
         "{table}"
     );
     assert!(
@@ -65,7 +66,7 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
     assert_eq!(json["format"], "tally-bench/1");
     assert_eq!(json["complete"], true);
     let invocations = json["invocations"].as_array().unwrap();
-    assert_eq!(invocations.len(), 4 * 2 * 3);
+    assert_eq!(invocations.len(), 5 * 2 * 3);
     for inv in invocations {
         assert_eq!(inv["outcome"], "ok", "{inv}");
         let times = inv["iterations_us"].as_array().unwrap();
@@ -81,7 +82,7 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
         .map(|i| i["executor"].as_str().unwrap())
         .collect();
     for (k, pair) in order.chunks(2).enumerate() {
-        let (round, bench) = (k / 4, k % 4);
+        let (round, bench) = (k / 5, k % 5);
         let want = if (round + bench) % 2 == 0 {
             ["base", "ext"]
         } else {
@@ -101,12 +102,12 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
     assert_eq!(&argv[argv.len() - 4..], ["Harness", "Fibonacci", "3", "1"]);
 
     let iterations_csv = std::fs::read_to_string(out.join("iterations.csv")).unwrap();
-    assert_eq!(iterations_csv.lines().count(), 1 + 4 * 2 * 3 * 3);
+    assert_eq!(iterations_csv.lines().count(), 1 + 5 * 2 * 3 * 3);
     assert!(iterations_csv.starts_with("benchmark,executor,invocation,iteration,time_us"));
     let summary_csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
-    // 4 benchmarks × 2 executors, the geometric mean, and the same paired by round, plainly
+    // 5 benchmarks × 2 executors, the geometric mean, and the same paired by round, plainly
     // and robustly.
-    assert_eq!(summary_csv.lines().count(), 1 + 4 * 2 + 3);
+    assert_eq!(summary_csv.lines().count(), 1 + 5 * 2 + 3);
     assert!(summary_csv.contains("\"(geometric mean, paired by round)\",ext,mean,3,"));
     assert!(summary_csv.contains("\"(geometric mean, paired by round, robust)\",ext,mean,3,"));
     for svg in ["ratios.svg", "warmup.svg"] {

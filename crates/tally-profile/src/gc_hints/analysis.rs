@@ -3,7 +3,8 @@
 //! The run measures, at method entries and exits picked along its allocation (a full
 //! collection there, and the bytes still in use after it), how much of the heap is live. A
 //! point is favorable when the live data measured there is, again and again, a local minimum
-//! of the run's live-data curve, and lower than usual: collecting there finds mostly garbage.
+//! of the run's live-data curve, and lower than usual (than the median over the allocation):
+//! collecting there finds mostly garbage.
 
 use std::collections::BTreeMap;
 
@@ -29,7 +30,8 @@ pub struct AnalysisSettings {
     pub min_seen: u32,
     /// The share of a point's measurements that must be local minima.
     pub min_minima_share: f64,
-    /// A point's median live data, as a share of the whole run's median, at most.
+    /// A point's median live data, as a share of the run's (allocation-weighted) median, at
+    /// most.
     pub max_live_share: f64,
 }
 
@@ -53,6 +55,41 @@ fn median(values: &mut [u64]) -> u64 {
     }
 }
 
+/// The live data the run typically had, per byte allocated: the median of the measurements,
+/// each weighted by the allocation it stands for (half the way to each neighbour). A run
+/// measures many points at once at a phase boundary and few in between, so a plain median
+/// would be the boundaries' own live data.
+fn allocation_weighted_median(ordered: &[&LiveMeasurement]) -> u64 {
+    let n = ordered.len();
+    if n == 0 {
+        return 0;
+    }
+    if n == 1 {
+        return ordered[0].live_bytes;
+    }
+    let at = |i: usize| ordered[i].allocated_bytes;
+    let mut weighted: Vec<(u64, u64)> = (0..n)
+        .map(|i| {
+            let before = if i == 0 { 0 } else { at(i) - at(i - 1) };
+            let after = if i + 1 == n { 0 } else { at(i + 1) - at(i) };
+            (ordered[i].live_bytes, before + after)
+        })
+        .collect();
+    let total: u64 = weighted.iter().map(|&(_, w)| w).sum();
+    if total == 0 {
+        return median(&mut weighted.iter().map(|&(l, _)| l).collect::<Vec<_>>());
+    }
+    weighted.sort_unstable();
+    let mut seen = 0;
+    for &(live, w) in &weighted {
+        seen += w;
+        if 2 * seen >= total {
+            return live;
+        }
+    }
+    weighted[n - 1].0
+}
+
 /// The favorable points among `measurements` (in any order), most reliable first: most local
 /// minima, then least live data.
 pub fn favorable_points(
@@ -62,7 +99,7 @@ pub fn favorable_points(
     let mut ordered: Vec<&LiveMeasurement> = measurements.iter().collect();
     ordered.sort_by_key(|m| m.allocated_bytes);
     let lives: Vec<u64> = ordered.iter().map(|m| m.live_bytes).collect();
-    let run_median = median(&mut lives.clone());
+    let run_median = allocation_weighted_median(&ordered);
 
     #[derive(Default)]
     struct Tally {
@@ -158,6 +195,32 @@ mod tests {
         assert_eq!(
             favorable_points(&shuffled, &AnalysisSettings::default()),
             favorable_points(&sawtooth(), &AnalysisSettings::default())
+        );
+    }
+
+    #[test]
+    fn many_points_measured_at_one_boundary_do_not_make_it_the_usual_live_data() {
+        // Each boundary is measured at six points (all at the same allocation), the curve
+        // between boundaries twice: most measurements are boundary ones, but the run spends
+        // its allocation between them.
+        let mut ms = Vec::new();
+        let mut at = 0;
+        for _ in 0..5 {
+            for k in 0..6 {
+                ms.push(m(&format!("App>>step{k}"), PointKind::Exit, at, 100));
+            }
+            at += 100;
+            ms.push(m("App>>inner", PointKind::Entry, at, 900));
+            at += 100;
+            ms.push(m("App>>inner", PointKind::Exit, at, 1000));
+            at += 100;
+        }
+        let points = favorable_points(&ms, &AnalysisSettings::default());
+        let names: Vec<&str> = points.iter().map(|p| p.method.as_str()).collect();
+        assert_eq!(names.len(), 6, "{points:?}");
+        assert!(
+            names.iter().all(|n| n.starts_with("App>>step")),
+            "{names:?}"
         );
     }
 

@@ -1,11 +1,14 @@
 //! Frames: entering a method or block (the prologue yieldpoint rides on the frame push),
 //! contexts for captured variables, returns and the home frame of a non-local return.
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use tally_heap::Value;
+use tally_profile::gc_hints::PointKind;
 
 use crate::bytecode::CodeId;
 use crate::objects::{block, context, Kind};
-use crate::runtime::{Code, Frame};
+use crate::runtime::{Code, Frame, GC_HINT_AT_ENTRY};
 use crate::{Vm, VmError};
 
 impl Vm {
@@ -154,6 +157,9 @@ impl Vm {
         }
         if code.context_size > 0 {
             self.make_context(code)?;
+        }
+        if code.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0 {
+            self.gc_hint_at(code, PointKind::Entry)?;
         }
         Ok(())
     }

@@ -4,8 +4,11 @@
 //! deep SOM recursion is a counted "stack overflow", a profiler can walk `frames`, and
 //! primitives that run SOM code (`value`, `perform:`) just push a frame and return.
 
+use std::sync::atomic::Ordering::Relaxed;
 use tally_heap::Value;
+
 use tally_profile::flag;
+use tally_profile::gc_hints::PointKind;
 
 use crate::bytecode::{CodeId, Op};
 use crate::jit::Exit;
@@ -13,7 +16,7 @@ use crate::objects::context;
 use crate::profiling::{
     CountingLoop, Dispatch, EntriesLoop, HooksLoop, LoopMode, PlainLoop, WithCompiled,
 };
-use crate::runtime::{Code, Trivial};
+use crate::runtime::{Code, Trivial, GC_HINT_AT_EXIT};
 use crate::{Vm, VmError};
 
 mod frames;
@@ -246,7 +249,15 @@ impl Vm {
         macro_rules! do_return {
             ($result:expr) => {{
                 let result = $result;
+                let exiting = code;
                 self.pop_frame(result);
+                let result = if exiting.gc_hint.load(Relaxed) & GC_HINT_AT_EXIT != 0 {
+                    self.gc_hint_at(exiting, PointKind::Exit)?;
+                    // A collection may have moved it; the caller's stack holds it.
+                    *self.rt.stack.last().expect("the result")
+                } else {
+                    result
+                };
                 let depth = self.rt.frames.len();
                 if depth <= self.rt.frames.exit_depth() {
                     if depth <= base_depth {

@@ -189,6 +189,10 @@ pub struct Layout {
     /// of references into the heap check it and call `Stubs::write_barrier`. `None` under a
     /// plan without a write barrier, whose code stores bare.
     pub unlog_table: Option<u64>,
+    /// The byte that is 1 while a collection is near in a run with GC hints
+    /// (`gc_hints::GC_HINTS_ARMED`): a hinted method's entry and exit call the `gc_hint`
+    /// stub only then.
+    pub gc_hints_armed: usize,
 }
 
 /// What compiled code needs to do a send itself: probe the site's inline cache, find the
@@ -303,6 +307,7 @@ impl Layout {
             mark_frames: rt.mark_frames,
             string_with_primitive_equal: string_with_primitive_equal(rt),
             unlog_table: tally_heap::barrier::unlog_table(),
+            gc_hints_armed: crate::gc_hints::GC_HINTS_ARMED.as_ptr() as usize,
         }
     }
 }

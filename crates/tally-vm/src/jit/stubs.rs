@@ -43,6 +43,9 @@ pub struct Stubs {
     /// `(vm, object) -> 0`: the write barrier's slow path (`tally_heap::barrier::remember`)
     /// for an old object compiled code stored a reference into; pure like `string_equal`.
     pub write_barrier: usize,
+    /// `(vm, kind) -> Status`: a GC-hint point of the method whose frame is on top, at its
+    /// entry (`kind` 0) or before its return (1), while `gc_hints_armed` is set.
+    pub gc_hint: usize,
 }
 
 impl Stubs {
@@ -60,13 +63,14 @@ impl Stubs {
             record_value: record_value as *const () as usize,
             string_equal: string_equal as *const () as usize,
             write_barrier: write_barrier as *const () as usize,
+            gc_hint: gc_hint as *const () as usize,
         }
     }
 
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 12] {
+    pub fn named(&self) -> [(&'static str, usize); 13] {
         let Stubs {
             send,
             super_send,
@@ -80,6 +84,7 @@ impl Stubs {
             record_value,
             string_equal,
             write_barrier,
+            gc_hint,
         } = self;
         [
             ("send", *send),
@@ -94,6 +99,7 @@ impl Stubs {
             ("record_value", *record_value),
             ("string_equal", *string_equal),
             ("write_barrier", *write_barrier),
+            ("gc_hint", *gc_hint),
         ]
     }
 }
@@ -154,6 +160,15 @@ extern "C" fn string_equal(vm: *mut Vm, string: u64, other: u64) -> u32 {
 extern "C" fn write_barrier(_vm: *mut Vm, object: u64) -> u32 {
     tally_heap::barrier::remember(object);
     0
+}
+
+extern "C" fn gc_hint(vm: *mut Vm, kind: u32) -> u32 {
+    let kind = if kind == 0 {
+        tally_profile::gc_hints::PointKind::Entry
+    } else {
+        tally_profile::gc_hints::PointKind::Exit
+    };
+    guarded(vm, |vm| vm.gc_hint_in_compiled(kind))
 }
 
 extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {

@@ -826,6 +826,7 @@ mod tests {
             wall_s: cpu_s,
             max_rss_kib: 1,
             argv: vec![],
+            stderr: String::new(),
         }
     }
 

@@ -9,6 +9,8 @@
 //!   accuracy (overlap with the exact graph) and overhead over a STRIDE × SAMPLES grid.
 //! - [`sampling`]: Buytaert et al. (OOPSLA 2007), Figs. 4.8–4.10 — method-sampling accuracy,
 //!   stability and overhead per trigger × mechanism.
+//! - [`gc_hints`]: Buytaert et al. (HiPEAC 2005) — GC time, full collections and pauses with
+//!   and without GC hints.
 //!
 //! Both measure child processes the way `tally bench` does (its suite files, its process
 //! runner with `wait4` CPU times, its interleaving of alternatives), so [`runner`] is a thin
@@ -16,6 +18,7 @@
 //! into name-keyed weights, and [`output`] holds the statistics and table helpers both share.
 
 mod cbs;
+mod gc_hints;
 mod output;
 mod plan;
 mod profiles;
@@ -64,6 +67,11 @@ enum Command {
     /// per trigger × mechanism (Buytaert et al., OOPSLA 2007, Figs. 4.8-4.10).
     #[command(after_help = sampling::AFTER_HELP)]
     Sampling(sampling::SamplingArgs),
+    /// GC hints: GC time, full collections, longest pause and total time with and without
+    /// the hints a recording run found, per benchmark and heap size (Buytaert et al.,
+    /// HiPEAC 2005).
+    #[command(after_help = gc_hints::AFTER_HELP)]
+    GcHints(gc_hints::GcHintsArgs),
 }
 
 /// Options both experiments share: what to run, with which Tally, and where results go.
@@ -163,6 +171,7 @@ pub fn main(args: Vec<OsString>, this: PathBuf) -> ExitCode {
     let result = match cli.command {
         Command::Cbs(a) => cbs::run(a, &this),
         Command::Sampling(a) => sampling::run(a, &this),
+        Command::GcHints(a) => gc_hints::run(a, &this),
     };
     match result {
         Ok(Ending::Complete) => ExitCode::SUCCESS,

@@ -44,6 +44,10 @@ pub struct Timing {
     pub max_rss_kib: u64,
     /// The exact command line.
     pub argv: Vec<String>,
+    /// What it printed on standard error (statistics some experiments read); not kept in
+    /// the results.
+    #[serde(skip)]
+    pub stderr: String,
 }
 
 pub struct RunnerOptions {
@@ -114,7 +118,11 @@ impl Runner {
         }
         let b = self.suite.benchmarks[bench].clone();
         let mut flags = flags;
-        if !flags.iter().any(|f| f == "--exhaustive") {
+        // Exhaustive runs interpret, and a run may name its own tier.
+        if !flags
+            .iter()
+            .any(|f| f == "--exhaustive" || f.starts_with("--tier"))
+        {
             flags.push(format!("--tier={}", self.options.tier));
             // The adaptive controller is fed by method samples: its runs keep the default
             // sampler where the others take none.
@@ -162,6 +170,7 @@ impl Runner {
                 wall_s: run.wall_s,
                 max_rss_kib: run.max_rss_kib,
                 argv,
+                stderr: run.stderr.clone(),
             }),
             Outcome::Interrupted => Err(Stop::Interrupted),
             Outcome::Failed => Err(Stop::Failed(format!(

@@ -1039,6 +1039,7 @@ mod tests {
                 wall_s: cpu,
                 max_rss_kib: 1,
                 argv: vec![],
+                stderr: String::new(),
             },
             sampling: Some(SampleStats {
                 taken,

@@ -22,6 +22,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
+use std::sync::atomic::Ordering::Relaxed;
 use tally_heap::object::HEADER_BYTES;
 use tally_vm::bytecode::{stack_heights, Op};
 use tally_vm::jit::{
@@ -30,7 +31,8 @@ use tally_vm::jit::{
 };
 use tally_vm::objects::{block, context};
 use tally_vm::runtime::{
-    IntOp, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
+    IntOp, GC_HINT_AT_ENTRY, GC_HINT_AT_EXIT, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER,
+    TRIVIAL_SETTER,
 };
 
 const I64: types::Type = types::I64;
@@ -91,14 +93,22 @@ pub(super) fn translate(
     }
     let zero = b.ins().iconst(I32, 0);
     let fresh_args = [frame_in.into(), bp_in.into(), zero.into()];
-    if layout.count_calls {
-        // `--count-calls`: a direct call from compiled code is a call of this code in this
-        // tier (calls through the dispatcher are counted where the interpreter sets up the
-        // frame).
+    let hinted_entry = code.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0;
+    if layout.count_calls || hinted_entry {
+        // A direct call from compiled code: `--count-calls` counts it as a call of this code
+        // in this tier, and a GC-hint point is looked at (calls through the dispatcher are
+        // counted, and their points looked at, where the interpreter sets up the frame).
         let fresh = b.create_block();
         b.ins().brif(resume, read_frame, &[], fresh, &[]);
         b.switch_to_block(fresh);
-        count_call(&mut b, code, tier_column(mode));
+        if layout.count_calls {
+            count_call(&mut b, code, tier_column(mode));
+        }
+        if hinted_entry {
+            let go_on = b.create_block();
+            gc_hint_point(&mut b, layout, &sigs, vm, 0, go_on, exit);
+            b.switch_to_block(go_on);
+        }
         b.ins().jump(join, &fresh_args);
     } else {
         b.ins().brif(resume, read_frame, &[], join, &fresh_args);
@@ -254,6 +264,32 @@ fn tier_column(mode: Mode) -> usize {
 
 /// The mark this tier's code leaves on the frames of methods it inlines
 /// (`tally_profile::FrameMark`).
+/// A GC-hint point (`kind` 0: entry, 1: before the return): when `gc_hints_armed` is set,
+/// calls the `gc_hint` stub (which may collect: everything is in the frame by then), then
+/// goes on to `go_on`, or leaves through `exit` with the stub's status if it failed.
+fn gc_hint_point(
+    b: &mut FunctionBuilder,
+    layout: &Layout,
+    sigs: &StubSignatures,
+    vm: Value,
+    kind: i64,
+    go_on: Block,
+    exit: Block,
+) {
+    let address = b.ins().iconst(I64, layout.gc_hints_armed as i64);
+    let armed = b.ins().uload8(I32, MemFlagsData::trusted(), address, 0);
+    let hint = b.create_block();
+    b.set_cold_block(hint);
+    b.ins().brif(armed, hint, &[], go_on, &[]);
+    b.switch_to_block(hint);
+    let stub = b.ins().iconst(I64, layout.stubs.gc_hint as i64);
+    let kind = b.ins().iconst(I32, kind);
+    let call = b.ins().call_indirect(sigs.status1, stub, &[vm, kind]);
+    let status = b.inst_results(call)[0];
+    let ok = cmp_imm(b, IntCC::Equal, status, Status::Continue as i64);
+    b.ins().brif(ok, go_on, &[], exit, &[status.into()]);
+}
+
 fn inlined_frame_mark(mode: Mode) -> u32 {
     tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, true)
 }
@@ -479,6 +515,12 @@ impl<'a> Translator<'a, '_> {
             }
             None => {
                 self.sync(h, i + 1);
+                if self.s.request.code.gc_hint.load(Relaxed) & GC_HINT_AT_EXIT != 0 {
+                    let leave = self.b.create_block();
+                    let (vm, exit) = (self.vm, self.exit);
+                    gc_hint_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
+                    self.b.switch_to_block(leave);
+                }
                 self.leave(Status::Returned);
             }
         }
