@@ -72,7 +72,9 @@ pub(crate) enum Dispatch {
 pub(crate) trait LoopMode {
     /// Exact bytecode counts (exhaustive profiling).
     const COUNT_BYTECODES: bool;
-    /// Flag tests at frameless sends and tripped returns.
+    /// Flag tests at frameless sends and tripped returns; also the GC-hint bits of the
+    /// methods the loop enters and leaves (`Code::gc_hint`), which is why a run with GC
+    /// hints never runs the plain loop.
     const ENTRY_HOOKS: bool;
     /// Flag tests at back-edges and around primitive calls.
     const LOOP_HOOKS: bool;
@@ -604,7 +606,9 @@ impl Vm {
     #[inline(always)]
     pub(crate) fn running_dispatch(&self) -> Dispatch {
         match self.dispatch() {
-            Dispatch::Entries if !self.cbs_window_wanted() => Dispatch::Plain,
+            Dispatch::Entries if !self.cbs_window_wanted() && self.rt.hinted_methods.is_none() => {
+                Dispatch::Plain
+            }
             d => d,
         }
     }

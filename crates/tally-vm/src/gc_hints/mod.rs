@@ -3,7 +3,10 @@
 //!
 //! Hinted methods carry bits in their code (`Code::gc_hint`), set by name when hints are
 //! loaded and as classes load; in a recording run every method carries them. The interpreter
-//! tests them at every frame it sets up and pops; compiled code of a hinted method calls the
+//! tests them at every frame it sets up and pops in its loops with entry hooks (a run with
+//! hints never runs the plain loop, which has no such test, so runs without hints pay
+//! nothing), and where it invokes a method from a primitive or compiled code's send stub;
+//! compiled code of a hinted method calls the
 //! `gc_hint` stub at its entry and before its return, when [`GC_HINTS_ARMED`] is set (hinted
 //! methods are never inlined). The entry hook runs once the frame is set up; the exit hook in
 //! the interpreter once the frame is popped and its result is on the caller's stack, in
@@ -149,8 +152,7 @@ impl Vm {
     /// end.
     pub fn record_gc_hints(&mut self) -> Result<(), VmError> {
         self.start_gc_hints(Mode::Record(record::Recording::default()))?;
-        self.rt.hinted_methods = Some(Default::default());
-        self.resolve_gc_hints(0);
+        self.hint_methods(Default::default());
         Ok(())
     }
 
@@ -181,14 +183,29 @@ impl Vm {
         }
         if !methods.is_empty() {
             // Without points nothing is ever looked at: no alarm either.
-            self.rt.hinted_methods = Some(methods);
-            self.resolve_gc_hints(0);
+            self.hint_methods(methods);
             self.heap.set_alarm(Some(apply::ALARM_SHARE));
         }
         Ok(Ok(()))
     }
 
+    /// Marks `methods` (every method when empty) as hinted, from now on and as classes load,
+    /// and makes the interpreter run a loop that tests the marks: the plain loop, which runs
+    /// when no profiler wants hooks, has no such test.
+    fn hint_methods(&mut self, methods: rustc_hash::FxHashMap<String, u8>) {
+        self.rt.hinted_methods = Some(methods);
+        self.resolve_gc_hints(0);
+        if self.dispatch == crate::profiling::Dispatch::Plain {
+            self.dispatch = crate::profiling::Dispatch::Entries;
+        }
+    }
+
     fn start_gc_hints(&mut self, mode: Mode) -> Result<(), VmError> {
+        if !cfg!(feature = "profiling") {
+            return Err(VmError::Fatal(
+                "GC hints need the interpreter's hooks (cargo feature `profiling`)".into(),
+            ));
+        }
         if self.gc_hints.is_some() {
             return Err(VmError::Fatal("GC hints were set up twice".into()));
         }

@@ -93,7 +93,13 @@ impl Vm {
         closure: Value,
     ) -> Result<(), VmError> {
         self.push_frame(code.id, bp, closure)?;
-        self.set_up_frame(code)
+        self.set_up_frame(code)?;
+        // Not the loop's own sends (those test it themselves, in the loops with entry
+        // hooks): invocations from primitives and from compiled code's send stub.
+        if code.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0 {
+            self.gc_hint_at(code, PointKind::Entry)?;
+        }
+        Ok(())
     }
 
     /// Pushes a frame whatever the (tripped) limit; a full stack is the stack overflow.
@@ -157,9 +163,6 @@ impl Vm {
         }
         if code.context_size > 0 {
             self.make_context(code)?;
-        }
-        if code.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0 {
-            self.gc_hint_at(code, PointKind::Entry)?;
         }
         Ok(())
     }

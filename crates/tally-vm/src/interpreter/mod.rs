@@ -16,7 +16,7 @@ use crate::objects::context;
 use crate::profiling::{
     CountingLoop, Dispatch, EntriesLoop, HooksLoop, LoopMode, PlainLoop, WithCompiled,
 };
-use crate::runtime::{Code, Trivial, GC_HINT_AT_EXIT};
+use crate::runtime::{Code, Trivial, GC_HINT_AT_ENTRY, GC_HINT_AT_EXIT};
 use crate::{Vm, VmError};
 
 mod frames;
@@ -201,6 +201,9 @@ impl Vm {
                     // switches to it without going through the frame stack.
                     let new_bp = self.rt.stack.len() - 1 - argc;
                     self.enter(callee, new_bp, Value::NONE)?;
+                    if M::ENTRY_HOOKS && callee.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0 {
+                        self.gc_hint_at(callee, PointKind::Entry)?;
+                    }
                     flush_counts!();
                     code = callee;
                     ops = &callee.ops;
@@ -251,13 +254,14 @@ impl Vm {
                 let result = $result;
                 let exiting = code;
                 self.pop_frame(result);
-                let result = if exiting.gc_hint.load(Relaxed) & GC_HINT_AT_EXIT != 0 {
-                    self.gc_hint_at(exiting, PointKind::Exit)?;
-                    // A collection may have moved it; the caller's stack holds it.
-                    *self.rt.stack.last().expect("the result")
-                } else {
-                    result
-                };
+                let result =
+                    if M::ENTRY_HOOKS && exiting.gc_hint.load(Relaxed) & GC_HINT_AT_EXIT != 0 {
+                        self.gc_hint_at(exiting, PointKind::Exit)?;
+                        // A collection may have moved it; the caller's stack holds it.
+                        *self.rt.stack.last().expect("the result")
+                    } else {
+                        result
+                    };
                 let depth = self.rt.frames.len();
                 if depth <= self.rt.frames.exit_depth() {
                     if depth <= base_depth {
