@@ -37,6 +37,8 @@ pub struct GcTotals {
     pub collections: u64,
     /// Of `collections`, those that collected only a generational collector's nursery.
     pub nursery: u64,
+    /// Of `collections`, those GC hints asked for (kind `Hint`).
+    pub hinted: u64,
     pub gc_ns: u64,
     pub longest_ns: u64,
     pub run_ns: u64,
@@ -52,11 +54,13 @@ impl GcTotals {
             if let EventKind::GcEnd {
                 duration_ns,
                 ref scope,
+                ref kind,
                 ..
             } = e.kind
             {
                 t.collections += 1;
                 t.nursery += u64::from(scope == "nursery");
+                t.hinted += u64::from(kind == "Hint");
                 t.gc_ns += duration_ns;
                 t.longest_ns = t.longest_ns.max(duration_ns);
             }
@@ -124,12 +128,19 @@ impl StateBreakdown {
             } else {
                 0.0
             };
+            let hinted = if g.hinted > 0 {
+                format!("; {} at GC hints", g.hinted)
+            } else {
+                String::new()
+            };
             let scopes = if g.nursery > 0 {
                 format!(
-                    " ({} nursery, {} full)",
+                    " ({} nursery, {} full{hinted})",
                     g.nursery,
                     g.collections - g.nursery
                 )
+            } else if g.hinted > 0 {
+                format!(" ({} at GC hints)", g.hinted)
             } else {
                 String::new()
             };

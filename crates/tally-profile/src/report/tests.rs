@@ -137,6 +137,21 @@ fn vm_state_breakdown_counts_every_sample() {
         "{}",
         b.render_text()
     );
+    // A collection a GC hint asked for is counted as such.
+    let mut p = example_profile();
+    for e in &mut p.events {
+        if let crate::event::EventKind::GcEnd { kind, .. } = &mut e.kind {
+            *kind = "Hint".into();
+        }
+    }
+    let b = StateBreakdown::new(&p);
+    assert_eq!(b.gc_events.hinted, 1);
+    assert!(
+        b.render_text()
+            .contains("1 collection(s) (1 nursery, 0 full; 1 at GC hints), 1.5 ms"),
+        "{}",
+        b.render_text()
+    );
 }
 
 #[test]
