@@ -8,6 +8,7 @@ mod disasm;
 mod error;
 mod frames;
 mod gc_hints;
+mod instrument;
 mod interpreter;
 pub mod jit;
 mod loader;
@@ -38,6 +39,7 @@ pub use tally_heap::GcPlan;
 pub use tally_heap::HeapOptions;
 use tally_heap::{Heap, Value};
 pub use tally_profile;
+pub use tally_vertical;
 
 use crate::objects::Kind;
 use crate::runtime::{ClassId, Runtime};
@@ -75,6 +77,8 @@ pub struct Vm {
     /// GC hints being recorded or used; before `rt`, whose frame stack's trip words it may
     /// hold attached.
     pub(crate) gc_hints: Option<Box<gc_hints::GcHintsRuntime>>,
+    /// The tool of an instrumented run (`instrument.rs`).
+    pub(crate) instrumentation: Option<Box<instrument::Instrumentation>>,
     /// Whether primitive calls must publish the "primitive" state: only for samples taken in
     /// the signal handler, and only where the handler cannot tell native code from the
     /// interpreter by the interrupted program counter (`interpreter::interpreter_code`).
@@ -103,6 +107,7 @@ impl Vm {
         let mut vm = Vm {
             profiler: None,
             gc_hints: None,
+            instrumentation: None,
             publishes_primitive_calls: false,
             dispatch: profiling::Dispatch::Plain,
             running_loop: None,
@@ -207,6 +212,9 @@ impl Vm {
             Ok(v) => {
                 if self.heap.take_alarm() {
                     self.gc_hint_alarm();
+                }
+                if self.instrumentation.is_some() {
+                    self.instrument_alloc(v);
                 }
                 Ok(v)
             }

@@ -406,6 +406,7 @@ impl Vm {
         });
         self.profile_announce_code(first_code);
         self.resolve_gc_hints(first_code);
+        self.instrument_announce();
         Ok(id)
     }
 

@@ -65,6 +65,8 @@ pub(crate) enum Dispatch {
     Hooks,
     /// `Hooks` and exact bytecode counts: exhaustive profiling.
     Counting,
+    /// An instrumented run (`crate::instrument`): every instruction reported before it runs.
+    Instrumented,
 }
 
 /// What a dispatch loop tests and counts, as a type: one per [`Dispatch`] variant, so the
@@ -82,6 +84,8 @@ pub(crate) trait LoopMode {
     /// each frame it switches to, and runs compiled ones (`Vm::run_compiled`). Off, the
     /// interpreter carries no such test.
     const RUNS_COMPILED: bool = false;
+    /// Every instruction reported to the run's instrument (`Vm::instrument_op`).
+    const INSTRUMENTED: bool = false;
 }
 
 /// Loop mode `L` with compiled frames run too (`LoopMode::RUNS_COMPILED`).
@@ -102,6 +106,8 @@ pub(crate) struct EntriesLoop;
 pub(crate) struct HooksLoop;
 /// [`Dispatch::Counting`].
 pub(crate) struct CountingLoop;
+/// [`Dispatch::Instrumented`].
+pub(crate) struct InstrumentedLoop;
 
 impl LoopMode for PlainLoop {
     const COUNT_BYTECODES: bool = false;
@@ -122,6 +128,12 @@ impl LoopMode for CountingLoop {
     const COUNT_BYTECODES: bool = true;
     const ENTRY_HOOKS: bool = true;
     const LOOP_HOOKS: bool = true;
+}
+impl LoopMode for InstrumentedLoop {
+    const COUNT_BYTECODES: bool = false;
+    const ENTRY_HOOKS: bool = false;
+    const LOOP_HOOKS: bool = false;
+    const INSTRUMENTED: bool = true;
 }
 
 impl Dispatch {

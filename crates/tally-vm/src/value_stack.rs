@@ -43,6 +43,11 @@ impl ValueStack {
         self.len
     }
 
+    /// The address of slot `i`, for tools that simulate the memory the program touches.
+    pub fn slot_address(&self, i: usize) -> u64 {
+        self.base.wrapping_add(i) as usize as u64
+    }
+
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -17,6 +17,7 @@ mod disasm_cmd;
 mod experiment;
 mod gc_hints_cmd;
 mod profile_cmd;
+mod vertical_cmd;
 
 use clap::{Parser, ValueEnum};
 use tally_vm::tally_profile::trigger::{auto_trigger, TimerClock, Trigger};
@@ -38,6 +39,7 @@ Examples:
   tally export pprof run.profile -o run.pb.gz
                                         also: folded, flamegraph, speedscope, firefox, chrome
   tally disasm 'Vector>>forEach:'       a method's bytecode with source lines
+  tally vertical cache -- Main.som      an instrumented run: cache misses per method, line, class
   tally bench bench/smoke.toml          benchmark (see `tally bench --help`)
   tally experiment cbs                  profiling-accuracy experiments: CBS call graphs, method
   tally experiment sampling             sampling (see `tally experiment --help`)
@@ -644,6 +646,9 @@ fn main() -> ExitCode {
     }
     if std::env::args_os().nth(1).is_some_and(|a| a == "disasm") {
         return disasm_cmd::main(std::env::args_os().skip(2).collect());
+    }
+    if std::env::args_os().nth(1).is_some_and(|a| a == "vertical") {
+        return vertical_cmd::main(std::env::args_os().skip(2).collect());
     }
     // `tally bench …` has its own parser; programs are never named `bench`.
     if std::env::args_os().nth(1).is_some_and(|a| a == "bench") {

@@ -14,7 +14,8 @@ use crate::bytecode::{CodeId, Op};
 use crate::jit::Exit;
 use crate::objects::context;
 use crate::profiling::{
-    CountingLoop, Dispatch, EntriesLoop, HooksLoop, LoopMode, PlainLoop, WithCompiled,
+    CountingLoop, Dispatch, EntriesLoop, HooksLoop, InstrumentedLoop, LoopMode, PlainLoop,
+    WithCompiled,
 };
 use crate::runtime::{Code, Trivial, GC_HINT_AT_ENTRY, GC_HINT_AT_EXIT};
 use crate::{Vm, VmError};
@@ -66,6 +67,7 @@ impl Vm {
                 (Dispatch::Hooks, false) => self.execute_loop::<HooksLoop>(base_depth),
                 (Dispatch::Hooks, true) => self.execute_loop::<WithCompiled<HooksLoop>>(base_depth),
                 (Dispatch::Counting, _) => self.execute_loop::<CountingLoop>(base_depth),
+                (Dispatch::Instrumented, _) => self.execute_loop::<InstrumentedLoop>(base_depth),
             };
             if !matches!(result, Err(VmError::SwitchLoop)) {
                 break result;
@@ -305,6 +307,9 @@ impl Vm {
         }
         loop {
             let op = ops[ip];
+            if M::INSTRUMENTED {
+                self.instrument_op(code, ip, bp, op);
+            }
             ip += 1;
             if M::COUNT_BYTECODES {
                 executed += 1;

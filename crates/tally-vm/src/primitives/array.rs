@@ -2,6 +2,8 @@
 
 use tally_heap::Value;
 
+use tally_vertical::event::AccessKind;
+
 use super::Table;
 use crate::objects::Kind;
 use crate::{Vm, VmError};
@@ -12,12 +14,18 @@ pub static CLASS: Table = &[("new:", new)];
 fn at(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (a, i) = (vm.array_ref(vm.arg(1, 0))?, vm.arg(1, 1));
     let i = vm.index_arg(i, a.len, "array")?;
+    if vm.instrumentation.is_some() {
+        vm.instrument_element(a.obj, a.base + i, AccessKind::Load);
+    }
     vm.answer(1, a.get(i))
 }
 
 fn at_put(vm: &mut Vm, _: usize) -> Result<(), VmError> {
     let (a, i, v) = (vm.array_ref(vm.arg(2, 0))?, vm.arg(2, 1), vm.arg(2, 2));
     let i = vm.index_arg(i, a.len, "array")?;
+    if vm.instrumentation.is_some() {
+        vm.instrument_element(a.obj, a.base + i, AccessKind::Store);
+    }
     a.set(i, v);
     vm.answer(2, a.obj)
 }

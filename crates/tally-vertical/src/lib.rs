@@ -1,0 +1,15 @@
+//! Vertical profiling (Buytaert's Javana, thesis chapter 2), the VM-agnostic half: what an
+//! instrumented VM reports ([`event`]: an [`Instrument`] trait of hooks for classes, methods,
+//! objects, calls and every memory access) and the tools that relate those accesses to the
+//! program's methods, lines and classes. Knows nothing of SOM.
+//!
+//! - [`cache`]: a set-associative, write-back, write-allocate cache hierarchy simulator that
+//!   tells, per access, how deep it had to go.
+//! - [`cache_tool`]: the accesses through a simulated hierarchy, misses per method, per source
+//!   line and per class.
+
+pub mod cache;
+pub mod cache_tool;
+pub mod event;
+
+pub use event::{ClassId, Instrument, MemoryAccess, MethodId, Place, Site};

@@ -1,0 +1,150 @@
+//! `tally vertical TOOL …`: instrumented runs (vertical profiling, after Javana): the program
+//! runs interpreted with every memory access and VM event reported to a tool.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use tally_vm::tally_vertical::cache::parse_levels;
+use tally_vm::tally_vertical::cache_tool::CacheTool;
+use tally_vm::tally_vertical::Instrument;
+use tally_vm::{Vm, VmError, VmOptions};
+
+const AFTER_HELP: &str = "\
+The program runs interpreted, in a dispatch loop of its own that reports, before every
+instruction, the frame slots, fields and block-context slots it reads or writes; the Array
+primitives report the elements, and the VM the objects it makes and the methods entered and
+left. The program's own output goes to stdout as usual; the tool's report to stderr, or to
+the file given with -o.
+
+Examples:
+  tally vertical cache -- -cp Examples/AreWeFastYet:Smalltalk Harness Sieve 1 20
+  tally vertical cache --levels L1:32K:64:8,L2:256K:64:4,L3:8M:64:16 --top 30 -o sieve.txt -- Sieve.som";
+
+/// Instrumented runs: every memory access of the program through a tool.
+#[derive(Parser, Debug)]
+#[command(name = "tally vertical", version, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    tool: Tool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Tool {
+    /// Cache simulation: each access through a set-associative, write-back, write-allocate
+    /// hierarchy (LRU), misses per method, per source line of the method with the most, and
+    /// per class of the object accessed.
+    Cache(CacheArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct CacheArgs {
+    /// The levels, first first: NAME:SIZE:LINE:WAYS, comma-separated (sizes in bytes or with
+    /// K, M, G).
+    #[arg(long, value_name = "SPEC", default_value = "L1:32K:64:8,L2:1M:64:16")]
+    levels: String,
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    top: usize,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// Where the report goes and what runs.
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// Write the report to FILE instead of stderr (not over an existing file without
+    /// --force).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Overwrite the report file.
+    #[arg(long)]
+    force: bool,
+    /// The program: `[-cp DIR:DIR…] CLASS|FILE.som [ARGS]`, after `--`.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    program: Vec<String>,
+}
+
+pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
+    let argv = std::iter::once(std::ffi::OsString::from("tally vertical")).chain(args);
+    let cli = Cli::parse_from(argv);
+    let (tool, run): (Box<dyn Instrument>, RunArgs) = match cli.tool {
+        Tool::Cache(a) => {
+            let tool = match parse_levels(&a.levels).and_then(|l| CacheTool::new(l, a.top)) {
+                Ok(t) => t,
+                Err(e) => {
+                    say!("error: --levels: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            (Box::new(tool), a.run)
+        }
+    };
+    if let Some(out) = &run.output {
+        if out.exists() && !run.force {
+            say!(
+                "error: {} exists; pass --force to overwrite it",
+                out.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let (class_path, program) = split_class_path(&run.program);
+    if program.is_empty() {
+        say!("error: no program after `--` (give CLASS or FILE.som, after -cp DIRS if needed)");
+        return ExitCode::from(2);
+    }
+    let options = VmOptions {
+        class_path: crate::class_path(&class_path),
+        ..VmOptions::default()
+    };
+    let mut failed = false;
+    let result = Vm::new(options).and_then(|mut vm| {
+        vm.instrument(tool)?;
+        let r = vm.run_main(&program);
+        vm.flush();
+        failed = r.is_err() && !matches!(r, Err(VmError::Exit(0)));
+        let tool = vm.finish_instrument(failed);
+        let report = tool.map(|t| t.report()).unwrap_or_default();
+        match &run.output {
+            Some(path) => std::fs::write(path, &report)
+                .map_err(|e| VmError::Fatal(format!("cannot write {}: {e}", path.display())))?,
+            None => say!("{report}"),
+        }
+        r
+    });
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(VmError::Exit(code)) => ExitCode::from(code as u8),
+        Err(e) => {
+            say!("{e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+/// `-cp DIRS` (or `--classpath DIRS`) in front of the program words, and the rest.
+fn split_class_path(words: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut cp = Vec::new();
+    let mut i = 0;
+    while i + 1 < words.len() && (words[i] == "-cp" || words[i] == "--classpath") {
+        cp.push(words[i + 1].clone());
+        i += 2;
+    }
+    (cp, words[i..].to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_class_path;
+
+    #[test]
+    fn the_class_path_comes_before_the_program() {
+        let w = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            split_class_path(&w("-cp a:b -cp c Main x -cp")),
+            (w("a:b c"), w("Main x -cp"))
+        );
+        assert_eq!(split_class_path(&w("Main.som")), (vec![], w("Main.som")));
+    }
+}

@@ -1,0 +1,87 @@
+//! `tally vertical`: instrumented runs end to end.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn tally(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run tally")
+}
+
+/// Stores 4096 elements in order, then reads them back in order.
+const WALK: &str = "Walk = ( run = ( | a sum |
+    a := Array new: 4096.
+    1 to: 4096 do: [:i | a at: i put: i].
+    sum := 0.
+    1 to: 4096 do: [:i | sum := sum + (a at: i)].
+    sum println ) )";
+
+/// The columns of a report row: label, accesses, then misses and rate per level.
+fn row<'a>(report: &'a str, label: &str) -> Vec<&'a str> {
+    let line = report
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("no row {label} in\n{report}"));
+    line[label.len()..].split_whitespace().collect()
+}
+
+#[test]
+fn a_sequential_walk_misses_once_per_line_and_is_attributed_to_its_line_and_class() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Walk.som"), WALK).unwrap();
+    // An L1 of 1 KiB cannot hold the 32 KiB array; the L2 of 64 KiB can.
+    let o = tally(
+        d.path(),
+        &[
+            "vertical",
+            "cache",
+            "--levels",
+            "L1:1K:64:2,L2:64K:64:4",
+            "--",
+            "Walk.som",
+        ],
+    );
+    let report = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{report}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "8390656\n");
+    // The array's making (one store over all of it), then 8192 element accesses over
+    // 4096 × 8 bytes = 512 lines (513 if the first element does not start a line): each walk
+    // misses each line once in L1, which cannot hold them, and never in L2, which kept them
+    // since the array was made.
+    let array = row(&report, "Array ");
+    // (And the start-up's argument Array, made.)
+    assert_eq!(array[0], "8194", "{report}");
+    let l1: u64 = array[1].parse().unwrap();
+    let l2: u64 = array[3].parse().unwrap();
+    assert!((1025..=1027).contains(&l1), "{report}");
+    assert_eq!(l2, 1, "{report}");
+    // The hottest method is the program's, and its table names the lines with the accesses.
+    assert!(report.contains("misses by line of Walk>>run"), "{report}");
+    let store_line = row(&report, "    3  1 to: 4096 do: [:i | a at: i put: i].");
+    assert!(store_line[0].parse::<u64>().unwrap() >= 4096, "{report}");
+}
+
+#[test]
+fn bad_levels_and_a_missing_program_are_errors() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Walk.som"), WALK).unwrap();
+    let o = tally(
+        d.path(),
+        &[
+            "vertical",
+            "cache",
+            "--levels",
+            "L1:1000:64:2",
+            "--",
+            "Walk.som",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--levels"));
+    let o = tally(d.path(), &["vertical", "cache", "--", "Nope.som"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot find the file Nope.som"));
+}
