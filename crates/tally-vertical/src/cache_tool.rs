@@ -247,8 +247,8 @@ impl Instrument for CacheTool {
         }
     }
 
-    fn report(&self) -> String {
-        self.render(self.top)
+    fn finish(&mut self) -> Result<String, String> {
+        Ok(self.render(self.top))
     }
 }
 

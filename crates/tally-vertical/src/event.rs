@@ -87,8 +87,9 @@ pub trait Instrument {
     fn method_exited(&mut self, _method: MethodId, _unwound: bool) {}
     /// The program read or wrote memory.
     fn access(&mut self, _access: &MemoryAccess) {}
-    /// What the tool found, once the run is over.
-    fn report(&self) -> String {
-        String::new()
+    /// The run is over: the tool's report, or why it could not finish (say a file it wrote
+    /// failed).
+    fn finish(&mut self) -> Result<String, String> {
+        Ok(String::new())
     }
 }

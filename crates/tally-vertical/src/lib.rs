@@ -7,9 +7,11 @@
 //!   tells, per access, how deep it had to go.
 //! - [`cache_tool`]: the accesses through a simulated hierarchy, misses per method, per source
 //!   line and per class.
+//! - [`trace`]: every event as a compressed stream (the memory address trace), and its reader.
 
 pub mod cache;
 pub mod cache_tool;
 pub mod event;
+pub mod trace;
 
 pub use event::{ClassId, Instrument, MemoryAccess, MethodId, Place, Site};

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tally_vm::tally_vertical::cache::parse_levels;
 use tally_vm::tally_vertical::cache_tool::CacheTool;
+use tally_vm::tally_vertical::trace::{Record, TraceReader, TraceWriter};
 use tally_vm::tally_vertical::Instrument;
 use tally_vm::{Vm, VmError, VmOptions};
 
@@ -19,6 +20,8 @@ the file given with -o.
 
 Examples:
   tally vertical cache -- -cp Examples/AreWeFastYet:Smalltalk Harness Sieve 1 20
+  tally vertical trace -o sieve.trace -- Sieve.som
+  tally vertical read --head 20 sieve.trace
   tally vertical cache --levels L1:32K:64:8,L2:256K:64:4,L3:8M:64:16 --top 30 -o sieve.txt -- Sieve.som";
 
 /// Instrumented runs: every memory access of the program through a tool.
@@ -35,6 +38,34 @@ enum Tool {
     /// hierarchy (LRU), misses per method, per source line of the method with the most, and
     /// per class of the object accessed.
     Cache(CacheArgs),
+    /// The memory address trace: every event and access of the run, streamed to a gzip
+    /// file as it goes (read it with `tally vertical read`).
+    Trace(TraceArgs),
+    /// Reads a trace: its records counted by kind, accesses by place, and with --head the
+    /// first records.
+    Read(ReadArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct TraceArgs {
+    /// The trace file to write.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: PathBuf,
+    /// Overwrite the trace file.
+    #[arg(long)]
+    force: bool,
+    /// The program: `[-cp DIR:DIR…] CLASS|FILE.som [ARGS]`, after `--`.
+    #[arg(last = true, required = true, value_name = "PROGRAM")]
+    program: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+struct ReadArgs {
+    /// A trace written by `tally vertical trace`.
+    file: PathBuf,
+    /// Print the first N records too.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    head: usize,
 }
 
 #[derive(clap::Args, Debug)]
@@ -79,6 +110,30 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             };
             (Box::new(tool), a.run)
         }
+        Tool::Trace(a) => {
+            if a.output.exists() && !a.force {
+                say!(
+                    "error: {} exists; pass --force to overwrite it",
+                    a.output.display()
+                );
+                return ExitCode::from(2);
+            }
+            let file = match std::fs::File::create(&a.output) {
+                Ok(f) => f,
+                Err(e) => {
+                    say!("error: cannot write {}: {e}", a.output.display());
+                    return ExitCode::from(2);
+                }
+            };
+            let writer = TraceWriter::new(std::io::BufWriter::with_capacity(1 << 20, file));
+            let run = RunArgs {
+                output: None,
+                force: false,
+                program: a.program,
+            };
+            (Box::new(writer), run)
+        }
+        Tool::Read(a) => return read(&a),
     };
     if let Some(out) = &run.output {
         if out.exists() && !run.force {
@@ -105,7 +160,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         vm.flush();
         failed = r.is_err() && !matches!(r, Err(VmError::Exit(0)));
         let tool = vm.finish_instrument(failed);
-        let report = tool.map(|t| t.report()).unwrap_or_default();
+        let report = match tool.map(|mut t| t.finish()) {
+            Some(Ok(report)) => report,
+            Some(Err(e)) => return Err(VmError::Fatal(e)),
+            None => String::new(),
+        };
         match &run.output {
             Some(path) => std::fs::write(path, &report)
                 .map_err(|e| VmError::Fatal(format!("cannot write {}: {e}", path.display())))?,
@@ -121,6 +180,65 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// `tally vertical read`.
+fn read(a: &ReadArgs) -> ExitCode {
+    let file = match std::fs::File::open(&a.file) {
+        Ok(f) => f,
+        Err(e) => {
+            say!("error: cannot read {}: {e}", a.file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let reader = match TraceReader::new(std::io::BufReader::new(file)) {
+        Ok(r) => r,
+        Err(e) => {
+            say!("error: {}: {e}", a.file.display());
+            return ExitCode::from(1);
+        }
+    };
+    let mut kinds: std::collections::BTreeMap<&str, u64> = Default::default();
+    let mut places: std::collections::BTreeMap<(&str, &str), u64> = Default::default();
+    let mut n = 0usize;
+    for record in reader {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                say!("error: {}: {e}", a.file.display());
+                return ExitCode::from(1);
+            }
+        };
+        if n < a.head {
+            println!("{record:?}");
+        }
+        n += 1;
+        let kind = match &record {
+            Record::Class { .. } => "class",
+            Record::Method { .. } => "method",
+            Record::Object { .. } => "object made",
+            Record::Enter(_) => "method entered",
+            Record::Exit { .. } => "method left",
+            Record::Access(x) => {
+                let k = match x.kind {
+                    tally_vm::tally_vertical::cache::AccessKind::Load => "load",
+                    tally_vm::tally_vertical::cache::AccessKind::Store => "store",
+                };
+                *places.entry((x.place.name(), k)).or_default() += 1;
+                "access"
+            }
+        };
+        *kinds.entry(kind).or_default() += 1;
+    }
+    println!("{}: {n} records", a.file.display());
+    for (k, c) in &kinds {
+        println!("  {c:>12}  {k}");
+    }
+    println!("accesses by place:");
+    for ((p, k), c) in &places {
+        println!("  {c:>12}  {p} {k}");
+    }
+    ExitCode::SUCCESS
 }
 
 /// `-cp DIRS` (or `--classpath DIRS`) in front of the program words, and the rest.

@@ -85,3 +85,39 @@ fn bad_levels_and_a_missing_program_are_errors() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot find the file Nope.som"));
 }
+
+#[test]
+fn a_trace_is_written_as_the_run_goes_and_reads_back_counted() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Walk.som"), WALK).unwrap();
+    let o = tally(
+        d.path(),
+        &["vertical", "trace", "-o", "walk.trace", "--", "Walk.som"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "8390656\n");
+    let o = tally(d.path(), &["vertical", "read", "walk.trace"]);
+    let summary = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{summary}");
+    // The walks: 4096 element stores, then 4096 loads; and the run's one method entered and
+    // left (with the println it calls).
+    assert!(summary.contains("4096  element load"), "{summary}");
+    assert!(summary.contains("4096  element store"), "{summary}");
+    assert!(summary.contains("object made"), "{summary}");
+    // Not over an existing trace without --force.
+    let o = tally(
+        d.path(),
+        &["vertical", "trace", "-o", "walk.trace", "--", "Walk.som"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    // A trace cut short is refused with the reason.
+    let bytes = std::fs::read(d.path().join("walk.trace")).unwrap();
+    std::fs::write(d.path().join("cut.trace"), &bytes[..bytes.len() / 2]).unwrap();
+    let o = tally(d.path(), &["vertical", "read", "cut.trace"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(e.contains("cut.trace"), "{e}");
+    std::fs::write(d.path().join("text.trace"), b"hello").unwrap();
+    let o = tally(d.path(), &["vertical", "read", "text.trace"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a Tally trace"));
+}
