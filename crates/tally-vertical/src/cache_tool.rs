@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::cache::{CacheError, Hierarchy, LevelConfig};
-use crate::event::{ClassId, Instrument, MemoryAccess, MethodId, Site};
+use crate::event::{ClassId, Instrument, MemoryAccess, MethodId, NewObject, Site};
 
 /// The most levels a hierarchy may have here.
 pub const MAX_LEVELS: usize = 4;
@@ -225,14 +225,14 @@ impl Instrument for CacheTool {
     /// A new object's initialization writes every line it spans: counted as one store at
     /// its allocation site (without it, the first store into a fresh object would miss as
     /// if the allocator had not just written there).
-    fn object_created(&mut self, address: u64, class: ClassId, size: u32, site: Site) {
+    fn object_created(&mut self, o: &NewObject) {
         self.access(&MemoryAccess {
-            address,
-            size,
+            address: o.address,
+            size: o.size,
             kind: crate::cache::AccessKind::Store,
             place: crate::event::Place::Initialization,
-            site,
-            object: Some((address, class)),
+            site: o.site,
+            object: Some((o.address, o.class)),
         });
     }
 

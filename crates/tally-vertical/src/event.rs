@@ -35,6 +35,8 @@ pub enum Place {
     ContextSlot,
     /// A new object's header and slots, written when it is made.
     Initialization,
+    /// An object's header, read at a send to find the receiver's class.
+    Header,
 }
 
 impl Place {
@@ -45,6 +47,7 @@ impl Place {
             Place::Element => "element",
             Place::ContextSlot => "context slot",
             Place::Initialization => "initialization",
+            Place::Header => "header",
         }
     }
 }
@@ -71,6 +74,19 @@ pub struct MemoryAccess {
     pub object: Option<(u64, ClassId)>,
 }
 
+/// An object the program made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewObject {
+    pub address: u64,
+    pub class: ClassId,
+    /// Header and slots, in bytes.
+    pub size: u32,
+    /// The method that made it (where `new` ran, often a library's)…
+    pub site: Site,
+    /// …and the one that called that method, if any.
+    pub caller: Option<Site>,
+}
+
 /// A tool of an instrumented run. Every hook runs on the VM thread, in the middle of the
 /// program: it must not call back into the VM.
 pub trait Instrument {
@@ -78,8 +94,8 @@ pub trait Instrument {
     fn class_loaded(&mut self, _class: ClassId, _name: &str) {}
     /// A method or block was defined: its printable name and source file.
     fn method_defined(&mut self, _method: MethodId, _name: &str, _source: &str) {}
-    /// An object of `size` bytes was made at `address`.
-    fn object_created(&mut self, _address: u64, _class: ClassId, _size: u32, _site: Site) {}
+    /// The program made an object.
+    fn object_created(&mut self, _object: &NewObject) {}
     /// A frame of `method` was set up.
     fn method_entered(&mut self, _method: MethodId) {}
     /// A frame of `method` was left: returned from, or `unwound` by a non-local return or

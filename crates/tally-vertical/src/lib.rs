@@ -8,10 +8,12 @@
 //! - [`cache_tool`]: the accesses through a simulated hierarchy, misses per method, per source
 //!   line and per class.
 //! - [`trace`]: every event as a compressed stream (the memory address trace), and its reader.
+//! - [`lifetimes`]: object lifetimes per class and allocation site, and refactoring hints.
 
 pub mod cache;
 pub mod cache_tool;
 pub mod event;
+pub mod lifetimes;
 pub mod trace;
 
 pub use event::{ClassId, Instrument, MemoryAccess, MethodId, Place, Site};

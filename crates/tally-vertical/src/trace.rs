@@ -11,10 +11,12 @@
 //! ```text
 //! CLASS    1  id name
 //! METHOD   2  id name source
-//! OBJECT   3  address class size site
+//! OBJECT   3  address class size site (0 | 1 caller-site)
 //! ENTER    4  method
 //! EXIT     5  method unwound(0|1)
 //! ACCESS   6  kind<<3|place  address-delta  size  site
+//!             (place: frame slot 0, field 1, element 2, context slot 3, initialization 4,
+//!             header 5)
 //! END      0  records
 //! site = method bci line
 //! ```
@@ -25,7 +27,7 @@ use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 
 use crate::cache::AccessKind;
-use crate::event::{ClassId, Instrument, MemoryAccess, MethodId, Place, Site};
+use crate::event::{ClassId, Instrument, MemoryAccess, MethodId, NewObject, Place, Site};
 
 const MAGIC: &[u8; 8] = b"TALLYTRC";
 /// The format version this code writes and reads.
@@ -51,12 +53,7 @@ pub enum Record {
         name: String,
         source: String,
     },
-    Object {
-        address: u64,
-        class: ClassId,
-        size: u32,
-        site: Site,
-    },
+    Object(NewObject),
     Enter(MethodId),
     Exit {
         method: MethodId,
@@ -76,12 +73,7 @@ impl Record {
                 name,
                 source,
             } => tool.method_defined(*method, name, source),
-            Record::Object {
-                address,
-                class,
-                size,
-                site,
-            } => tool.object_created(*address, *class, *size, *site),
+            Record::Object(o) => tool.object_created(o),
             Record::Enter(m) => tool.method_entered(*m),
             Record::Exit { method, unwound } => tool.method_exited(*method, *unwound),
             Record::Access(a) => tool.access(a),
@@ -186,12 +178,19 @@ impl<W: Write> Instrument for TraceWriter<W> {
         });
     }
 
-    fn object_created(&mut self, address: u64, class: ClassId, size: u32, site: Site) {
+    fn object_created(&mut self, o: &NewObject) {
         self.record(OBJECT, |b| {
-            put_varint(b, address);
-            put_varint(b, u64::from(class.0));
-            put_varint(b, u64::from(size));
-            put_site(b, site);
+            put_varint(b, o.address);
+            put_varint(b, u64::from(o.class.0));
+            put_varint(b, u64::from(o.size));
+            put_site(b, o.site);
+            match o.caller {
+                None => b.push(0),
+                Some(c) => {
+                    b.push(1);
+                    put_site(b, c);
+                }
+            }
         });
     }
 
@@ -242,6 +241,7 @@ fn place_code(p: Place) -> u8 {
         Place::Element => 2,
         Place::ContextSlot => 3,
         Place::Initialization => 4,
+        Place::Header => 5,
     }
 }
 
@@ -400,12 +400,27 @@ impl<R: Read> TraceReader<R> {
                 name: self.string()?,
                 source: self.string()?,
             },
-            OBJECT => Record::Object {
-                address: self.varint()?,
-                class: ClassId(self.u32("class")?),
-                size: self.u32("size")?,
-                site: self.site()?,
-            },
+            OBJECT => {
+                let address = self.varint()?;
+                let class = ClassId(self.u32("class")?);
+                let size = self.u32("size")?;
+                let site = self.site()?;
+                let caller = match self
+                    .byte()?
+                    .map_err(|_| TraceError::Truncated(self.records))?
+                {
+                    0 => None,
+                    1 => Some(self.site()?),
+                    b => return Err(self.malformed(format!("caller flag {b}, not 0 or 1"))),
+                };
+                Record::Object(NewObject {
+                    address,
+                    class,
+                    size,
+                    site,
+                    caller,
+                })
+            }
             ENTER => Record::Enter(MethodId(self.u32("method")?)),
             EXIT => {
                 let method = MethodId(self.u32("method")?);
@@ -434,6 +449,7 @@ impl<R: Read> TraceReader<R> {
                     2 => Place::Element,
                     3 => Place::ContextSlot,
                     4 => Place::Initialization,
+                    5 => Place::Header,
                     p => return Err(self.malformed(format!("access place {p}"))),
                 };
                 let delta = unzigzag(self.varint()?);
@@ -493,7 +509,14 @@ mod tests {
         w.class_loaded(ClassId(3), "Node");
         w.method_defined(MethodId(7), "Node>>walk", "Node.som");
         w.method_entered(MethodId(7));
-        w.object_created(0x1000, ClassId(3), 40, site(7, 2, 5));
+        let made = NewObject {
+            address: 0x1000,
+            class: ClassId(3),
+            size: 40,
+            site: site(7, 2, 5),
+            caller: Some(site(6, 9, 12)),
+        };
+        w.object_created(&made);
         let a = |address, kind, place| MemoryAccess {
             address,
             size: 8,
@@ -525,12 +548,7 @@ mod tests {
                 source: "Node.som".into(),
             },
             Record::Enter(MethodId(7)),
-            Record::Object {
-                address: 0x1000,
-                class: ClassId(3),
-                size: 40,
-                site: site(7, 2, 5),
-            },
+            Record::Object(made),
         ];
         expected.extend(accesses.iter().map(|x| Record::Access(*x)));
         expected.push(Record::Exit {

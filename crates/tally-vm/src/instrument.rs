@@ -10,12 +10,15 @@
 //! defined. The other loops carry none of this; outside the loop, each hook is one test of
 //! `Vm::instrumentation`.
 //!
-//! Operand-stack pushes and pops are not reported: they are the interpreter's own traffic,
-//! which compiled code keeps in registers.
+//! A send reports the load of its receiver's header (its class). Operand-stack pushes and
+//! pops are not reported: they are the interpreter's own traffic, which compiled code keeps in
+//! registers; nor is what primitives read inside strings and numbers.
 
 use tally_heap::object::HEADER_BYTES;
 use tally_heap::Value;
-use tally_vertical::event::{AccessKind, ClassId, Instrument, MemoryAccess, MethodId, Place, Site};
+use tally_vertical::event::{
+    AccessKind, ClassId, Instrument, MemoryAccess, MethodId, NewObject, Place, Site,
+};
 
 use crate::bytecode::{CodeId, Op};
 use crate::objects::context;
@@ -151,6 +154,46 @@ impl Vm {
             }
             _ => {}
         }
+        // A send reads its receiver's header for the class (a small integer has none).
+        let (site_id, pushes) = match op {
+            Op::Send(s)
+            | Op::SendBinary(s)
+            | Op::SuperSend(s)
+            | Op::SendIsNil(s)
+            | Op::SendNotNil(s)
+            | Op::SendCompareJumpIfFalse(s, _)
+            | Op::SendCompareJumpIfTrue(s, _) => (s, 0),
+            Op::PushLocalSend(_, s)
+            | Op::PushLocalSendBinary(_, s)
+            | Op::PushConstSendBinary(_, s) => (s, 1),
+            _ => return,
+        };
+        let argc = self.rt.sites[site_id as usize].argc as usize;
+        // The receiver's index once the fused push (if any) is done.
+        let Some(at) = (self.rt.stack.len() + pushes).checked_sub(1 + argc) else {
+            return;
+        };
+        let receiver = if at < self.rt.stack.len() {
+            self.rt.stack[at]
+        } else {
+            match op {
+                Op::PushLocalSend(k, _) | Op::PushLocalSendBinary(k, _) => {
+                    self.rt.stack[bp + k as usize]
+                }
+                Op::PushConstSendBinary(v, _) => v,
+                _ => return,
+            }
+        };
+        if receiver.is_ref() {
+            self.report_access(MemoryAccess {
+                address: receiver.0,
+                size: 8,
+                kind: load,
+                place: Place::Header,
+                site,
+                object: Some((receiver.0, ClassId(receiver.class_id()))),
+            });
+        }
     }
 
     fn instrumented_context(&self, level: u8) -> Value {
@@ -205,13 +248,18 @@ impl Vm {
 
     /// Where the top frame is: its code and the instruction it called from.
     fn instrument_site(&self) -> Site {
-        let Some(f) = self.rt.frames.last() else {
-            return Site {
+        match self.rt.frames.last() {
+            Some(f) => self.frame_site(f),
+            None => Site {
                 method: MethodId::NONE,
                 bci: 0,
                 line: 0,
-            };
-        };
+            },
+        }
+    }
+
+    /// Where frame `f` is: its code and the instruction it called from.
+    fn frame_site(&self, f: &crate::runtime::Frame) -> Site {
         let code = self.rt.codes[f.code as usize];
         let bci = f.ip.saturating_sub(1) as usize;
         Site {
@@ -236,11 +284,18 @@ impl Vm {
     #[cold]
     pub(crate) fn instrument_alloc(&mut self, object: Value) {
         let site = self.instrument_site();
+        let live = self.rt.frames.live();
+        let caller = live.len().checked_sub(2).map(|k| self.frame_site(&live[k]));
         if let Some(i) = self.instrumentation.as_deref_mut() {
             let size = tally_heap::object::object_size(object.slot_count(), object.byte_len())
                 .unwrap_or(0) as u32;
-            i.tool
-                .object_created(object.0, ClassId(object.class_id()), size, site);
+            i.tool.object_created(&NewObject {
+                address: object.0,
+                class: ClassId(object.class_id()),
+                size,
+                site,
+                caller,
+            });
         }
     }
 }

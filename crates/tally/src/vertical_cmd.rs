@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use tally_vm::tally_vertical::cache::parse_levels;
 use tally_vm::tally_vertical::cache_tool::CacheTool;
+use tally_vm::tally_vertical::lifetimes::LifetimeTool;
 use tally_vm::tally_vertical::trace::{Record, TraceReader, TraceWriter};
 use tally_vm::tally_vertical::Instrument;
 use tally_vm::{Vm, VmError, VmOptions};
@@ -22,6 +23,7 @@ Examples:
   tally vertical cache -- -cp Examples/AreWeFastYet:Smalltalk Harness Sieve 1 20
   tally vertical trace -o sieve.trace -- Sieve.som
   tally vertical read --head 20 sieve.trace
+  tally vertical lifetimes --short 16K -- -cp Examples/AreWeFastYet:Examples/AreWeFastYet/Json:Smalltalk Harness Json 1 1
   tally vertical cache --levels L1:32K:64:8,L2:256K:64:4,L3:8M:64:16 --top 30 -o sieve.txt -- Sieve.som";
 
 /// Instrumented runs: every memory access of the program through a tool.
@@ -44,6 +46,22 @@ enum Tool {
     /// Reads a trace: its records counted by kind, accesses by place, and with --head the
     /// first records.
     Read(ReadArgs),
+    /// Object lifetimes (creation to last access, in bytes allocated) per class and
+    /// allocation site, and refactoring hints: the sites whose objects mostly die young,
+    /// with where they were last used. Runs under MarkSweep, which does not move objects.
+    Lifetimes(LifetimeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct LifetimeArgs {
+    /// Lifetimes under this many bytes allocated count as short (K, M suffixes allowed).
+    #[arg(long, value_name = "BYTES", default_value = "64K", value_parser = crate::parse_size)]
+    short: usize,
+    /// Rows per table.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    top: usize,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -99,6 +117,7 @@ struct RunArgs {
 pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     let argv = std::iter::once(std::ffi::OsString::from("tally vertical")).chain(args);
     let cli = Cli::parse_from(argv);
+    let mut plan = tally_vm::GcPlan::default();
     let (tool, run): (Box<dyn Instrument>, RunArgs) = match cli.tool {
         Tool::Cache(a) => {
             let tool = match parse_levels(&a.levels).and_then(|l| CacheTool::new(l, a.top)) {
@@ -134,6 +153,10 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             (Box::new(writer), run)
         }
         Tool::Read(a) => return read(&a),
+        Tool::Lifetimes(a) => {
+            plan = tally_vm::GcPlan::MarkSweep;
+            (Box::new(LifetimeTool::new(a.short as u64, a.top)), a.run)
+        }
     };
     if let Some(out) = &run.output {
         if out.exists() && !run.force {
@@ -151,6 +174,10 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
     }
     let options = VmOptions {
         class_path: crate::class_path(&class_path),
+        heap: tally_vm::HeapOptions {
+            plan,
+            ..tally_vm::HeapOptions::default()
+        },
         ..VmOptions::default()
     };
     let mut failed = false;
