@@ -9,11 +9,14 @@
 //!   line and per class.
 //! - [`trace`]: every event as a compressed stream (the memory address trace), and its reader.
 //! - [`lifetimes`]: object lifetimes per class and allocation site, and refactoring hints.
+//! - [`phases`]: MonitorMethod's phase selection (θ_weight, θ_grain) with the overhead each
+//!   selection is estimated to cost.
 
 pub mod cache;
 pub mod cache_tool;
 pub mod event;
 pub mod lifetimes;
+pub mod phases;
 pub mod trace;
 
 pub use event::{ClassId, Instrument, MemoryAccess, MethodId, Place, Site};
