@@ -1,7 +1,8 @@
 //! The memory address trace: every event of an instrumented run as a compressed stream, for
 //! tools that read it later.
 //!
-//! Format version 1: gzip over a byte stream that starts with `TALLYTRC` and the version byte,
+//! Format version 1: an LZ4 frame (fast enough to keep up with the interpreter; gzip took
+//! most of a traced run's time) over a byte stream that starts with `TALLYTRC` and the version byte,
 //! then records, each a tag byte and its fields (unsigned LEB128 varints, strings as a length
 //! and UTF-8 bytes), and ends with an `END` record holding the number of records before it, so
 //! a cut-off trace is told from a finished one. An access's address is stored as the
@@ -23,8 +24,7 @@
 
 use std::io::{self, Read, Write};
 
-use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
+use lz4_flex::frame::{FrameDecoder, FrameEncoder};
 
 use crate::cache::AccessKind;
 use crate::event::{ClassId, Instrument, MemoryAccess, MethodId, NewObject, Place, Site};
@@ -101,7 +101,7 @@ pub enum TraceError {
 /// The trace writer: an [`Instrument`] that writes every event. The first write error ends
 /// the writing; [`TraceWriter::finish`] answers it.
 pub struct TraceWriter<W: Write> {
-    out: Option<GzEncoder<W>>,
+    out: Option<FrameEncoder<W>>,
     error: Option<io::Error>,
     records: u64,
     accesses: u64,
@@ -112,7 +112,7 @@ pub struct TraceWriter<W: Write> {
 impl<W: Write> TraceWriter<W> {
     pub fn new(out: W) -> TraceWriter<W> {
         let mut w = TraceWriter {
-            out: Some(GzEncoder::new(out, flate2::Compression::fast())),
+            out: Some(FrameEncoder::new(out)),
             error: None,
             records: 0,
             accesses: 0,
@@ -142,7 +142,11 @@ impl<W: Write> TraceWriter<W> {
             self.out = None;
             return Err(e);
         }
-        self.out.take().expect("checked above").finish()
+        self.out
+            .take()
+            .expect("checked above")
+            .finish()
+            .map_err(io::Error::other)
     }
 
     fn flush_buf(&mut self) {
@@ -278,7 +282,7 @@ fn put_site(b: &mut Vec<u8>, s: Site) {
 
 /// Reads a trace record by record.
 pub struct TraceReader<R: Read> {
-    input: io::BufReader<GzDecoder<R>>,
+    input: io::BufReader<FrameDecoder<R>>,
     records: u64,
     last_address: u64,
     done: bool,
@@ -290,13 +294,20 @@ struct CutShort;
 impl<R: Read> TraceReader<R> {
     /// Checks the header.
     pub fn new(input: R) -> Result<TraceReader<R>, TraceError> {
-        let mut input = io::BufReader::new(GzDecoder::new(input));
+        let mut input = io::BufReader::new(FrameDecoder::new(input));
         let mut magic = [0u8; 9];
         match input.read_exact(&mut magic) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Err(TraceError::NotTrace),
-            // Not gzip at all reads as invalid input.
-            Err(e) if e.kind() == io::ErrorKind::InvalidInput => return Err(TraceError::NotTrace),
+            // Not an LZ4 frame at all reads as invalid data.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidInput | io::ErrorKind::InvalidData
+                ) =>
+            {
+                return Err(TraceError::NotTrace)
+            }
             Err(e) => return Err(e.into()),
         }
         if &magic[..8] != MAGIC {
@@ -573,15 +584,17 @@ mod tests {
         let (bytes, _) = sample_trace();
         // Decompressed and cut at every length: never a panic, never a full read.
         let mut plain = Vec::new();
-        GzDecoder::new(&bytes[..]).read_to_end(&mut plain).unwrap();
+        FrameDecoder::new(&bytes[..])
+            .read_to_end(&mut plain)
+            .unwrap();
         for cut in 0..plain.len() {
-            let mut z = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let mut z = FrameEncoder::new(Vec::new());
             z.write_all(&plain[..cut]).unwrap();
             let cut_bytes = z.finish().unwrap();
             assert!(read_all(&cut_bytes).is_err(), "cut at {cut} read in full");
         }
         assert!(matches!(read_all(b"hello"), Err(TraceError::NotTrace)));
-        let mut z = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut z = FrameEncoder::new(Vec::new());
         z.write_all(b"TALLYTRC\x09").unwrap();
         assert!(matches!(
             read_all(&z.finish().unwrap()),
@@ -593,12 +606,14 @@ mod tests {
     fn garbled_traces_are_errors_not_panics() {
         let (bytes, _) = sample_trace();
         let mut plain = Vec::new();
-        GzDecoder::new(&bytes[..]).read_to_end(&mut plain).unwrap();
+        FrameDecoder::new(&bytes[..])
+            .read_to_end(&mut plain)
+            .unwrap();
         for i in 9..plain.len() {
             for flip in [0x01u8, 0x80, 0xff] {
                 let mut g = plain.clone();
                 g[i] ^= flip;
-                let mut z = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                let mut z = FrameEncoder::new(Vec::new());
                 z.write_all(&g).unwrap();
                 // Reading may succeed (a changed address) or fail, but must not panic.
                 let _ = read_all(&z.finish().unwrap());

@@ -40,7 +40,7 @@ enum Tool {
     /// hierarchy (LRU), misses per method, per source line of the method with the most, and
     /// per class of the object accessed.
     Cache(CacheArgs),
-    /// The memory address trace: every event and access of the run, streamed to a gzip
+    /// The memory address trace: every event and access of the run, streamed to an LZ4
     /// file as it goes (read it with `tally vertical read`).
     Trace(TraceArgs),
     /// Reads a trace: its records counted by kind, accesses by place, and with --head the
