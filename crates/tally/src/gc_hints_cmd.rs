@@ -16,30 +16,7 @@ pub(crate) enum HintsRequest {
 /// Before the run: a recording's output must be writable, and may be replaced only with
 /// `--force`.
 pub(crate) fn check_record_output(output: &Path, force: bool) -> Result<(), String> {
-    if output.is_dir() {
-        return Err(format!(
-            "cannot write GC hints to {}: it is a directory",
-            output.display()
-        ));
-    }
-    if output.exists() && !force {
-        return Err(format!(
-            "{} exists; pass --force to overwrite it",
-            output.display()
-        ));
-    }
-    let dir = output
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        return Err(format!(
-            "cannot write GC hints to {}: the directory {} does not exist",
-            output.display(),
-            dir.display()
-        ));
-    }
-    Ok(())
+    crate::check_new_file(output, force, "GC hints")
 }
 
 /// Sets the VM up for the request, before the program runs. A hints file that cannot be used

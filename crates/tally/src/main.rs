@@ -477,20 +477,16 @@ fn record_asks_help(args: &[String]) -> bool {
         .any(|a| a == "-h" || a == "--help")
 }
 
-/// Checks before the program runs that the profile can be written to `output`: its directory
-/// exists and takes new files (the streamed `FILE.partial` is created and removed), and an
-/// existing file is only replaced with `force`.
-fn check_output(output: &std::path::Path, force: bool) -> Result<(), String> {
-    if output.as_os_str() == "-" {
-        return Err(
-            "the profile cannot go to stdout (`-`): the program writes there, and the \
-             profile streams to a file as the run goes; name a file, then `tally export … -o -`"
-                .into(),
-        );
-    }
+/// Before a run: `output` (the `what` it writes, e.g. "the profile") can be written in an
+/// existing directory, and is no directory; an existing file is only replaced with `force`.
+pub(crate) fn check_new_file(
+    output: &std::path::Path,
+    force: bool,
+    what: &str,
+) -> Result<(), String> {
     if output.is_dir() {
         return Err(format!(
-            "cannot write the profile to {}: it is a directory",
+            "cannot write {what} to {}: it is a directory",
             output.display()
         ));
     }
@@ -506,11 +502,26 @@ fn check_output(output: &std::path::Path, force: bool) -> Result<(), String> {
         .unwrap_or(std::path::Path::new("."));
     if !dir.is_dir() {
         return Err(format!(
-            "cannot write the profile to {}: the directory {} does not exist",
+            "cannot write {what} to {}: the directory {} does not exist",
             output.display(),
             dir.display()
         ));
     }
+    Ok(())
+}
+
+/// Checks before the program runs that the profile can be written to `output`: its directory
+/// exists and takes new files (the streamed `FILE.partial` is created and removed), and an
+/// existing file is only replaced with `force`.
+fn check_output(output: &std::path::Path, force: bool) -> Result<(), String> {
+    if output.as_os_str() == "-" {
+        return Err(
+            "the profile cannot go to stdout (`-`): the program writes there, and the \
+             profile streams to a file as the run goes; name a file, then `tally export … -o -`"
+                .into(),
+        );
+    }
+    check_new_file(output, force, "the profile")?;
     let partial = tally_vm::tally_profile::format::partial_path(output);
     let existed = partial.exists();
     match std::fs::OpenOptions::new()

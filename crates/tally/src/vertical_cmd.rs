@@ -130,11 +130,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             (Box::new(tool), a.run)
         }
         Tool::Trace(a) => {
-            if a.output.exists() && !a.force {
-                say!(
-                    "error: {} exists; pass --force to overwrite it",
-                    a.output.display()
-                );
+            if let Err(e) = crate::check_new_file(&a.output, a.force, "the trace") {
+                say!("error: {e}");
                 return ExitCode::from(2);
             }
             let file = match std::fs::File::create(&a.output) {
@@ -159,11 +156,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         }
     };
     if let Some(out) = &run.output {
-        if out.exists() && !run.force {
-            say!(
-                "error: {} exists; pass --force to overwrite it",
-                out.display()
-            );
+        if let Err(e) = crate::check_new_file(out, run.force, "the report") {
+            say!("error: {e}");
             return ExitCode::from(2);
         }
     }
