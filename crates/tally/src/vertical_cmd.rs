@@ -174,12 +174,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         },
         ..VmOptions::default()
     };
-    let mut failed = false;
     let result = Vm::new(options).and_then(|mut vm| {
         vm.instrument(tool)?;
         let r = vm.run_main(&program);
         vm.flush();
-        failed = r.is_err() && !matches!(r, Err(VmError::Exit(0)));
+        let failed = r.is_err() && !matches!(r, Err(VmError::Exit(0)));
         let tool = vm.finish_instrument(failed);
         let report = match tool.map(|mut t| t.finish()) {
             Some(Ok(report)) => report,
