@@ -113,15 +113,7 @@ impl Vm {
             op,
             Op::Return | Op::ReturnSelf | Op::ReturnLocal(_) | Op::ReturnField(_)
         );
-        let site = Site {
-            method: MethodId(code.id),
-            bci: ip as u32,
-            line: code
-                .positions
-                .get(ip)
-                .map(|p| p.0)
-                .unwrap_or(code.source_line),
-        };
+        let site = site_at(code, ip);
         let frame = |k: u16| (bp + k as usize, Place::FrameSlot);
         let (load, store) = (AccessKind::Load, AccessKind::Store);
         match op {
@@ -260,17 +252,10 @@ impl Vm {
 
     /// Where frame `f` is: its code and the instruction it called from.
     fn frame_site(&self, f: &crate::runtime::Frame) -> Site {
-        let code = self.rt.codes[f.code as usize];
-        let bci = f.ip.saturating_sub(1) as usize;
-        Site {
-            method: MethodId(code.id),
-            bci: bci as u32,
-            line: code
-                .positions
-                .get(bci)
-                .map(|p| p.0)
-                .unwrap_or(code.source_line),
-        }
+        site_at(
+            self.rt.codes[f.code as usize],
+            f.ip.saturating_sub(1) as usize,
+        )
     }
 
     /// An Array primitive read or wrote slot `slot` of `array`.
@@ -297,5 +282,18 @@ impl Vm {
                 caller,
             });
         }
+    }
+}
+
+/// Instruction `bci` of `code` as a site, with its source line.
+fn site_at(code: &Code, bci: usize) -> Site {
+    Site {
+        method: MethodId(code.id),
+        bci: bci as u32,
+        line: code
+            .positions
+            .get(bci)
+            .map(|p| p.0)
+            .unwrap_or(code.source_line),
     }
 }
