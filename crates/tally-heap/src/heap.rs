@@ -107,6 +107,12 @@ pub struct Heap {
 
 /// The part of the heap the mutator's pause handler needs; separate from `Heap` so that a
 /// pause can borrow it while `Heap::alloc` is still using the mutator.
+type GcListener = Box<dyn FnMut(GcEvent)>;
+
+/// A listener added with [`Heap::add_gc_listener`], to remove it by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcListenerId(u32);
+
 struct HeapCore {
     mmtk: &'static MMTK<Tally>,
     /// References copied out of the roots for the collector (see `binding` module docs).
@@ -114,7 +120,9 @@ struct HeapCore {
     /// What `root_buf` held before the collection, to check the write-back pass visits the
     /// same slots in the same order.
     root_check: Vec<Value>,
-    listener: Option<Box<dyn FnMut(GcEvent)>>,
+    /// Listeners with their ids, in the order they were added.
+    listeners: Vec<(GcListenerId, GcListener)>,
+    next_listener: u32,
     /// A listener panic caught inside the pause, rethrown once MMTk's frames are off the stack.
     listener_panic: Option<Box<dyn Any + Send>>,
     next_kind: GcKind,
@@ -240,7 +248,8 @@ impl Heap {
                 mmtk,
                 root_buf: Vec::new(),
                 root_check: Vec::new(),
-                listener: None,
+                listeners: Vec::new(),
+                next_listener: 0,
                 listener_panic: None,
                 next_kind: GcKind::Allocation,
                 collections: 0,
@@ -497,18 +506,22 @@ impl Heap {
         }
     }
 
-    /// Installs the listener that sees a [`GcEvent::Start`] and a [`GcEvent::End`] for every
-    /// collection, replacing any previous one.
+    /// Adds a listener that sees a [`GcEvent::Start`] and a [`GcEvent::End`] for every
+    /// collection (after the listeners added before it), until it is removed.
     ///
     /// It runs on the mutator thread in the middle of `alloc`/`collect`, so it must not touch
     /// heap objects. If it panics, the collection still completes and the panic resumes when
     /// `alloc`/`collect` returns.
-    pub fn set_gc_listener(&mut self, listener: impl FnMut(GcEvent) + 'static) {
-        self.core.listener = Some(Box::new(listener));
+    pub fn add_gc_listener(&mut self, listener: impl FnMut(GcEvent) + 'static) -> GcListenerId {
+        let id = GcListenerId(self.core.next_listener);
+        self.core.next_listener += 1;
+        self.core.listeners.push((id, Box::new(listener)));
+        id
     }
 
-    pub fn clear_gc_listener(&mut self) {
-        self.core.listener = None;
+    /// Removes the listener `id` (nothing if it is gone already).
+    pub fn remove_gc_listener(&mut self, id: GcListenerId) {
+        self.core.listeners.retain(|(i, _)| *i != id);
     }
 
     /// Changes the `--gc-stress` interval; `None` or `Some(0)` turns stressing off.
@@ -613,7 +626,7 @@ impl HeapCore {
     }
 
     fn notify(&mut self, event: GcEvent) {
-        if let Some(listener) = self.listener.as_mut() {
+        for (_, listener) in self.listeners.iter_mut() {
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| listener(event))) {
                 // Unwinding through MMTk's allocation frames would leave its state half-updated.
                 self.listener_panic.get_or_insert(payload);

@@ -22,8 +22,9 @@ pub mod value;
 use std::time::Duration;
 
 pub use heap::{
-    Heap, DEFAULT_GENERATIONAL_MIN_HEAP_BYTES, DEFAULT_MAX_HEAP_BYTES_CAP, DEFAULT_MIN_HEAP_BYTES,
-    DEFAULT_NURSERY_BYTES, MIN_HEAP_BYTES, MIN_NURSERY_BYTES, STRESS_FULL_EVERY,
+    GcListenerId, Heap, DEFAULT_GENERATIONAL_MIN_HEAP_BYTES, DEFAULT_MAX_HEAP_BYTES_CAP,
+    DEFAULT_MIN_HEAP_BYTES, DEFAULT_NURSERY_BYTES, MIN_HEAP_BYTES, MIN_NURSERY_BYTES,
+    STRESS_FULL_EVERY,
 };
 pub use value::Value;
 
@@ -217,7 +218,7 @@ impl GcScope {
     }
 }
 
-/// Delivered to the listener set with [`Heap::set_gc_listener`], on the mutator thread, while
+/// Delivered to the listeners added with [`Heap::add_gc_listener`], on the mutator thread, while
 /// the mutator is inside `alloc`/`collect`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GcEvent {

@@ -216,7 +216,7 @@ fn fill_value_is_kept_alive_and_updated(heap: &mut Heap) {
 fn gc_stress_collects_every_n_allocations(heap: &mut Heap) {
     let events = Rc::new(RefCell::new(Vec::new()));
     let sink = events.clone();
-    heap.set_gc_listener(move |e| sink.borrow_mut().push(e));
+    let listener = heap.add_gc_listener(move |e| sink.borrow_mut().push(e));
 
     let mut roots = Roots(vec![Value::NIL]);
     heap.set_gc_stress_every(Some(10));
@@ -224,7 +224,7 @@ fn gc_stress_collects_every_n_allocations(heap: &mut Heap) {
     build_list(heap, &mut roots, 0, 100);
     let after = heap.stats().collections;
     heap.set_gc_stress_every(None);
-    heap.clear_gc_listener();
+    heap.remove_gc_listener(listener);
 
     let stress_ends = events
         .borrow()
@@ -303,9 +303,22 @@ fn large_objects(heap: &mut Heap) {
 fn listener_sees_start_and_end(heap: &mut Heap) {
     let events = Rc::new(RefCell::new(Vec::new()));
     let sink = events.clone();
-    heap.set_gc_listener(move |e| sink.borrow_mut().push(e));
+    heap.add_gc_listener(move |e| sink.borrow_mut().push(e));
+    // A second listener sees the same events, and stops seeing them once removed.
+    let seen_by_second = Rc::new(RefCell::new(0));
+    let second = {
+        let seen = seen_by_second.clone();
+        heap.add_gc_listener(move |_| *seen.borrow_mut() += 1)
+    };
     let mut roots = Roots(vec![Value::NIL]);
     build_list(heap, &mut roots, 0, 10);
+    events.borrow_mut().clear();
+    *seen_by_second.borrow_mut() = 0;
+    heap.collect(&mut roots);
+    assert_eq!(*seen_by_second.borrow(), 2);
+    heap.remove_gc_listener(second);
+    heap.collect(&mut roots);
+    assert_eq!(*seen_by_second.borrow(), 2);
     events.borrow_mut().clear();
     heap.collect(&mut roots);
     {
@@ -351,12 +364,12 @@ fn listener_sees_start_and_end(heap: &mut Heap) {
     )));
 
     // A panicking listener does not break the heap: the panic comes out of `collect`.
-    heap.set_gc_listener(|_| panic!("listener failure"));
+    let listener = heap.add_gc_listener(|_| panic!("listener failure"));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         heap.collect(&mut roots);
     }));
     assert!(result.is_err());
-    heap.clear_gc_listener();
+    heap.remove_gc_listener(listener);
     heap.collect(&mut roots);
     walk_list(roots.0[0], 10);
 }

@@ -90,17 +90,27 @@ pub fn sweep(
 }
 
 /// Of `selections`, the one with the most phases whose estimated overhead is within
-/// `budget` (ties: the lower overhead).
+/// `budget`; among equals the lower overhead, then the earlier in `selections` (the grid's
+/// lower thresholds).
 pub fn best_within(selections: &[Selection], budget: f64) -> Option<&Selection> {
-    selections
+    let mut best: Option<&Selection> = None;
+    for s in selections
         .iter()
         .filter(|s| s.estimated_overhead <= budget && !s.phases.is_empty())
-        .max_by(|a, b| {
-            a.phases
-                .len()
-                .cmp(&b.phases.len())
-                .then(b.estimated_overhead.total_cmp(&a.estimated_overhead))
-        })
+    {
+        let better = match best {
+            None => true,
+            Some(b) => {
+                s.phases.len() > b.phases.len()
+                    || (s.phases.len() == b.phases.len()
+                        && s.estimated_overhead < b.estimated_overhead)
+            }
+        };
+        if better {
+            best = Some(s);
+        }
+    }
+    best
 }
 
 #[cfg(test)]
@@ -164,5 +174,8 @@ mod tests {
         // A generous budget takes tiny too.
         assert_eq!(best_within(&all, 0.2).unwrap().phases.len(), 4);
         assert!(best_within(&all, 0.0).is_none());
+        // Weights 0.05 and 0.1 both give the three coarse phases at grain 10 µs: the first
+        // (lower) thresholds are kept.
+        assert_eq!(best.thresholds.weight, 0.05);
     }
 }

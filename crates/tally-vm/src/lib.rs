@@ -12,9 +12,11 @@ mod instrument;
 mod interpreter;
 pub mod jit;
 mod loader;
+mod method_hooks;
 pub mod numbers;
 pub mod objects;
 mod peephole;
+mod phases;
 mod primitives;
 mod profiling;
 mod program;
@@ -77,8 +79,12 @@ pub struct Vm {
     /// GC hints being recorded or used; before `rt`, whose frame stack's trip words it may
     /// hold attached.
     pub(crate) gc_hints: Option<Box<gc_hints::GcHintsRuntime>>,
+    /// The profile's GC listener (GC samples and markers), removed when the profile ends.
+    pub(crate) profile_gc_listener: Option<tally_heap::GcListenerId>,
     /// The tool of an instrumented run (`instrument.rs`).
     pub(crate) instrumentation: Option<Box<instrument::Instrumentation>>,
+    /// Method-level phases being recorded or counted (`phases`).
+    pub(crate) phases: Option<Box<phases::PhasesRuntime>>,
     /// Whether primitive calls must publish the "primitive" state: only for samples taken in
     /// the signal handler, and only where the handler cannot tell native code from the
     /// interpreter by the interrupted program counter (`interpreter::interpreter_code`).
@@ -107,7 +113,9 @@ impl Vm {
         let mut vm = Vm {
             profiler: None,
             gc_hints: None,
+            profile_gc_listener: None,
             instrumentation: None,
+            phases: None,
             publishes_primitive_calls: false,
             dispatch: profiling::Dispatch::Plain,
             running_loop: None,
@@ -175,7 +183,9 @@ impl Vm {
         let Some(p) = self.profiler.take() else {
             return Ok(None);
         };
-        self.heap.clear_gc_listener();
+        if let Some(listener) = self.profile_gc_listener.take() {
+            self.heap.remove_gc_listener(listener);
+        }
         p.finish(exit_code)
     }
 

@@ -405,7 +405,7 @@ impl Vm {
             source: self.rt.sources[source as usize].path().to_string(),
         });
         self.profile_announce_code(first_code);
-        self.resolve_gc_hints(first_code);
+        self.resolve_method_hooks(first_code);
         self.instrument_announce();
         Ok(id)
     }
@@ -444,7 +444,7 @@ impl Vm {
                     calls: Default::default(),
                     trivial_kind: crate::runtime::TRIVIAL_NONE,
                     trivial_operand: 0,
-                    gc_hint: Default::default(),
+                    hooks: Default::default(),
                     room_above_arguments: crate::value_stack::HEADROOM as u32,
                 };
                 Ok(self.rt.add_code(code))

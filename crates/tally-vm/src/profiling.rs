@@ -74,9 +74,9 @@ pub(crate) enum Dispatch {
 pub(crate) trait LoopMode {
     /// Exact bytecode counts (exhaustive profiling).
     const COUNT_BYTECODES: bool;
-    /// Flag tests at frameless sends and tripped returns; also the GC-hint bits of the
-    /// methods the loop enters and leaves (`Code::gc_hint`), which is why a run with GC
-    /// hints never runs the plain loop.
+    /// Flag tests at frameless sends and tripped returns; also the hook bits of the methods
+    /// the loop enters and leaves (`Code::hooks`: GC hints, phases), which is why a run that
+    /// hooks methods never runs the plain loop.
     const ENTRY_HOOKS: bool;
     /// Flag tests at back-edges and around primitive calls.
     const LOOP_HOOKS: bool;
@@ -618,7 +618,7 @@ impl Vm {
     #[inline(always)]
     pub(crate) fn running_dispatch(&self) -> Dispatch {
         match self.dispatch() {
-            Dispatch::Entries if !self.cbs_window_wanted() && self.rt.hinted_methods.is_none() => {
+            Dispatch::Entries if !self.cbs_window_wanted() && self.rt.hooked_methods.is_none() => {
                 Dispatch::Plain
             }
             d => d,
@@ -860,7 +860,7 @@ impl Vm {
         let previous = std::cell::Cell::new(VmState::Interpreting);
         let cpu_at_start = std::cell::Cell::new(std::time::Duration::ZERO);
         let plan = self.heap.plan().name();
-        self.heap.set_gc_listener(move |event| match event {
+        let listener = self.heap.add_gc_listener(move |event| match event {
             tally_heap::GcEvent::Start { kind, .. } => {
                 previous.set(hot.published.set_state(VmState::Gc));
                 cpu_at_start.set(crate::clock::thread_cpu_time());
@@ -902,6 +902,7 @@ impl Vm {
                 );
             }
         });
+        self.profile_gc_listener = Some(listener);
     }
 }
 

@@ -144,16 +144,19 @@ pub struct Code {
     /// the kind (`TRIVIAL_*`) and its field index or constant's bits.
     pub trivial_kind: u8,
     pub trivial_operand: u64,
-    /// Whether this method's entry and exit are GC-hint points (`GC_HINT_AT_ENTRY`,
-    /// `GC_HINT_AT_EXIT`): set once, before the program runs or when its class loads
-    /// (`Vm::resolve_gc_hints`), and read by the interpreter at every frame it sets up and
-    /// pops, and by the code generator.
-    pub gc_hint: std::sync::atomic::AtomicU8,
+    /// Whether this method's entry and exit call the VM's method hooks (`HOOK_AT_ENTRY`,
+    /// `HOOK_AT_EXIT`, for GC hints and method-level phases), and whether it must keep its
+    /// frame (`HOOK_KEEPS_FRAME`: never inlined): set before the program runs or when its
+    /// class loads (`Vm::resolve_method_hooks`), and read by the interpreter at every frame
+    /// it sets up and pops, and by the code generator.
+    pub hooks: std::sync::atomic::AtomicU8,
 }
 
-/// `Code::gc_hint` bits.
-pub const GC_HINT_AT_ENTRY: u8 = 1;
-pub const GC_HINT_AT_EXIT: u8 = 2;
+/// `Code::hooks` bits.
+pub const HOOK_AT_ENTRY: u8 = 1;
+pub const HOOK_AT_EXIT: u8 = 2;
+/// The method's hooks must run wherever it is called: compiled code does not inline it.
+pub const HOOK_KEEPS_FRAME: u8 = 4;
 
 /// `Code::trivial_kind` values.
 pub const TRIVIAL_NONE: u8 = 0;
@@ -192,7 +195,7 @@ impl Code {
         Code {
             trivial_kind,
             trivial_operand,
-            gc_hint: Default::default(),
+            hooks: Default::default(),
             compiled: Default::default(),
             calls: Default::default(),
             max_height: max_height as u32,
@@ -478,11 +481,9 @@ pub struct Runtime {
     pub nil_tests: NilTests,
     /// `--count-calls`: the interpreter counts each frame it sets up in `Code::calls`.
     pub count_calls: bool,
-    /// Methods (`Holder>>selector`) that GC hints name, with their `Code::gc_hint` bits;
-    /// `None` when no hints are in use, `Some` and empty when every method is a point (a
-    /// recording run). Compiled code does not inline hinted methods, whose entries and exits
-    /// would otherwise be gone.
-    pub hinted_methods: Option<rustc_hash::FxHashMap<String, u8>>,
+    /// The methods whose entries and exits call the method hooks (GC hints, phases), with
+    /// their `Code::hooks` bits; `None` when nothing hooks methods.
+    pub(crate) hooked_methods: Option<crate::method_hooks::HookedMethods>,
     /// Samples go into a profile: compiled code marks the frames it runs with its tier
     /// (`Frame::mark`), which only the profile's reports read.
     pub mark_frames: bool,
@@ -541,7 +542,7 @@ impl Runtime {
             block_classes: Vec::new(),
             nil_tests: NilTests::default(),
             count_calls: false,
-            hinted_methods: Default::default(),
+            hooked_methods: Default::default(),
             mark_frames: false,
             sites_base: std::ptr::null(),
             codes_base: std::ptr::null(),
@@ -674,9 +675,10 @@ impl Runtime {
         }
     }
 
-    /// Whether a GC hint names `code`, which must then keep its frame (never be inlined).
-    pub fn is_hinted(&self, code: &Code) -> bool {
-        code.gc_hint.load(std::sync::atomic::Ordering::Relaxed) != 0
+    /// Whether `code`'s hooks must run wherever it is called (a GC hint or a phase names it),
+    /// so that it is never inlined.
+    pub fn keeps_frame(&self, code: &Code) -> bool {
+        code.hooks.load(std::sync::atomic::Ordering::Relaxed) & HOOK_KEEPS_FRAME != 0
     }
 
     pub fn is_kind_of(&self, class: ClassId, ancestor: ClassId) -> bool {

@@ -16,8 +16,10 @@ mod calibrate;
 mod disasm_cmd;
 mod experiment;
 mod gc_hints_cmd;
+mod phases_cmd;
 mod profile_cmd;
 mod vertical_cmd;
+mod vertical_phases;
 
 use clap::{Parser, ValueEnum};
 use tally_vm::tally_profile::trigger::{auto_trigger, TimerClock, Trigger};
@@ -113,6 +115,41 @@ struct Cli {
     /// hints.
     #[arg(long, requires = "gc_hints", help_heading = "GC hints")]
     gc_hints_optional: bool,
+
+    /// Time every method of the run into FILE (MonitorMethod's first run): calls and
+    /// inclusive time, read from a clock at each entry and exit, with the probes' own cost
+    /// taken out, and what a counter reading costs here. Then `tally vertical phases FILE`
+    /// chooses the phases. Use the tier the counting run will use.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["phases", "gc_hints", "gc_hints_record"],
+        help_heading = "Method-level phases"
+    )]
+    phases_record: Option<PathBuf>,
+
+    /// Read counters (perf_events: CPU time, page faults, context switches, and cycles,
+    /// instructions, cache and branch misses where there is a PMU) at the entry and exit of
+    /// the phases in FILE (from `tally vertical phases`) only, at every collection (on the
+    /// collector's threads) and around every compilation (on the compiler's). The report,
+    /// per phase each metric's mean and CoV and an ANOVA across phases, goes to stderr when
+    /// the program ends.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["gc_hints", "gc_hints_record"],
+        help_heading = "Method-level phases"
+    )]
+    phases: Option<PathBuf>,
+
+    /// With --phases: also write the report as JSON to FILE.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "phases",
+        help_heading = "Method-level phases"
+    )]
+    phases_report: Option<PathBuf>,
 
     /// Record a profile of the run to FILE (default tally.profile). It streams to FILE.partial
     /// as the run goes (a killed run leaves that, readable up to its last half second) and is
@@ -731,6 +768,28 @@ fn main() -> ExitCode {
             TierChoice::Adaptive
         },
     );
+    let phases_request = match (&cli.phases_record, &cli.phases) {
+        (Some(output), _) => phases_cmd::PhasesRequest::Record {
+            output: output.clone(),
+            force: cli.force,
+            tier: match tier {
+                TierChoice::Interp => "interp",
+                TierChoice::Baseline => "baseline",
+                TierChoice::Opt => "opt",
+                TierChoice::Adaptive => "adaptive",
+            },
+        },
+        (None, Some(file)) => phases_cmd::PhasesRequest::Count {
+            file: file.clone(),
+            report: cli.phases_report.clone(),
+            force: cli.force,
+        },
+        (None, None) => phases_cmd::PhasesRequest::None,
+    };
+    if let Err(e) = phases_cmd::check_outputs(&phases_request) {
+        say!("error: {e}");
+        return ExitCode::from(2);
+    }
     let profile = match profile_options(&cli, tier) {
         Ok(p) => p,
         Err(e) => {
@@ -859,10 +918,12 @@ fn main() -> ExitCode {
             vm.write_jitdump(dir)?;
         }
         gc_hints_cmd::start(&mut vm, &hints_request, &cli.program)?;
+        phases_cmd::start(&mut vm, &phases_request, &cli.program)?;
         let r = vm.run_main(&cli.program);
         vm.flush();
         if matches!(r, Ok(_) | Err(VmError::Exit(0))) {
             gc_hints_cmd::finish(&mut vm, &hints_request, &cli.program)?;
+            phases_cmd::finish(&mut vm, &phases_request, &cli.program)?;
         }
         vm.log_stub_sends();
         let exit_code = match &r {

@@ -24,7 +24,13 @@ Examples:
   tally vertical trace -o sieve.trace -- Sieve.som
   tally vertical read --head 20 sieve.trace
   tally vertical lifetimes --short 16K -- -cp Examples/AreWeFastYet:Examples/AreWeFastYet/Json:Smalltalk Harness Json 1 1
-  tally vertical cache --levels L1:32K:64:8,L2:256K:64:4,L3:8M:64:16 --top 30 -o sieve.txt -- Sieve.som";
+  tally vertical cache --levels L1:32K:64:8,L2:256K:64:4,L3:8M:64:16 --top 30 -o sieve.txt -- Sieve.som
+
+Method-level phases (MonitorMethod) take three steps: a run that times every method, the
+choice of phases here, and a run that reads counters at them:
+  tally --phases-record db.times -cp $CP Harness.som DeltaBlue 20 0
+  tally vertical phases db.times -o db.phases
+  tally --phases db.phases -cp $CP Harness.som DeltaBlue 20 0";
 
 /// Instrumented runs: every memory access of the program through a tool.
 #[derive(Parser, Debug)]
@@ -50,6 +56,11 @@ enum Tool {
     /// allocation site, and refactoring hints: the sites whose objects mostly die young,
     /// with where they were last used. Runs under MarkSweep, which does not move objects.
     Lifetimes(LifetimeArgs),
+    /// Method-level phases (MonitorMethod), offline: from the method times of a run with
+    /// `--phases-record`, the phases (methods taking at least θ_weight of the run and θ_grain
+    /// per call) under a grid of thresholds with each selection's estimated overhead; the
+    /// finest within --budget is written with -o for a counting run (`tally --phases FILE`).
+    Phases(crate::vertical_phases::PhasesArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -150,6 +161,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             (Box::new(writer), run)
         }
         Tool::Read(a) => return read(&a),
+        Tool::Phases(a) => return crate::vertical_phases::run(&a),
         Tool::Lifetimes(a) => {
             plan = tally_vm::GcPlan::MarkSweep;
             (Box::new(LifetimeTool::new(a.short as u64, a.top)), a.run)

@@ -16,7 +16,7 @@ const YOUNG_BYTES: &[u8] = b"young object";
 pub fn record_scopes(heap: &mut Heap) -> Rc<RefCell<Vec<GcScope>>> {
     let scopes = Rc::new(RefCell::new(Vec::new()));
     let sink = scopes.clone();
-    heap.set_gc_listener(move |e| {
+    heap.add_gc_listener(move |e| {
         if let GcEvent::End { scope, .. } = e {
             sink.borrow_mut().push(scope);
         }

@@ -1,18 +1,9 @@
 //! GC hints in the VM (Buytaert et al., HiPEAC 2005): a run that records where the live data
 //! is repeatedly at a minimum, and a run that collects there when a collection is near.
 //!
-//! Hinted methods carry bits in their code (`Code::gc_hint`), set by name when hints are
-//! loaded and as classes load; in a recording run every method carries them. The interpreter
-//! tests them at every frame it sets up and pops in its loops with entry hooks (a run with
-//! hints never runs the plain loop, which has no such test, so runs without hints pay
-//! nothing), and where it invokes a method from a primitive or compiled code's send stub;
-//! compiled code of a hinted method calls the
-//! `gc_hint` stub at its entry and before its return, when [`GC_HINTS_ARMED`] is set (hinted
-//! methods are never inlined). The entry hook runs once the frame is set up; the exit hook in
-//! the interpreter once the frame is popped and its result is on the caller's stack, in
-//! compiled code just before the pop, with the result on the frame's own stack: all points
-//! where a collection may already happen (a context allocation, the caller's next
-//! allocation), so every value is where the collector finds it.
+//! Hinted methods are method hooks (`method_hooks`): a hinted method's entry and exit call
+//! [`Vm::gc_hint_at`] (compiled code only while [`METHOD_HOOKS_ARMED`] is set), and hinted
+//! methods keep their frames (are never inlined).
 //!
 //! In a run with hints nothing happens at a hinted point until the allocation alarm rings
 //! ([`tally_heap::Heap::set_alarm`]: a collection is near): the point then asks the cost
@@ -25,19 +16,15 @@ mod apply;
 mod record;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use tally_profile::gc_hints::{
     favorable_points, AnalysisSettings, GcHints, HintsError, PointKind, ProgramIdentity,
 };
 
-use crate::compiler::CodeKind;
-use crate::runtime::{Code, GC_HINT_AT_ENTRY, GC_HINT_AT_EXIT};
+use crate::method_hooks::{HookedMethods, METHOD_HOOKS_ARMED};
+use crate::runtime::{Code, HOOK_AT_ENTRY, HOOK_AT_EXIT, HOOK_KEEPS_FRAME};
 use crate::{Vm, VmError};
-
-/// Set while a collection is near in a run with hints: hinted points look at the cost model
-/// only then. A `static` so compiled code tests it with one load from a fixed address.
-pub(crate) static GC_HINTS_ARMED: AtomicBool = AtomicBool::new(false);
 
 enum Mode {
     Record(record::Recording),
@@ -152,8 +139,9 @@ impl Vm {
     /// end.
     pub fn record_gc_hints(&mut self) -> Result<(), VmError> {
         self.start_gc_hints(Mode::Record(record::Recording::default()))?;
-        self.hint_methods(Default::default());
-        Ok(())
+        self.hook_methods(HookedMethods::All(
+            HOOK_AT_ENTRY | HOOK_AT_EXIT | HOOK_KEEPS_FRAME,
+        ))
     }
 
     /// Checks `hints` against this VM and `program` (its command line's program word first),
@@ -176,28 +164,17 @@ impl Vm {
         let mut methods = rustc_hash::FxHashMap::default();
         for p in &hints.points {
             let bit = match p.kind {
-                PointKind::Entry => GC_HINT_AT_ENTRY,
-                PointKind::Exit => GC_HINT_AT_EXIT,
+                PointKind::Entry => HOOK_AT_ENTRY,
+                PointKind::Exit => HOOK_AT_EXIT,
             };
-            *methods.entry(p.method.clone()).or_insert(0) |= bit;
+            *methods.entry(p.method.clone()).or_insert(HOOK_KEEPS_FRAME) |= bit;
         }
         if !methods.is_empty() {
             // Without points nothing is ever looked at: no alarm either.
-            self.hint_methods(methods);
+            self.hook_methods(HookedMethods::Named(methods))?;
             self.heap.set_alarm(Some(apply::ALARM_SHARE));
         }
         Ok(Ok(()))
-    }
-
-    /// Marks `methods` (every method when empty) as hinted, from now on and as classes load,
-    /// and makes the interpreter run a loop that tests the marks: the plain loop, which runs
-    /// when no profiler wants hooks, has no such test.
-    fn hint_methods(&mut self, methods: rustc_hash::FxHashMap<String, u8>) {
-        self.rt.hinted_methods = Some(methods);
-        self.resolve_gc_hints(0);
-        if self.dispatch == crate::profiling::Dispatch::Plain {
-            self.dispatch = crate::profiling::Dispatch::Entries;
-        }
     }
 
     fn start_gc_hints(&mut self, mode: Mode) -> Result<(), VmError> {
@@ -209,31 +186,9 @@ impl Vm {
         if self.gc_hints.is_some() {
             return Err(VmError::Fatal("GC hints were set up twice".into()));
         }
-        GC_HINTS_ARMED.store(false, Ordering::Relaxed);
+        METHOD_HOOKS_ARMED.store(false, Ordering::Relaxed);
         self.gc_hints = Some(Box::new(GcHintsRuntime { mode }));
         Ok(())
-    }
-
-    /// Sets the hint bits of the methods from `codes[first]` on (all of them while
-    /// recording, the named ones with hints).
-    pub(crate) fn resolve_gc_hints(&mut self, first: usize) {
-        let Some(methods) = &self.rt.hinted_methods else {
-            return;
-        };
-        for code in &self.rt.codes[first..] {
-            if code.kind != CodeKind::Method {
-                continue;
-            }
-            let bits = if methods.is_empty() {
-                GC_HINT_AT_ENTRY | GC_HINT_AT_EXIT
-            } else {
-                match methods.get(&self.rt.code_name(code)) {
-                    Some(&b) => b,
-                    None => continue,
-                }
-            };
-            code.gc_hint.store(bits, Ordering::Relaxed);
-        }
     }
 
     /// The end of a recording run: the favorable points of its measurements, as hints for
@@ -283,7 +238,7 @@ impl Vm {
         let collections = self.heap.collections();
         if let Some(GcHintsRuntime { mode: Mode::Use(a) }) = self.gc_hints.as_deref_mut() {
             a.armed_at_collection = collections;
-            GC_HINTS_ARMED.store(true, Ordering::Relaxed);
+            METHOD_HOOKS_ARMED.store(true, Ordering::Relaxed);
         }
     }
 
@@ -321,10 +276,10 @@ impl Vm {
                 }
             }
             Mode::Use(a) => {
-                if !GC_HINTS_ARMED.load(Ordering::Relaxed) {
+                if !METHOD_HOOKS_ARMED.load(Ordering::Relaxed) {
                     return Ok(());
                 }
-                GC_HINTS_ARMED.store(false, Ordering::Relaxed);
+                METHOD_HOOKS_ARMED.store(false, Ordering::Relaxed);
                 if collections != a.armed_at_collection {
                     // A collection came first: nothing is near any more.
                     return Ok(());
@@ -360,13 +315,6 @@ impl Vm {
             }
         }
         Ok(())
-    }
-
-    /// `gc_hint_at` for compiled code, at the entry or before the return of the method whose
-    /// frame is on top.
-    pub(crate) fn gc_hint_in_compiled(&mut self, kind: PointKind) -> Result<(), VmError> {
-        let code: &'static Code = self.rt.codes[self.rt.frames.top().code as usize];
-        self.gc_hint_at(code, kind)
     }
 }
 

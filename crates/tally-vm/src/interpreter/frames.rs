@@ -8,7 +8,7 @@ use tally_profile::gc_hints::PointKind;
 
 use crate::bytecode::CodeId;
 use crate::objects::{block, context, Kind};
-use crate::runtime::{Code, Frame, GC_HINT_AT_ENTRY};
+use crate::runtime::{Code, Frame, HOOK_AT_ENTRY};
 use crate::{Vm, VmError};
 
 impl Vm {
@@ -96,8 +96,8 @@ impl Vm {
         self.set_up_frame(code)?;
         // Not the loop's own sends (those test it themselves, in the loops with entry
         // hooks): invocations from primitives and from compiled code's send stub.
-        if code.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0 {
-            self.gc_hint_at(code, PointKind::Entry)?;
+        if code.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0 {
+            self.method_hook(code, PointKind::Entry, self.rt.frames.len())?;
         }
         Ok(())
     }

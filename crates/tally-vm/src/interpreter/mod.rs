@@ -17,7 +17,7 @@ use crate::profiling::{
     CountingLoop, Dispatch, EntriesLoop, HooksLoop, InstrumentedLoop, LoopMode, PlainLoop,
     WithCompiled,
 };
-use crate::runtime::{Code, Trivial, GC_HINT_AT_ENTRY, GC_HINT_AT_EXIT};
+use crate::runtime::{Code, Trivial, HOOK_AT_ENTRY, HOOK_AT_EXIT};
 use crate::{Vm, VmError};
 
 mod frames;
@@ -203,8 +203,8 @@ impl Vm {
                     // switches to it without going through the frame stack.
                     let new_bp = self.rt.stack.len() - 1 - argc;
                     self.enter(callee, new_bp, Value::NONE)?;
-                    if M::ENTRY_HOOKS && callee.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0 {
-                        self.gc_hint_at(callee, PointKind::Entry)?;
+                    if M::ENTRY_HOOKS && callee.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0 {
+                        self.method_hook(callee, PointKind::Entry, self.rt.frames.len())?;
                     }
                     flush_counts!();
                     code = callee;
@@ -256,14 +256,14 @@ impl Vm {
                 let result = $result;
                 let exiting = code;
                 self.pop_frame(result);
-                let result =
-                    if M::ENTRY_HOOKS && exiting.gc_hint.load(Relaxed) & GC_HINT_AT_EXIT != 0 {
-                        self.gc_hint_at(exiting, PointKind::Exit)?;
-                        // A collection may have moved it; the caller's stack holds it.
-                        *self.rt.stack.last().expect("the result")
-                    } else {
-                        result
-                    };
+                let result = if M::ENTRY_HOOKS && exiting.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
+                    // The frame is popped: it was one above the frames left.
+                    self.method_hook(exiting, PointKind::Exit, self.rt.frames.len() + 1)?;
+                    // A collection may have moved it; the caller's stack holds it.
+                    *self.rt.stack.last().expect("the result")
+                } else {
+                    result
+                };
                 let depth = self.rt.frames.len();
                 if depth <= self.rt.frames.exit_depth() {
                     if depth <= base_depth {
@@ -484,6 +484,9 @@ impl Vm {
                         Some(k) => {
                             self.rt.frames.truncate(k + 1);
                             self.pop_frame(result);
+                            if M::ENTRY_HOOKS && self.rt.hooked_methods.is_some() {
+                                self.method_hooks_unwound(k);
+                            }
                             if self.rt.frames.len() <= base_depth {
                                 final_counts!();
                                 epilogue!();

@@ -51,7 +51,7 @@ struct Methods<'a>(&'a crate::runtime::Runtime);
 impl InlineSource for Methods<'_> {
     fn size(&self, method: MethodId) -> Option<u32> {
         let code = self.0.codes.get(method.0 as usize)?;
-        (inlinable(code) && !self.0.is_hinted(code)).then_some(code.ops.len() as u32)
+        (inlinable(code) && !self.0.keeps_frame(code)).then_some(code.ops.len() as u32)
     }
 
     /// Trivial methods are done in place at the send already; nothing else is inlined

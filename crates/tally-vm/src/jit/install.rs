@@ -49,6 +49,9 @@ pub(crate) struct Installer {
     /// Each code's newest version that does not speculate, to fall back to when a
     /// speculative one is invalidated.
     fallback: FxHashMap<CodeId, (Tier, EntryPoint)>,
+    /// A phases run's counters of the compiling thread: each compilation is an interval of
+    /// the compilation phase.
+    pub(crate) compile_counting: Option<crate::phases::CompileCounting>,
 }
 
 /// Locks `m` whatever became of an earlier holder: everything behind these locks only ever
@@ -80,12 +83,18 @@ impl Installer {
         layout: &Layout,
         request: &CompileRequest,
     ) -> bool {
+        if let Some(c) = self.compile_counting.as_mut() {
+            c.begin();
+        }
         let started = Instant::now();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             generator.compile(request, layout)
         }))
         .unwrap_or_else(|_| Err("the code generator panicked".into()));
         let compile_ns = started.elapsed().as_nanos() as u64;
+        if let Some(c) = self.compile_counting.as_mut() {
+            c.end();
+        }
         let tier = generator.tier();
         match result {
             Ok(native) => {

@@ -189,10 +189,9 @@ pub struct Layout {
     /// of references into the heap check it and call `Stubs::write_barrier`. `None` under a
     /// plan without a write barrier, whose code stores bare.
     pub unlog_table: Option<u64>,
-    /// The byte that is 1 while a collection is near in a run with GC hints
-    /// (`gc_hints::GC_HINTS_ARMED`): a hinted method's entry and exit call the `gc_hint`
-    /// stub only then.
-    pub gc_hints_armed: usize,
+    /// The byte that is 1 while hooked methods' compiled code must call the `method_hook`
+    /// stub at their entry and exit (`method_hooks::METHOD_HOOKS_ARMED`).
+    pub method_hooks_armed: usize,
 }
 
 /// What compiled code needs to do a send itself: probe the site's inline cache, find the
@@ -307,7 +306,7 @@ impl Layout {
             mark_frames: rt.mark_frames,
             string_with_primitive_equal: string_with_primitive_equal(rt),
             unlog_table: tally_heap::barrier::unlog_table(),
-            gc_hints_armed: crate::gc_hints::GC_HINTS_ARMED.as_ptr() as usize,
+            method_hooks_armed: crate::method_hooks::METHOD_HOOKS_ARMED.as_ptr() as usize,
         }
     }
 }
@@ -547,6 +546,16 @@ pub(crate) enum Exit {
 }
 
 impl Jit {
+    /// Counts every compilation from now on as an interval of the compilation phase (a
+    /// phases run), or stops and answers what was counted.
+    pub(crate) fn set_compile_counting(&self, counting: Option<crate::phases::CompileCounting>) {
+        lock(&self.installer).compile_counting = counting;
+    }
+
+    pub(crate) fn take_compile_counting(&self) -> Option<crate::phases::CompileCounting> {
+        lock(&self.installer).compile_counting.take()
+    }
+
     /// Whether code may be compiled (the dispatch loops then run compiled frames).
     pub(crate) fn is_on(&self) -> bool {
         self.generator.is_some() || self.adaptive.is_some()

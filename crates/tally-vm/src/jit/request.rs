@@ -296,7 +296,7 @@ impl CompileRequest {
                 let Some(&callee) = rt.codes.get(choice.callee.0 as usize) else {
                     continue;
                 };
-                if !inlinable(callee) || rt.is_hinted(callee) {
+                if !inlinable(callee) || rt.keeps_frame(callee) {
                     continue;
                 }
                 let mut request = CompileRequest::new(callee, rt, speculation);

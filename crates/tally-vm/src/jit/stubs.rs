@@ -43,9 +43,10 @@ pub struct Stubs {
     /// `(vm, object) -> 0`: the write barrier's slow path (`tally_heap::barrier::remember`)
     /// for an old object compiled code stored a reference into; pure like `string_equal`.
     pub write_barrier: usize,
-    /// `(vm, kind) -> Status`: a GC-hint point of the method whose frame is on top, at its
-    /// entry (`kind` 0) or before its return (1), while `gc_hints_armed` is set.
-    pub gc_hint: usize,
+    /// `(vm, kind) -> Status`: the method hooks (GC hints, phases) of the method whose frame
+    /// is on top, at its entry (`kind` 0) or before its return (1), while
+    /// `method_hooks_armed` is set.
+    pub method_hook: usize,
 }
 
 impl Stubs {
@@ -63,7 +64,7 @@ impl Stubs {
             record_value: record_value as *const () as usize,
             string_equal: string_equal as *const () as usize,
             write_barrier: write_barrier as *const () as usize,
-            gc_hint: gc_hint as *const () as usize,
+            method_hook: method_hook as *const () as usize,
         }
     }
 
@@ -84,7 +85,7 @@ impl Stubs {
             record_value,
             string_equal,
             write_barrier,
-            gc_hint,
+            method_hook,
         } = self;
         [
             ("send", *send),
@@ -99,7 +100,7 @@ impl Stubs {
             ("record_value", *record_value),
             ("string_equal", *string_equal),
             ("write_barrier", *write_barrier),
-            ("gc_hint", *gc_hint),
+            ("method_hook", *method_hook),
         ]
     }
 }
@@ -162,13 +163,13 @@ extern "C" fn write_barrier(_vm: *mut Vm, object: u64) -> u32 {
     0
 }
 
-extern "C" fn gc_hint(vm: *mut Vm, kind: u32) -> u32 {
+extern "C" fn method_hook(vm: *mut Vm, kind: u32) -> u32 {
     let kind = if kind == 0 {
         tally_profile::gc_hints::PointKind::Entry
     } else {
         tally_profile::gc_hints::PointKind::Exit
     };
-    guarded(vm, |vm| vm.gc_hint_in_compiled(kind))
+    guarded(vm, |vm| vm.method_hook_in_compiled(kind))
 }
 
 extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {

@@ -31,7 +31,7 @@ use tally_vm::jit::{
 };
 use tally_vm::objects::{block, context};
 use tally_vm::runtime::{
-    IntOp, GC_HINT_AT_ENTRY, GC_HINT_AT_EXIT, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER,
+    IntOp, HOOK_AT_ENTRY, HOOK_AT_EXIT, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER,
     TRIVIAL_SETTER,
 };
 
@@ -93,20 +93,20 @@ pub(super) fn translate(
     }
     let zero = b.ins().iconst(I32, 0);
     let fresh_args = [frame_in.into(), bp_in.into(), zero.into()];
-    let hinted_entry = code.gc_hint.load(Relaxed) & GC_HINT_AT_ENTRY != 0;
-    if layout.count_calls || hinted_entry {
+    let hooked_entry = code.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0;
+    if layout.count_calls || hooked_entry {
         // A direct call from compiled code: `--count-calls` counts it as a call of this code
-        // in this tier, and a GC-hint point is looked at (calls through the dispatcher are
-        // counted, and their points looked at, where the interpreter sets up the frame).
+        // in this tier, and its entry hook runs (calls through the dispatcher are counted,
+        // and their hooks run, where the interpreter sets up the frame).
         let fresh = b.create_block();
         b.ins().brif(resume, read_frame, &[], fresh, &[]);
         b.switch_to_block(fresh);
         if layout.count_calls {
             count_call(&mut b, code, tier_column(mode));
         }
-        if hinted_entry {
+        if hooked_entry {
             let go_on = b.create_block();
-            gc_hint_point(&mut b, layout, &sigs, vm, 0, go_on, exit);
+            method_hook_point(&mut b, layout, &sigs, vm, 0, go_on, exit);
             b.switch_to_block(go_on);
         }
         b.ins().jump(join, &fresh_args);
@@ -262,12 +262,11 @@ fn tier_column(mode: Mode) -> usize {
     }
 }
 
-/// The mark this tier's code leaves on the frames of methods it inlines
-/// (`tally_profile::FrameMark`).
-/// A GC-hint point (`kind` 0: entry, 1: before the return): when `gc_hints_armed` is set,
-/// calls the `gc_hint` stub (which may collect: everything is in the frame by then), then
-/// goes on to `go_on`, or leaves through `exit` with the stub's status if it failed.
-fn gc_hint_point(
+/// A method-hook point (`kind` 0: entry, 1: before the return; GC hints, phases): when
+/// `method_hooks_armed` is set, calls the `method_hook` stub (which may collect: everything is
+/// in the frame by then), then goes on to `go_on`, or leaves through `exit` with the stub's
+/// status if it failed.
+fn method_hook_point(
     b: &mut FunctionBuilder,
     layout: &Layout,
     sigs: &StubSignatures,
@@ -276,13 +275,13 @@ fn gc_hint_point(
     go_on: Block,
     exit: Block,
 ) {
-    let address = b.ins().iconst(I64, layout.gc_hints_armed as i64);
+    let address = b.ins().iconst(I64, layout.method_hooks_armed as i64);
     let armed = b.ins().uload8(I32, MemFlagsData::trusted(), address, 0);
-    let hint = b.create_block();
-    b.set_cold_block(hint);
-    b.ins().brif(armed, hint, &[], go_on, &[]);
-    b.switch_to_block(hint);
-    let stub = b.ins().iconst(I64, layout.stubs.gc_hint as i64);
+    let hook = b.create_block();
+    b.set_cold_block(hook);
+    b.ins().brif(armed, hook, &[], go_on, &[]);
+    b.switch_to_block(hook);
+    let stub = b.ins().iconst(I64, layout.stubs.method_hook as i64);
     let kind = b.ins().iconst(I32, kind);
     let call = b.ins().call_indirect(sigs.status1, stub, &[vm, kind]);
     let status = b.inst_results(call)[0];
@@ -290,6 +289,8 @@ fn gc_hint_point(
     b.ins().brif(ok, go_on, &[], exit, &[status.into()]);
 }
 
+/// The mark this tier's code leaves on the frames of methods it inlines
+/// (`tally_profile::FrameMark`).
 fn inlined_frame_mark(mode: Mode) -> u32 {
     tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, true)
 }
@@ -510,15 +511,24 @@ impl<'a> Translator<'a, '_> {
         match self.s.return_to {
             Some(to) => {
                 let v = self.slot(h - 1);
+                if self.s.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
+                    // An inlined method's exit hook, before its frame's pop like a compiled
+                    // method's. Hooks of methods that may be inlined never collect (those
+                    // that may keep their frames), so `v` stays valid across the call.
+                    let leave = self.b.create_block();
+                    let (vm, exit) = (self.vm, self.exit);
+                    method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
+                    self.b.switch_to_block(leave);
+                }
                 self.s.pending_reload = None;
                 self.b.ins().jump(to, &[v.into()]);
             }
             None => {
                 self.sync(h, i + 1);
-                if self.s.request.code.gc_hint.load(Relaxed) & GC_HINT_AT_EXIT != 0 {
+                if self.s.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
                     let leave = self.b.create_block();
                     let (vm, exit) = (self.vm, self.exit);
-                    gc_hint_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
+                    method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
                     self.b.switch_to_block(leave);
                 }
                 self.leave(Status::Returned);
@@ -567,6 +577,13 @@ impl<'a> Translator<'a, '_> {
         let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
         if self.layout.count_calls {
             count_call(&mut self.b, code, self.tier_column);
+        }
+        if code.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0 {
+            // An inlined method's entry hook, once its frame is pushed, as a call's.
+            let go_on = self.b.create_block();
+            let (vm, exit) = (self.vm, self.exit);
+            method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 0, go_on, exit);
+            self.b.switch_to_block(go_on);
         }
         let fp = add_imm(&mut self.b, self.s.fp, recv_slot as i64 * 8);
         let ret = self.b.create_block();
