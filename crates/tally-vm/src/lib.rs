@@ -8,6 +8,7 @@ mod disasm;
 mod error;
 mod frames;
 mod gc_hints;
+mod inject;
 mod instrument;
 mod interpreter;
 pub mod jit;
@@ -33,6 +34,7 @@ use std::path::PathBuf;
 pub use clock::ClockKind;
 pub use error::{TraceEntry, VmError};
 pub use gc_hints::{HintsRecording, HintsUse};
+pub use inject::DelayInjection;
 pub use profiling::ProfileOptions;
 pub use tally_controller;
 /// The collector a VM runs (`VmOptions::gc_plan`).
@@ -85,6 +87,8 @@ pub struct Vm {
     pub(crate) instrumentation: Option<Box<instrument::Instrumentation>>,
     /// Method-level phases being recorded or counted (`phases`).
     pub(crate) phases: Option<Box<phases::PhasesRuntime>>,
+    /// A delay injected at a method's entries (`inject`).
+    pub(crate) injection: Option<Box<inject::DelayInjection>>,
     /// Whether primitive calls must publish the "primitive" state: only for samples taken in
     /// the signal handler, and only where the handler cannot tell native code from the
     /// interpreter by the interrupted program counter (`interpreter::interpreter_code`).
@@ -116,6 +120,7 @@ impl Vm {
             profile_gc_listener: None,
             instrumentation: None,
             phases: None,
+            injection: None,
             publishes_primitive_calls: false,
             dispatch: profiling::Dispatch::Plain,
             running_loop: None,

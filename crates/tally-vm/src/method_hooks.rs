@@ -1,5 +1,6 @@
 //! Method hooks: calls into the VM at the entry and exit of chosen methods, shared by GC
-//! hints (`gc_hints`) and method-level phases (`phases`). A run uses one of them at a time.
+//! hints (`gc_hints`), method-level phases (`phases`) and injected delays (`inject`). A run
+//! uses one of them at a time.
 //!
 //! Hooked methods carry bits in their code (`Code::hooks`), set by name before the program
 //! runs and as classes load. The interpreter tests them at every frame it sets up and pops
@@ -47,7 +48,8 @@ impl Vm {
     pub(crate) fn hook_methods(&mut self, methods: HookedMethods) -> Result<(), VmError> {
         if self.rt.hooked_methods.is_some() {
             return Err(VmError::Fatal(
-                "GC hints and method-level phases cannot be used in the same run".into(),
+                "GC hints, method-level phases and injected delays cannot be used in the same run"
+                    .into(),
             ));
         }
         self.rt.hooked_methods = Some(methods);
@@ -90,6 +92,9 @@ impl Vm {
     ) -> Result<(), VmError> {
         if self.phases.is_some() {
             self.phase_hook(code, kind, depth);
+        }
+        if self.injection.is_some() && kind == PointKind::Entry {
+            self.run_injected_delay();
         }
         if self.gc_hints.is_some() {
             self.gc_hint_at(code, kind)?;

@@ -142,6 +142,19 @@ struct Cli {
     )]
     phases: Option<PathBuf>,
 
+    /// Delay every entry of METHOD (`Holder>>selector`) by DURATION of busy CPU work (a
+    /// loop calibrated at start-up; 50us, 2ms, or ns), in every tier: the known slowdown at a
+    /// known place that `tally validate` checks the samplers against. What was injected goes
+    /// to stderr when the program ends.
+    #[arg(
+        long,
+        value_name = "METHOD=DURATION",
+        value_parser = parse_injection,
+        conflicts_with_all = ["phases", "phases_record", "gc_hints", "gc_hints_record"],
+        help_heading = "Validation"
+    )]
+    inject_delay: Option<(String, u64)>,
+
     /// With --phases: also write the report as JSON to FILE.
     #[arg(
         long,
@@ -615,6 +628,45 @@ pub(crate) fn parse_gc_plan(name: &str) -> Result<tally_vm::GcPlan, String> {
     })
 }
 
+/// `1500`, `10us`, `2.5ms`, `1s` as nanoseconds.
+/// `Holder>>selector=DURATION`.
+fn parse_injection(s: &str) -> Result<(String, u64), String> {
+    let (method, duration) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("'{s}' is not METHOD=DURATION (example: Foo>>bar=50us)"))?;
+    if !method.contains(">>") {
+        return Err(format!(
+            "'{method}' is not a method name (write Holder>>selector)"
+        ));
+    }
+    let ns = parse_duration_ns(duration)?;
+    if !(ns.is_finite() && ns >= 1.0) {
+        return Err(format!(
+            "a delay of '{duration}' is not a duration of at least 1 ns"
+        ));
+    }
+    Ok((method.to_string(), ns as u64))
+}
+
+pub(crate) fn parse_duration_ns(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (examples: 100us, 1ms, 2500)"))?;
+    let factor = match unit {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("unknown unit in '{s}' (use ns, us, ms or s)")),
+    };
+    Ok(n * factor)
+}
+
 fn parse_size(s: &str) -> Result<usize, String> {
     let s = s.trim();
     let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -919,11 +971,27 @@ fn main() -> ExitCode {
         }
         gc_hints_cmd::start(&mut vm, &hints_request, &cli.program)?;
         phases_cmd::start(&mut vm, &phases_request, &cli.program)?;
+        if let Some((method, ns)) = &cli.inject_delay {
+            vm.inject_delay(method, *ns)?;
+        }
         let r = vm.run_main(&cli.program);
         vm.flush();
         if matches!(r, Ok(_) | Err(VmError::Exit(0))) {
             gc_hints_cmd::finish(&mut vm, &hints_request, &cli.program)?;
             phases_cmd::finish(&mut vm, &phases_request, &cli.program)?;
+        }
+        if let Some(i) = vm.injection().filter(|i| i.delays == 0) {
+            say!("tally: warning: {} never ran: no delay was injected", i.method);
+        } else if let Some(i) = vm.injection() {
+            say!(
+                "tally: injected {} delay(s) of {} ns into {}: {:.3} ms of CPU in all ({} loop iterations each, {:.3} ns per iteration)",
+                i.delays,
+                i.delay_ns,
+                i.method,
+                i.injected_ns() / 1e6,
+                i.iterations,
+                i.ns_per_iteration
+            );
         }
         vm.log_stub_sends();
         let exit_code = match &r {
@@ -987,7 +1055,17 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize_args;
+    use super::{normalize_args, parse_duration_ns};
+
+    #[test]
+    fn durations_read_with_their_units() {
+        assert_eq!(parse_duration_ns("2500"), Ok(2500.0));
+        assert_eq!(parse_duration_ns("10us"), Ok(10_000.0));
+        assert_eq!(parse_duration_ns("1.5ms"), Ok(1_500_000.0));
+        assert_eq!(parse_duration_ns("2s"), Ok(2e9));
+        assert!(parse_duration_ns("3 weeks").is_err());
+        assert!(parse_duration_ns("ms").is_err());
+    }
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()

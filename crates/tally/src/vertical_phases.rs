@@ -25,14 +25,14 @@ pub(crate) struct PhasesArgs {
     weights: Vec<f64>,
     /// θ_grain values to try: a phase's calls take at least this long on average (ns, or
     /// with us, ms, s).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_duration_ns,
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = crate::parse_duration_ns,
           default_values = ["1us", "10us", "100us", "1ms", "10ms"])]
     grains: Vec<f64>,
     /// Use exactly this θ_weight (with --grain) instead of choosing.
     #[arg(long, value_name = "SHARE", requires = "grain")]
     weight: Option<f64>,
     /// Use exactly this θ_grain (with --weight).
-    #[arg(long, value_name = "DURATION", requires = "weight", value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", requires = "weight", value_parser = crate::parse_duration_ns)]
     grain: Option<f64>,
     /// Rows of the chosen phases to print.
     #[arg(long, value_name = "N", default_value_t = 20)]
@@ -210,40 +210,5 @@ fn duration(ns: f64) -> String {
         format!("{:.1} µs", ns / 1e3)
     } else {
         format!("{ns:.0} ns")
-    }
-}
-
-/// `1500`, `10us`, `2.5ms`, `1s` as nanoseconds.
-fn parse_duration_ns(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let n: f64 = number
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (examples: 100us, 1ms, 2500)"))?;
-    let factor = match unit {
-        "" | "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(format!("unknown unit in '{s}' (use ns, us, ms or s)")),
-    };
-    Ok(n * factor)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_with_their_units() {
-        assert_eq!(parse_duration_ns("2500"), Ok(2500.0));
-        assert_eq!(parse_duration_ns("10us"), Ok(10_000.0));
-        assert_eq!(parse_duration_ns("1.5ms"), Ok(1_500_000.0));
-        assert_eq!(parse_duration_ns("2s"), Ok(2e9));
-        assert!(parse_duration_ns("3 weeks").is_err());
-        assert!(parse_duration_ns("ms").is_err());
     }
 }
