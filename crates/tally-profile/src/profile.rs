@@ -185,6 +185,8 @@ pub struct Recorder {
     stream_error: Option<std::io::Error>,
     /// The fraction of a sample [`Recorder::attribute_gc_pause`] still owes.
     gc_pause_carry: f64,
+    /// A deliberately broken profile ([`Recorder::credit_callers`]).
+    credit_callers: bool,
 }
 
 impl Recorder {
@@ -210,6 +212,7 @@ impl Recorder {
             streamed_samples: 0,
             stream_error: None,
             gc_pause_carry: 0.0,
+            credit_callers: false,
         };
         r.event_at(start, EventKind::ProgramStart);
         r
@@ -231,7 +234,24 @@ impl Recorder {
     /// whenever the flag shows [`flag::DRAIN`].
     pub fn drain(&mut self, hot: &HotState) -> usize {
         hot.flag.clear(flag::DRAIN);
-        hot.drain_into(&mut self.profile.samples)
+        let first = self.profile.samples.len();
+        let n = hot.drain_into(&mut self.profile.samples);
+        if self.credit_callers {
+            for s in &mut self.profile.samples[first..] {
+                if s.frames.len() > 1 {
+                    s.frames.remove(0);
+                    s.depth = s.depth.saturating_sub(1);
+                }
+            }
+        }
+        n
+    }
+
+    /// For testing `tally validate` only: from now on every sample is credited to the caller
+    /// of the method it was taken in (its innermost frame dropped), a sampler as wrong as a
+    /// sampler can be while looking plausible.
+    pub fn credit_callers(&mut self) {
+        self.credit_callers = true;
     }
 
     /// Samples for a collection the VM thread waited in from `start_ns` to `end_ns`, less the

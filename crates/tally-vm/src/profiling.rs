@@ -183,6 +183,8 @@ pub struct ProfileOptions {
     pub command_line: Vec<String>,
     /// Option names and values as given, for the header.
     pub settings: Vec<(String, String)>,
+    /// Test-only: credit every sample to its caller (`Recorder::credit_callers`).
+    pub credit_callers: bool,
 }
 
 impl ProfileOptions {
@@ -203,6 +205,7 @@ impl ProfileOptions {
             count_calls: false,
             command_line: Vec::new(),
             settings: Vec::new(),
+            credit_callers: false,
         }
     }
 }
@@ -306,7 +309,11 @@ impl Profiler {
             },
             ..Header::default()
         };
-        let recorder = Arc::new(Mutex::new(Recorder::new(header)));
+        let mut recorder = Recorder::new(header);
+        if options.credit_callers {
+            recorder.credit_callers();
+        }
+        let recorder = Arc::new(Mutex::new(recorder));
         hot.published.bind_current_thread();
         // Without a profile to save, Ctrl-C keeps its ordinary meaning.
         let sigint = match options.output {
@@ -924,6 +931,7 @@ mod tests {
             count_calls: false,
             command_line: Vec::new(),
             settings: Vec::new(),
+            credit_callers: false,
         }
     }
 

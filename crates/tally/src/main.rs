@@ -155,6 +155,11 @@ struct Cli {
     )]
     inject_delay: Option<(String, u64)>,
 
+    /// Test-only: a deliberately broken sampler that credits every sample to the caller of
+    /// the method it was taken in, for checking that `tally validate` catches it.
+    #[arg(long, hide = true, requires = "profile")]
+    debug_credit_callers: bool,
+
     /// With --phases: also write the report as JSON to FILE.
     #[arg(
         long,
@@ -475,6 +480,10 @@ fn profile_options(cli: &Cli, tier: TierChoice) -> Result<Option<ProfileOptions>
                 .unwrap_or_else(|| "off".into()),
         ),
         ("exhaustive".to_string(), cli.exhaustive.to_string()),
+        (
+            "debug-credit-callers".to_string(),
+            cli.debug_credit_callers.to_string(),
+        ),
         ("count-calls".to_string(), cli.count_calls.to_string()),
         ("sample-depth".to_string(), cli.sample_depth.to_string()),
         (
@@ -496,6 +505,7 @@ fn profile_options(cli: &Cli, tier: TierChoice) -> Result<Option<ProfileOptions>
         count_calls: cli.count_calls,
         command_line: cli.program.clone(),
         settings,
+        credit_callers: cli.debug_credit_callers,
     }))
 }
 

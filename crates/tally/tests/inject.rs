@@ -110,3 +110,39 @@ fn a_place_or_duration_that_is_not_one_is_refused() {
         stderr(&o)
     );
 }
+
+#[test]
+fn the_deliberately_broken_sampler_credits_the_caller() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Inl.som"), LOOP).unwrap();
+    let o = tally(
+        d.path(),
+        &[
+            "--tier=interp",
+            "--inject-delay",
+            "Inl>>step:=5us",
+            "--profile=p.profile",
+            "--debug-credit-callers",
+            "Inl.som",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = tally(d.path(), &["report", "p.profile"]);
+    let report = String::from_utf8_lossy(&r.stdout).into_owned();
+    let flat: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("== Flat profile"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("=="))
+        .collect();
+    // Every sample taken in `step:` went to `run`, its caller; `step:` has no self time.
+    let run = flat
+        .iter()
+        .find(|l| l.trim_end().ends_with("Inl>>run"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(run.trim_start().starts_with("100.00%"), "{run}");
+    assert!(
+        !flat.iter().any(|l| l.trim_end().ends_with("Inl>>step:")),
+        "{report}"
+    );
+}
