@@ -247,9 +247,9 @@ impl Recorder {
         n
     }
 
-    /// For testing `tally validate` only: from now on every sample is credited to the caller
-    /// of the method it was taken in (its innermost frame dropped), a sampler as wrong as a
-    /// sampler can be while looking plausible.
+    /// For testing checks of samplers only: from now on every sample is credited to the
+    /// caller of the method it was taken in (its innermost frame dropped), a sampler as wrong
+    /// as a sampler can be while looking plausible.
     pub fn credit_callers(&mut self) {
         self.credit_callers = true;
     }

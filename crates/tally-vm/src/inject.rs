@@ -1,6 +1,6 @@
 //! Delays of known size injected at a known place (`--inject-delay METHOD=DURATION`), the
-//! ground truth `tally validate` checks the samplers against (after Burchell & Marr): every
-//! entry of the method runs a busy loop of a calibrated CPU cost before its first instruction.
+//! ground truth to check samplers against (after Burchell & Marr): every entry of the method
+//! runs a busy loop of a calibrated CPU cost before its first instruction.
 //!
 //! The place is a method hook (`method_hooks`), so every tier runs the delay at the same
 //! point: the interpreter where it sets the frame up, compiled code at its entry, code that

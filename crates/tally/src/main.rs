@@ -143,8 +143,8 @@ struct Cli {
     phases: Option<PathBuf>,
 
     /// Delay every entry of METHOD (`Holder>>selector`) by DURATION of busy CPU work (a
-    /// loop calibrated at start-up; 50us, 2ms, or ns), in every tier: the known slowdown at a
-    /// known place that `tally validate` checks the samplers against. What was injected goes
+    /// loop calibrated at start-up; 50us, 2ms, or ns), in every tier: a slowdown of known
+    /// size at a known place, to check what a profile credits it to. What was injected goes
     /// to stderr when the program ends.
     #[arg(
         long,
@@ -156,7 +156,7 @@ struct Cli {
     inject_delay: Option<(String, u64)>,
 
     /// Test-only: a deliberately broken sampler that credits every sample to the caller of
-    /// the method it was taken in, for checking that `tally validate` catches it.
+    /// the method it was taken in, for checking that sampler checks catch it.
     #[arg(long, hide = true, requires = "profile")]
     debug_credit_callers: bool,
 

@@ -1,5 +1,6 @@
 //! `tally vertical TOOL …`: instrumented runs (vertical profiling, after Javana): the program
-//! runs interpreted with every memory access and VM event reported to a tool.
+//! runs interpreted with every memory access and VM event reported to a tool; and `phases`,
+//! MonitorMethod's offline choice of phases (`vertical_phases.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
