@@ -114,6 +114,7 @@ pub mod report;
 pub mod sample;
 pub mod sigint;
 pub mod trigger;
+pub mod validation;
 pub mod values;
 
 pub use callgraph::{CallEdge, CallGraph};

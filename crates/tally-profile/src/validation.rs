@@ -1,0 +1,179 @@
+//! Checking a sampler against slowdowns of known size at known places (after Burchell & Marr,
+//! OOPSLA 2023): what a profile credits to a method, and how far the extra it credits when
+//! the method is slowed down is from the slowdown.
+//!
+//! A sample of a CPU-time trigger stands for one period (`1 / rate`) of the sampled thread's
+//! CPU time, so the time a profile credits to a method is its self samples times the period.
+//! Samples of the VM's own work (collections, compiling) are not the program's: they are left
+//! out. The attribution error of a run with an injected delay is
+//! `(credited − credited without the delay − injected) / injected`: 0 for a sampler that
+//! credits exactly the injected time to the place, −1 for one that credits none of it.
+
+use std::collections::BTreeMap;
+
+use crate::ids::VmState;
+use crate::Profile;
+
+/// CPU time credited to each method (its self samples, program states only, times the sample
+/// period), in nanoseconds, by name. Empty when the profile took no method samples.
+pub fn credited_ns(profile: &Profile) -> BTreeMap<String, f64> {
+    let rate = profile.header.sampler.rate_hz;
+    let mut out = BTreeMap::new();
+    if rate == 0 {
+        return out;
+    }
+    let period_ns = 1e9 / f64::from(rate);
+    let symbols = profile.symbols();
+    for s in &profile.samples {
+        if matches!(s.state, VmState::Gc | VmState::Compiling) {
+            continue;
+        }
+        if let Some(top) = symbols.resolve_stack(&s.frames).first() {
+            *out.entry(symbols.method_name(top.method)).or_insert(0.0) += period_ns;
+        }
+    }
+    out
+}
+
+/// The attribution error of each delayed run: `credited` is what each delayed run credited
+/// the place, `injected` what was injected in it (both ns, one per run), `baseline` what
+/// the runs without the delay credited the place (their mean is subtracted). `None` when
+/// there is no baseline run or a run injected nothing.
+pub fn attribution_errors(
+    credited: &[f64],
+    injected: &[f64],
+    baseline: &[f64],
+) -> Option<Vec<f64>> {
+    if baseline.is_empty() || credited.len() != injected.len() {
+        return None;
+    }
+    let base = baseline.iter().sum::<f64>() / baseline.len() as f64;
+    credited
+        .iter()
+        .zip(injected)
+        .map(|(&c, &i)| (i > 0.0).then(|| (c - base - i) / i))
+        .collect()
+}
+
+/// The ranking a correct profile of the delayed run has: the baseline's credited times with
+/// `injected_ns` added to `place`, heaviest first, ties by name.
+pub fn expected_ranking(
+    baseline: &BTreeMap<String, f64>,
+    place: &str,
+    injected_ns: f64,
+) -> Vec<String> {
+    let mut expected = baseline.clone();
+    *expected.entry(place.to_string()).or_insert(0.0) += injected_ns;
+    ranking(&expected)
+}
+
+/// Methods by credited time, heaviest first, ties by name.
+pub fn ranking(credited: &BTreeMap<String, f64>) -> Vec<String> {
+    let mut v: Vec<(&String, f64)> = credited.iter().map(|(m, &t)| (m, t)).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    v.into_iter().map(|(m, _)| m.clone()).collect()
+}
+
+/// Whether `place` has the same rank among the first `n` of `observed` as in `expected`
+/// (both in or both out of the top `n`, and at the same position when in): the one ranking
+/// question an injected delay answers for certain.
+pub fn place_ranked_as_expected(
+    observed: &[String],
+    expected: &[String],
+    place: &str,
+    n: usize,
+) -> bool {
+    let rank = |r: &[String]| r.iter().take(n).position(|m| m == place);
+    rank(observed) == rank(expected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ClassId, MethodId, RawFrame};
+    use crate::sample::{Origin, Sample, SampleFlags};
+    use crate::{Event, EventKind};
+
+    fn profile(rate_hz: u32, samples: &[(VmState, &[u32])]) -> Profile {
+        let named = |m: u32, name: &str| Event {
+            time_ns: 0,
+            kind: EventKind::MethodCompiled {
+                method: MethodId(m),
+                class: ClassId(0),
+                name: name.into(),
+                file: String::new(),
+                line: 1,
+                bytecode_len: 4,
+            },
+        };
+        let mut p = Profile {
+            events: vec![named(0, "A>>run"), named(1, "A>>step")],
+            samples: samples
+                .iter()
+                .map(|(state, frames)| Sample {
+                    time_ns: 1,
+                    state: *state,
+                    origin: Origin::Immediate,
+                    flags: SampleFlags::NONE,
+                    depth: frames.len() as u32,
+                    frames: frames
+                        .iter()
+                        .map(|&m| RawFrame::interpreted(MethodId(m), 0))
+                        .collect(),
+                })
+                .collect(),
+            ..Profile::default()
+        };
+        p.header.sampler.rate_hz = rate_hz;
+        p
+    }
+
+    #[test]
+    fn a_sample_credits_one_period_to_its_innermost_method() {
+        let p = profile(
+            1000,
+            &[
+                (VmState::Interpreting, &[1, 0]),
+                (VmState::Compiled, &[1, 0]),
+                (VmState::Primitive, &[0]),
+                // The VM's own work is not the program's.
+                (VmState::Gc, &[1, 0]),
+                (VmState::Compiling, &[0]),
+            ],
+        );
+        let c = credited_ns(&p);
+        assert_eq!(c["A>>step"], 2e6);
+        assert_eq!(c["A>>run"], 1e6);
+        assert!(credited_ns(&profile(0, &[(VmState::Interpreting, &[0])])).is_empty());
+    }
+
+    #[test]
+    fn the_error_is_the_extra_credited_against_the_injected() {
+        // Baseline credits 10 ms; 50 ms injected; credited 60 (exact), 35 (half), 10 (none).
+        let e = attribution_errors(&[60e6, 35e6, 10e6], &[50e6; 3], &[9e6, 11e6]).unwrap();
+        assert_eq!(e, [0.0, -0.5, -1.0]);
+        assert!(attribution_errors(&[1.0], &[1.0], &[]).is_none());
+        assert!(attribution_errors(&[1.0], &[0.0], &[1.0]).is_none());
+        assert!(attribution_errors(&[1.0, 2.0], &[1.0], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn a_delay_moves_its_place_up_the_expected_ranking() {
+        let base: BTreeMap<String, f64> = [("A>>a", 50.0), ("A>>b", 30.0), ("A>>c", 10.0)]
+            .into_iter()
+            .map(|(m, t)| (m.to_string(), t))
+            .collect();
+        assert_eq!(ranking(&base), ["A>>a", "A>>b", "A>>c"]);
+        let expected = expected_ranking(&base, "A>>c", 30.0);
+        assert_eq!(expected, ["A>>a", "A>>c", "A>>b"]);
+        // A profile that missed the delay ranks c last: wrong within the top 2, and also
+        // within the top 3 (position).
+        let observed = ranking(&base);
+        assert!(!place_ranked_as_expected(&observed, &expected, "A>>c", 2));
+        assert!(!place_ranked_as_expected(&observed, &expected, "A>>c", 3));
+        // Within the top 1 both leave c out: nothing to tell.
+        assert!(place_ranked_as_expected(&observed, &expected, "A>>c", 1));
+        // A method the baseline never sampled enters the ranking.
+        assert_eq!(expected_ranking(&base, "A>>d", 100.0)[0], "A>>d");
+    }
+}
