@@ -318,10 +318,14 @@ mod tests {
             "all at the close, none lost"
         );
         assert!(fast.iter().all(|&w| w == fast[0]) && slow.iter().all(|&w| w == slow[0]));
-        // 2 us a call is 500 calls per ms, 20 us is 50 (less whatever the loop adds).
-        // The entry that opens a window starts its clock: the rate counts the ones after.
-        assert!((350..=500).contains(&fast[0]), "fast window: {}", fast[0]);
-        assert!((35..=50).contains(&slow[0]), "slow window: {}", slow[0]);
+        // 2 us a call is 500 calls per ms, 20 us is 50, less what the loop itself adds per
+        // call (a clock reading, more in a debug build or on a busy machine), which weighs
+        // more on the fast window. The entry that opens a window starts its clock: the rate
+        // counts the ones after.
+        assert!((200..=500).contains(&fast[0]), "fast window: {}", fast[0]);
+        assert!((30..=50).contains(&slow[0]), "slow window: {}", slow[0]);
+        let ratio = fast[0] as f64 / slow[0] as f64;
+        assert!((6.0..=11.0).contains(&ratio), "{} / {}", fast[0], slow[0]);
     }
 
     #[test]
