@@ -87,16 +87,10 @@ impl MethodTimes {
         let t: MethodTimes =
             serde_json::from_str(text).map_err(|e| PhaseFileError::Json(e.to_string()))?;
         check_header(&t.format, t.version, TIMES_FORMAT)?;
-        for (what, x) in [
+        check_non_negative(&[
             ("record_probe_ns", t.record_probe_ns),
             ("count_probe_ns", t.count_probe_ns),
-        ] {
-            if !(x.is_finite() && x >= 0.0) {
-                return Err(PhaseFileError::Invalid(format!(
-                    "{what} is {x}, not a cost"
-                )));
-            }
-        }
+        ])?;
         if let Some(m) = t
             .methods
             .iter()
@@ -175,15 +169,11 @@ impl Phases {
                 p.weight
             )));
         }
-        for (what, x) in [
+        check_non_negative(&[
             ("grain_ns", p.grain_ns),
             ("estimated_overhead", p.estimated_overhead),
             ("count_probe_ns", p.count_probe_ns),
-        ] {
-            if !(x.is_finite() && x >= 0.0) {
-                return Err(PhaseFileError::Invalid(format!("{what} is {x}")));
-            }
-        }
+        ])?;
         if p.methods.is_empty() {
             return Err(PhaseFileError::Invalid("it names no method".into()));
         }
@@ -193,6 +183,16 @@ impl Phases {
             )));
         }
         Ok(p)
+    }
+}
+
+/// Each named number must be finite and at least 0 (a cost, a duration, a share).
+fn check_non_negative(values: &[(&str, f64)]) -> Result<(), PhaseFileError> {
+    match values.iter().find(|(_, x)| !(x.is_finite() && *x >= 0.0)) {
+        Some((what, x)) => Err(PhaseFileError::Invalid(format!(
+            "{what} is {x}, not at least 0"
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -2,8 +2,11 @@
 //! make collections there in every tier without changing what the program prints, and a
 //! hints file that does not fit is refused with the reason.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
+
+use common::{run_in as tally, text};
 
 /// Rounds that each build a tree (live while the round walks it, garbage after), entered and
 /// left through `begin:` and `finish:`, and a log that lives to the end.
@@ -47,20 +50,12 @@ Rounds = (
 /// Another program, for hints that were not recorded for it.
 const OTHER: &str = "Other = ( run = ( 'other' println ) )";
 
-fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally")
-}
-
 fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    text(&o.stderr)
 }
 
 fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    text(&o.stdout)
 }
 
 /// A directory with the programs and the hints recorded for `Rounds.som`.

@@ -1,8 +1,11 @@
 //! `--inject-delay`: a delay of known size at every entry of a method, in every tier, with
 //! the program's output unchanged, and credited to that method by the profile.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
+
+use common::{run_in as tally, text};
 
 /// A small method called from a hot loop (inlined into it by the adaptive tier).
 const LOOP: &str = r#"
@@ -17,16 +20,8 @@ Inl = (
 )
 "#;
 
-fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally")
-}
-
 fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    text(&o.stderr)
 }
 
 #[test]

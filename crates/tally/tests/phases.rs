@@ -3,8 +3,12 @@
 //! activations all counted (non-local returns included) and the program's output unchanged;
 //! files that do not fit are refused with the reason.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::{run_in as tally, text};
 
 /// Rounds of three phases: `build:` allocates, `walk:` computes, `find:` is left by a
 /// non-local return from its block.
@@ -41,20 +45,12 @@ Phased = (
 )
 "#;
 
-fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally")
-}
-
 fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    text(&o.stderr)
 }
 
 fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    text(&o.stdout)
 }
 
 /// Where perf_event_open is refused (a container's seccomp policy, perf_event_paranoid 3)

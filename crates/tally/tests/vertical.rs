@@ -1,15 +1,8 @@
 //! `tally vertical`: instrumented runs end to end.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn tally(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run tally")
-}
+use common::run_in as tally;
 
 /// Stores 4096 elements in order, then reads them back in order.
 const WALK: &str = "Walk = ( run = ( | a sum |
