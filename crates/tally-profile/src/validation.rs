@@ -91,6 +91,95 @@ pub fn place_ranked_as_expected(
     rank(observed) == rank(expected)
 }
 
+/// Calls per method of an exhaustive profile, by name; `None` without exact counts.
+pub fn exact_calls_by_name(profile: &Profile) -> Option<BTreeMap<String, u64>> {
+    let exact = profile.exact.as_ref()?;
+    let symbols = profile.symbols();
+    let mut out = BTreeMap::new();
+    for (i, &n) in exact.calls.iter().enumerate() {
+        if n > 0 {
+            *out.entry(symbols.method_name(crate::ids::MethodId(i as u32)))
+                .or_insert(0) += n;
+        }
+    }
+    Some(out)
+}
+
+/// Why a place was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlaceRole {
+    /// The method with the most self time.
+    Hot,
+    /// A method with a few percent of it (nearest 5 %).
+    Warm,
+    /// A method called often with the least self time: what a sampler barely sees.
+    Cold,
+}
+
+/// A method to slow down, with its share of the reference run's self time and its calls.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Place {
+    pub role: PlaceRole,
+    pub method: String,
+    pub share: f64,
+    pub calls: u64,
+}
+
+/// The hot, warm and cold places of a reference run, from the time credited to each method
+/// and its exact calls. Only methods (not blocks, which have no entry hook of their own)
+/// called at least `min_calls` times qualify, so that a delay is spread over many entries.
+/// A role no method fits is left out.
+pub fn choose_places(
+    credited: &BTreeMap<String, f64>,
+    calls: &BTreeMap<String, u64>,
+    min_calls: u64,
+) -> Vec<Place> {
+    let total: f64 = credited.values().sum();
+    let share = |m: &str| {
+        if total > 0.0 {
+            credited.get(m).copied().unwrap_or(0.0) / total
+        } else {
+            0.0
+        }
+    };
+    let candidates: Vec<(&String, u64, f64)> = calls
+        .iter()
+        .filter(|(m, &n)| n >= min_calls && m.contains(">>") && !m.starts_with("[]"))
+        .map(|(m, &n)| (m, n, share(m)))
+        .collect();
+    let mut places: Vec<Place> = Vec::new();
+    let place = |role, c: &(&String, u64, f64)| Place {
+        role,
+        method: c.0.clone(),
+        share: c.2,
+        calls: c.1,
+    };
+    if let Some(hot) = candidates
+        .iter()
+        .filter(|c| c.2 > 0.0)
+        .max_by(|a, b| a.2.total_cmp(&b.2).then(b.0.cmp(a.0)))
+    {
+        places.push(place(PlaceRole::Hot, hot));
+    }
+    let taken = |places: &[Place], m: &str| places.iter().any(|p| p.method == m);
+    let distance = |s: f64| (s / 0.05).ln().abs();
+    if let Some(warm) = candidates
+        .iter()
+        .filter(|c| (0.005..=0.2).contains(&c.2) && !taken(&places, c.0))
+        .min_by(|a, b| distance(a.2).total_cmp(&distance(b.2)).then(a.0.cmp(b.0)))
+    {
+        places.push(place(PlaceRole::Warm, warm));
+    }
+    if let Some(cold) = candidates
+        .iter()
+        .filter(|c| !taken(&places, c.0))
+        .min_by(|a, b| a.2.total_cmp(&b.2).then(b.1.cmp(&a.1)).then(a.0.cmp(b.0)))
+    {
+        places.push(place(PlaceRole::Cold, cold));
+    }
+    places
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +234,17 @@ mod tests {
                 (VmState::Compiling, &[0]),
             ],
         );
+        assert!(exact_calls_by_name(&p).is_none());
+        let mut exact = crate::ExactCounts::new();
+        exact.on_call(None, MethodId(0));
+        exact.on_call(Some((MethodId(0), 1)), MethodId(1));
+        exact.on_call(Some((MethodId(0), 1)), MethodId(1));
+        let with_counts = Profile {
+            exact: Some(exact),
+            ..p.clone()
+        };
+        let calls = exact_calls_by_name(&with_counts).unwrap();
+        assert_eq!((calls["A>>run"], calls["A>>step"]), (1, 2));
         let c = credited_ns(&p, 0.0);
         assert_eq!(c["A>>step"], 2e6);
         assert_eq!(c["A>>run"], 1e6);
@@ -161,6 +261,53 @@ mod tests {
         assert!(attribution_errors(&[1.0], &[1.0], &[]).is_none());
         assert!(attribution_errors(&[1.0], &[0.0], &[1.0]).is_none());
         assert!(attribution_errors(&[1.0, 2.0], &[1.0], &[1.0]).is_none());
+    }
+
+    #[test]
+    fn places_are_the_hottest_one_near_five_percent_and_a_busy_unseen_one() {
+        let ms = |v: &[(&str, f64)]| -> BTreeMap<String, f64> {
+            v.iter().map(|(m, t)| (m.to_string(), *t)).collect()
+        };
+        let credited = ms(&[
+            ("A>>hot", 62.0),
+            ("A>>big", 25.0),
+            ("A>>warm", 6.0),
+            ("A>>mild", 2.0),
+            ("A>>rare", 5.0),
+            ("[] in A>>hot", 0.0),
+        ]);
+        let calls: BTreeMap<String, u64> = [
+            ("A>>hot", 100),
+            ("A>>big", 50),
+            ("A>>warm", 40),
+            ("A>>mild", 30),
+            ("A>>rare", 2),
+            ("A>>unseen", 5000),
+            ("A>>seldom", 20),
+            ("[] in A>>hot", 90000),
+        ]
+        .into_iter()
+        .map(|(m, n)| (m.to_string(), n))
+        .collect();
+        let p = choose_places(&credited, &calls, 10);
+        let picked: Vec<(PlaceRole, &str)> =
+            p.iter().map(|p| (p.role, p.method.as_str())).collect();
+        // `rare` is at 5 % exactly but has too few calls; blocks never qualify; of the two
+        // unseen methods the busier is cold.
+        assert_eq!(
+            picked,
+            [
+                (PlaceRole::Hot, "A>>hot"),
+                (PlaceRole::Warm, "A>>warm"),
+                (PlaceRole::Cold, "A>>unseen")
+            ]
+        );
+        assert!((p[0].share - 0.62).abs() < 1e-12);
+        assert_eq!(p[2].calls, 5000);
+        // Nothing sampled: no hot place, no warm one; still a cold one.
+        let none = choose_places(&BTreeMap::new(), &calls, 10);
+        assert_eq!(none.len(), 1);
+        assert_eq!(none[0].role, PlaceRole::Cold);
     }
 
     #[test]
