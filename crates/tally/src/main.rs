@@ -991,7 +991,10 @@ fn main() -> ExitCode {
             phases_cmd::finish(&mut vm, &phases_request, &cli.program)?;
         }
         if let Some(i) = vm.injection().filter(|i| i.delays == 0) {
-            say!("tally: warning: {} never ran: no delay was injected", i.method);
+            say!(
+                "tally: warning: no delay was injected: {} never ran in a frame of its own (it was never called, or it is a primitive or a trivial method, a getter, setter or constant, which are answered without a frame)",
+                i.method
+            );
         } else if let Some(i) = vm.injection() {
             say!(
                 "tally: injected {} delay(s) of {} ns into {}: {:.3} ms of CPU in all ({} loop iterations each, {:.3} ns per iteration)",

@@ -100,7 +100,7 @@ fn a_place_or_duration_that_is_not_one_is_refused() {
     let o = tally(d.path(), &["--inject-delay", "Inl>>nothing=1us", "Inl.som"]);
     assert!(o.status.success());
     assert!(
-        stderr(&o).contains("Inl>>nothing never ran"),
+        stderr(&o).contains("no delay was injected: Inl>>nothing never ran"),
         "{}",
         stderr(&o)
     );
