@@ -5,20 +5,7 @@ mod common;
 
 use std::process::Output;
 
-use common::{run_in as tally, text};
-
-/// A small method called from a hot loop (inlined into it by the adaptive tier).
-const LOOP: &str = r#"
-Inl = (
-    step: i = ( | t | t := i * 2. ^t + 1 )
-    run = (
-        | s |
-        s := 0.
-        1 to: 100000 do: [:i | s := s + (self step: i)].
-        s println
-    )
-)
-"#;
+use common::{hot_loop_program, run_in as tally, text};
 
 fn stderr(o: &Output) -> String {
     text(&o.stderr)
@@ -27,7 +14,7 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn every_entry_is_delayed_in_every_tier_and_the_profile_credits_the_method() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("Inl.som"), LOOP).unwrap();
+    std::fs::write(d.path().join("Inl.som"), hot_loop_program(100_000)).unwrap();
     for tier in ["interp", "baseline", "opt", "adaptive"] {
         let o = tally(
             d.path(),
@@ -73,7 +60,7 @@ fn every_entry_is_delayed_in_every_tier_and_the_profile_credits_the_method() {
 #[test]
 fn a_place_or_duration_that_is_not_one_is_refused() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("Inl.som"), LOOP).unwrap();
+    std::fs::write(d.path().join("Inl.som"), hot_loop_program(100_000)).unwrap();
     for (arg, why) in [
         ("step:=5us", "not a method name"),
         ("Inl>>step:", "not METHOD=DURATION"),
@@ -109,7 +96,7 @@ fn a_place_or_duration_that_is_not_one_is_refused() {
 #[test]
 fn the_deliberately_broken_sampler_credits_the_caller() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("Inl.som"), LOOP).unwrap();
+    std::fs::write(d.path().join("Inl.som"), hot_loop_program(100_000)).unwrap();
     let o = tally(
         d.path(),
         &[

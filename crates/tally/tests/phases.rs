@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{run_in as tally, text};
+use common::{hot_loop_program, run_in as tally, text};
 
 /// Rounds of three phases: `build:` allocates, `walk:` computes, `find:` is left by a
 /// non-local return from its block.
@@ -252,23 +252,10 @@ fn files_that_do_not_fit_are_refused_with_the_reason() {
     assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
 
-/// A small method called from a hot loop, which the adaptive tier inlines into it.
-const INLINED: &str = r#"
-Inl = (
-    step: i = ( | t | t := i * 2. ^t + 1 )
-    run = (
-        | s |
-        s := 0.
-        1 to: 300000 do: [:i | s := s + (self step: i)].
-        s println
-    )
-)
-"#;
-
 #[test]
 fn an_inlined_phase_runs_its_hooks_where_it_was_inlined() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("Inl.som"), INLINED).unwrap();
+    std::fs::write(d.path().join("Inl.som"), hot_loop_program(300_000)).unwrap();
     std::fs::write(
         d.path().join("inl.phases"),
         r#"{"format":"tally-phases","version":1,"program":"Inl","tier":"adaptive",

@@ -174,19 +174,22 @@ impl Vm {
         })))
     }
 
+    /// Any method's code (the core classes have many), to time hooks on.
+    fn some_method_code(&self) -> Option<&'static Code> {
+        self.rt
+            .codes
+            .iter()
+            .copied()
+            .find(|c| c.kind == crate::compiler::CodeKind::Method)
+    }
+
     /// What one hook costs on the VM's own path (`method_hook`, the dispatch to the mode and
     /// its work), timed with `mode` on a scratch runtime put in place of this run's: entries
     /// and exits of a method at a depth no frame has. Compiled code's stub call and the
     /// interpreter's loop with entry hooks come on top.
     fn time_hooks(&mut self, mode: Mode) -> f64 {
         const PAIRS: u32 = 2_000;
-        let Some(code) = self
-            .rt
-            .codes
-            .iter()
-            .copied()
-            .find(|c| c.kind == crate::compiler::CodeKind::Method)
-        else {
+        let Some(code) = self.some_method_code() else {
             return 0.0;
         };
         let own = self.phases.replace(Box::new(PhasesRuntime { mode }));
@@ -204,13 +207,7 @@ impl Vm {
 
     /// [`Vm::time_hooks`] for a counting run's hooks, each a counter reading.
     fn time_counting_hooks(&mut self) -> std::io::Result<f64> {
-        let Some(code) = self
-            .rt
-            .codes
-            .iter()
-            .copied()
-            .find(|c| c.kind == crate::compiler::CodeKind::Method)
-        else {
+        let Some(code) = self.some_method_code() else {
             return Ok(0.0);
         };
         let name = self.rt.code_name(code);

@@ -38,6 +38,23 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .expect("run tally")
 }
 
+/// `Inl`: a small method, `step:`, called `calls` times from a loop in `run` (which the
+/// adaptive tier compiles with `step:` inlined); it prints the sum of `2i + 1`.
+pub fn hot_loop_program(calls: u32) -> String {
+    format!(
+        "Inl = (
+    step: i = ( | t | t := i * 2. ^t + 1 )
+    run = (
+        | s |
+        s := 0.
+        1 to: {calls} do: [:i | s := s + (self step: i)].
+        s println
+    )
+)
+"
+    )
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
