@@ -16,23 +16,27 @@ use crate::analysis::Report;
 use crate::error::BenchError;
 use crate::results::{Outcome, Results};
 
-/// Colour-blind-safe palette (Okabe–Ito), one colour per executor.
+/// Colour-blind-safe palette (Okabe–Ito), one colour per executor (per series in other
+/// plots: `tally validate` draws with it too).
 const PALETTE: [&str; 8] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
 ];
 
-fn colour(i: usize) -> &'static str {
+/// The `i`th colour of the palette, cycling.
+pub fn colour(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
-fn esc(s: &str) -> String {
+/// `s` escaped for SVG text and attributes.
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
 
-fn header(out: &mut String, width: f64, height: f64) {
+/// Opens an SVG document of `width` × `height` on a white background.
+pub fn header(out: &mut String, width: f64, height: f64) {
     let _ = writeln!(
         out,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="12">"##
@@ -93,7 +97,8 @@ fn linear_ticks(max: f64, n: usize) -> Vec<f64> {
     (0..=count).map(|i| i as f64 * step).collect()
 }
 
-fn tick_label(v: f64) -> String {
+/// A tick's label: no trailing zeros.
+pub fn tick_label(v: f64) -> String {
     if v == 0.0 {
         "0".into()
     } else if v >= 100.0 {

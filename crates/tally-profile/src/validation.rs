@@ -12,7 +12,7 @@
 //! `(credited − credited without the delay − injected) / injected`: 0 for a sampler that
 //! credits exactly the injected time to the place, −1 for one that credits none of it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ids::VmState;
 use crate::Profile;
@@ -103,6 +103,36 @@ pub fn exact_calls_by_name(profile: &Profile) -> Option<BTreeMap<String, u64>> {
         }
     }
     Some(out)
+}
+
+/// Methods of an exhaustive profile that ran bytecodes in a frame of their own. The others
+/// cannot be slowed down at their entry: primitives run no bytecodes, and trivial methods
+/// (getters, setters, constants) are answered without a frame. Empty without exact counts.
+pub fn methods_with_frames(profile: &Profile) -> BTreeSet<String> {
+    let Some(exact) = profile.exact.as_ref() else {
+        return BTreeSet::new();
+    };
+    let symbols = profile.symbols();
+    exact
+        .bytecodes
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, _)| symbols.method_name(crate::ids::MethodId(i as u32)))
+        .collect()
+}
+
+/// What taking one sample costs the sampled program, in ns, from two sets of profiled runs
+/// of the same program at different rates: their extra CPU time over their extra samples.
+/// The fixed costs of profiling (setting up, the drain thread, writing the file) are the same
+/// at both rates and cancel, which comparing against an unprofiled run would not. `None`
+/// when the sample counts do not differ; never negative.
+pub fn sample_cost_ns(cpu_s: (f64, f64), samples: (f64, f64)) -> Option<f64> {
+    let extra_samples = samples.1 - samples.0;
+    if extra_samples.abs() < 1.0 {
+        return None;
+    }
+    Some(((cpu_s.1 - cpu_s.0) * 1e9 / extra_samples).max(0.0))
 }
 
 /// Why a place was chosen.
@@ -245,12 +275,30 @@ mod tests {
         };
         let calls = exact_calls_by_name(&with_counts).unwrap();
         assert_eq!((calls["A>>run"], calls["A>>step"]), (1, 2));
+        // `step` was called but ran no bytecodes (answered without a frame).
+        assert!(methods_with_frames(&p).is_empty());
+        let mut framed = with_counts.clone();
+        framed.exact.as_mut().unwrap().on_bytecodes(MethodId(0), 7);
+        assert_eq!(
+            methods_with_frames(&framed).into_iter().collect::<Vec<_>>(),
+            ["A>>run"]
+        );
         let c = credited_ns(&p, 0.0);
         assert_eq!(c["A>>step"], 2e6);
         assert_eq!(c["A>>run"], 1e6);
         // A sample that cost the thread 40 µs stands for 960 µs of the program.
         assert_eq!(credited_ns(&p, 40e3)["A>>step"], 2.0 * 960e3);
         assert!(credited_ns(&profile(0, &[(VmState::Interpreting, &[0])]), 0.0).is_empty());
+    }
+
+    #[test]
+    fn a_sample_costs_the_extra_cpu_over_the_extra_samples() {
+        // 1,000 samples in 1.04 s, 4,000 in 1.16 s: 40 µs each, whatever the fixed costs.
+        let c = sample_cost_ns((1.04, 1.16), (1000.0, 4000.0)).unwrap();
+        assert!((c - 40e3).abs() < 1e-6, "{c}");
+        // Noise that makes the faster rate cheaper gives no cost, never a negative one.
+        assert_eq!(sample_cost_ns((1.1, 1.0), (1000.0, 4000.0)), Some(0.0));
+        assert_eq!(sample_cost_ns((1.0, 1.1), (1000.0, 1000.0)), None);
     }
 
     #[test]

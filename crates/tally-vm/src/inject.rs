@@ -39,10 +39,13 @@ impl DelayInjection {
 /// `iterations` steps of a non-linear recurrence (multiply, add, shift, xor), each depending
 /// on the last: no compiler can fold it into fewer steps (a linear one was, to 0.12 ns a
 /// step), so it runs at the latency of its chain. The result keeps the loop from being
-/// dropped.
+/// dropped. Fences on both sides keep the processor from running the program's own
+/// instructions in the shadow of the chain, which hid up to a fifth of a short delay: the
+/// delay's cost is then its iterations' whatever surrounds it.
 #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
 #[inline(never)]
 fn busy(iterations: u64) -> u64 {
+    serialize();
     let mut x = std::hint::black_box(0x9e37_79b9_7f4a_7c15_u64);
     for _ in 0..iterations {
         x = x
@@ -50,7 +53,24 @@ fn busy(iterations: u64) -> u64 {
             .wrapping_add(1_442_695_040_888_963_407)
             ^ (x >> 29);
     }
-    std::hint::black_box(x)
+    let x = std::hint::black_box(x);
+    serialize();
+    x
+}
+
+/// Waits for every earlier instruction to complete before any later one starts.
+#[inline(always)]
+fn serialize() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `lfence` only orders execution; it reads and writes no memory or register.
+    unsafe {
+        std::arch::asm!("lfence", options(nomem, nostack, preserves_flags));
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: `isb` only flushes the pipeline; it reads and writes no memory or register.
+    unsafe {
+        std::arch::asm!("isb", options(nomem, nostack, preserves_flags));
+    }
 }
 
 /// The thread CPU time `busy(iterations)` takes: the fastest of `tries` (noise only adds).

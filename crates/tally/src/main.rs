@@ -18,6 +18,7 @@ mod experiment;
 mod gc_hints_cmd;
 mod phases_cmd;
 mod profile_cmd;
+mod validate;
 mod vertical_cmd;
 mod vertical_phases;
 
@@ -759,6 +760,11 @@ fn main() -> ExitCode {
     }
     if std::env::args_os().nth(1).is_some_and(|a| a == "vertical") {
         return vertical_cmd::main(std::env::args_os().skip(2).collect());
+    }
+    // `tally validate` runs this binary as child processes.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "validate") {
+        let this = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tally"));
+        return validate::main(std::env::args_os().skip(2).collect(), this);
     }
     // `tally bench …` has its own parser; programs are never named `bench`.
     if std::env::args_os().nth(1).is_some_and(|a| a == "bench") {
