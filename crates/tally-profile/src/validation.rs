@@ -122,6 +122,39 @@ pub fn methods_with_frames(profile: &Profile) -> BTreeSet<String> {
         .collect()
 }
 
+/// Methods of an exhaustive profile that called anything (a method, a primitive or a trivial
+/// method: every send is a yieldpoint). A method that called nothing reaches no yieldpoint
+/// between its entry and its return, which is where a polling sampler takes the samples of a
+/// delay at its entry. Empty without exact counts.
+pub fn methods_that_call(profile: &Profile) -> BTreeSet<String> {
+    let Some(exact) = profile.exact.as_ref() else {
+        return BTreeSet::new();
+    };
+    let symbols = profile.symbols();
+    exact
+        .edges
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(e, _)| symbols.method_name(e.caller))
+        .collect()
+}
+
+/// The share of all calls that a profile's CBS call graph estimates went into `method` (its
+/// edges' weights estimate calls); `None` when CBS recorded no edge at all.
+pub fn cbs_call_share(profile: &Profile, method: &str) -> Option<f64> {
+    let edges = profile.cbs_edges.by_name(&profile.symbols());
+    let total: u64 = edges.values().sum();
+    if total == 0 {
+        return None;
+    }
+    let into: u64 = edges
+        .iter()
+        .filter(|((_, _, callee), _)| callee == method)
+        .map(|(_, &w)| w)
+        .sum();
+    Some(into as f64 / total as f64)
+}
+
 /// What taking one sample costs the sampled program, in ns, from two sets of profiled runs
 /// of the same program at different rates: their extra CPU time over their extra samples.
 /// The fixed costs of profiling (setting up, the drain thread, writing the file) are the same
@@ -142,7 +175,9 @@ pub enum PlaceRole {
     Hot,
     /// A method with a few percent of it (nearest 5 %).
     Warm,
-    /// A method called often with the least self time: what a sampler barely sees.
+    /// A method called often with the least self time: what a sampler barely sees. One that
+    /// calls nothing is preferred: a polling sampler finds no yieldpoint in it after the
+    /// delay, so its samples go elsewhere.
     Cold,
 }
 
@@ -155,13 +190,14 @@ pub struct Place {
     pub calls: u64,
 }
 
-/// The hot, warm and cold places of a reference run, from the time credited to each method
-/// and its exact calls. Only methods (not blocks, which have no entry hook of their own)
-/// called at least `min_calls` times qualify, so that a delay is spread over many entries.
-/// A role no method fits is left out.
+/// The hot, warm and cold places of a reference run, from the time credited to each method,
+/// its exact calls, and the methods that call something (`methods_that_call`). Only methods
+/// (not blocks, which have no entry hook of their own) called at least `min_calls` times
+/// qualify, so that a delay is spread over many entries. A role no method fits is left out.
 pub fn choose_places(
     credited: &BTreeMap<String, f64>,
     calls: &BTreeMap<String, u64>,
+    callers: &BTreeSet<String>,
     min_calls: u64,
 ) -> Vec<Place> {
     let total: f64 = credited.values().sum();
@@ -203,7 +239,12 @@ pub fn choose_places(
     if let Some(cold) = candidates
         .iter()
         .filter(|c| !taken(&places, c.0))
-        .min_by(|a, b| a.2.total_cmp(&b.2).then(b.1.cmp(&a.1)).then(a.0.cmp(b.0)))
+        .min_by(|a, b| {
+            (callers.contains(a.0).cmp(&callers.contains(b.0)))
+                .then(a.2.total_cmp(&b.2))
+                .then(b.1.cmp(&a.1))
+                .then(a.0.cmp(b.0))
+        })
     {
         places.push(place(PlaceRole::Cold, cold));
     }
@@ -275,6 +316,13 @@ mod tests {
         };
         let calls = exact_calls_by_name(&with_counts).unwrap();
         assert_eq!((calls["A>>run"], calls["A>>step"]), (1, 2));
+        // `run` called `step`, which called nothing.
+        assert_eq!(
+            methods_that_call(&with_counts)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            ["A>>run"]
+        );
         // `step` was called but ran no bytecodes (answered without a frame).
         assert!(methods_with_frames(&p).is_empty());
         let mut framed = with_counts.clone();
@@ -289,6 +337,29 @@ mod tests {
         // A sample that cost the thread 40 µs stands for 960 µs of the program.
         assert_eq!(credited_ns(&p, 40e3)["A>>step"], 2.0 * 960e3);
         assert!(credited_ns(&profile(0, &[(VmState::Interpreting, &[0])]), 0.0).is_empty());
+    }
+
+    #[test]
+    fn cbs_estimates_a_share_of_the_calls_into_a_method() {
+        let mut p = profile(250, &[]);
+        assert_eq!(cbs_call_share(&p, "A>>step"), None);
+        let edge = |callsite| crate::CallEdge {
+            caller: MethodId(0),
+            callsite,
+            callee: MethodId(1),
+        };
+        p.cbs_edges.add(edge(1), 30);
+        p.cbs_edges.add(edge(5), 10);
+        p.cbs_edges.add(
+            crate::CallEdge {
+                caller: MethodId(1),
+                callsite: 2,
+                callee: MethodId(0),
+            },
+            60,
+        );
+        assert_eq!(cbs_call_share(&p, "A>>step"), Some(0.4));
+        assert_eq!(cbs_call_share(&p, "A>>none"), Some(0.0));
     }
 
     #[test]
@@ -337,7 +408,8 @@ mod tests {
         .into_iter()
         .map(|(m, n)| (m.to_string(), n))
         .collect();
-        let p = choose_places(&credited, &calls, 10);
+        let callers: BTreeSet<String> = ["A>>unseen".to_string()].into();
+        let p = choose_places(&credited, &calls, &BTreeSet::new(), 10);
         let picked: Vec<(PlaceRole, &str)> =
             p.iter().map(|p| (p.role, p.method.as_str())).collect();
         // `rare` is at 5 % exactly but has too few calls; blocks never qualify; of the two
@@ -352,8 +424,14 @@ mod tests {
         );
         assert!((p[0].share - 0.62).abs() < 1e-12);
         assert_eq!(p[2].calls, 5000);
+        // A cold method that calls nothing is preferred to a busier one that calls.
+        let p = choose_places(&credited, &calls, &callers, 10);
+        assert_eq!(
+            (p[2].role, p[2].method.as_str()),
+            (PlaceRole::Cold, "A>>seldom")
+        );
         // Nothing sampled: no hot place, no warm one; still a cold one.
-        let none = choose_places(&BTreeMap::new(), &calls, 10);
+        let none = choose_places(&BTreeMap::new(), &calls, &BTreeSet::new(), 10);
         assert_eq!(none.len(), 1);
         assert_eq!(none[0].role, PlaceRole::Cold);
     }

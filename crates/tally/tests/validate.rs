@@ -28,7 +28,7 @@ fn a_sampler_that_credits_the_caller_is_caught_and_the_real_one_is_not() {
         &[
             "validate",
             "--tiers=interp",
-            "--samplers=perf",
+            "--samplers=perf,cbs",
             "--perf-rate=1000",
             "--mechanisms=immediate",
             "--amounts=50",
@@ -57,8 +57,11 @@ fn a_sampler_that_credits_the_caller_is_caught_and_the_real_one_is_not() {
     let injected = check["injected_ms"].as_f64().unwrap();
     assert!(injected > 0.0 && measured > 0.0, "{check}");
     let configs = json["configurations"].as_array().unwrap();
-    assert_eq!(configs.len(), 2);
-    let (real, broken) = (&configs[0], &configs[1]);
+    assert_eq!(configs.len(), 3);
+    let (real, cbs, broken) = (&configs[0], &configs[1], &configs[2]);
+    // CBS is checked for what it estimates, the calls into each place, with and without.
+    assert_eq!(cbs["name"], "interp cbs 3:32@250");
+    assert!(cbs["places"][0]["credited_without_ns"].is_array(), "{cbs}");
     assert_eq!(broken["broken"], true);
     let error = |c: &serde_json::Value| c["median_error"].as_f64().unwrap();
     // Crediting callers moves the delay out of every place: all of it is missed.

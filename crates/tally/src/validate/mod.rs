@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use tally_vm::tally_profile::validation::{
-    attribution_errors, choose_places, credited_ns, exact_calls_by_name, expected_ranking,
-    methods_with_frames, place_ranked_as_expected, ranking, sample_cost_ns, Place, PlaceRole,
+    attribution_errors, cbs_call_share, choose_places, credited_ns, exact_calls_by_name,
+    expected_ranking, methods_that_call, methods_with_frames, place_ranked_as_expected, ranking,
+    sample_cost_ns, Place, PlaceRole,
 };
 
 use report::{ConfigResult, DelayCheck, PlaceResult, Report};
@@ -31,7 +32,8 @@ use runs::{injected_ns, ns_per_iteration, program_samples, take_profile, Runs};
 const AFTER_HELP: &str = "\
 What it does:
   1. One exhaustive interpreted run picks the places to slow down: the hottest method, one
-     near 5 % of the self time, and one called often that samples barely see (or --place).
+     near 5 % of the self time, and one called often that samples barely see, preferably
+     one that calls nothing (or --place).
   2. Per tier, --runs runs without a profile: the program's CPU time, which sizes the delays
      (each --amounts percent of it, spread over the place's calls). Then the delay loop is
      checked without a profile: the extra CPU time of runs with the largest delay over
@@ -41,7 +43,10 @@ What it does:
      per amount --runs with `--inject-delay PLACE=D`. Before them, --runs at a second rate
      give what one sample costs the program (the extra CPU over the extra samples), which is
      taken out of the time each sample stands for.
-  4. Per delayed run, the attribution error: (credited with the delay - credited without -
+  4. Per tier, CBS (--samplers cbs): the same baseline and delayed runs, with CBS call edges.
+     A delay changes no call, so the share of the calls CBS estimates into the place must not
+     change either: its relative change is CBS's error.
+  5. Per delayed run, the attribution error: (credited with the delay - credited without -
      injected) / injected. 0 is exact; -100 % credits none of it to the place. Per
      configuration the median error with a 95 % bootstrap interval, per place the mean, and
      whether the place took the rank among the top 5 that the injected time gives it.
@@ -66,9 +71,10 @@ struct Cli {
     #[arg(long, value_delimiter = ',', default_value = "interp,baseline,opt,adaptive",
           value_parser = ["interp", "baseline", "opt", "adaptive"])]
     tiers: Vec<String>,
-    /// Triggers to check.
-    #[arg(long, value_delimiter = ',', default_value = "perf,timer",
-          value_parser = ["perf", "timer", "timer-wall", "itimer"])]
+    /// Triggers to check, and `cbs`: CBS call edges (3:32 on the timer at --timer-rate),
+    /// whose estimate of the calls into a place a delay must not change.
+    #[arg(long, value_delimiter = ',', default_value = "perf,timer,cbs",
+          value_parser = ["perf", "timer", "timer-wall", "itimer", "cbs"])]
     samplers: Vec<String>,
     /// Mechanisms to check.
     #[arg(long, value_delimiter = ',', default_value = "immediate,polling",
@@ -138,7 +144,15 @@ pub(super) struct Config {
 }
 
 impl Config {
+    /// A CBS configuration: checks the call graph, not the time credited.
+    pub fn is_cbs(&self) -> bool {
+        self.sampler == "cbs"
+    }
+
     pub fn name(&self) -> String {
+        if self.is_cbs() {
+            return format!("{} cbs 3:32@{}", self.tier, self.rate);
+        }
         format!(
             "{} {}@{} {}{}",
             self.tier,
@@ -162,6 +176,16 @@ impl Config {
     }
 
     fn flags(&self, profile: &Path, rate: u32) -> Vec<String> {
+        if self.is_cbs() {
+            return vec![
+                format!("--tier={}", self.tier),
+                format!("--profile={}", profile.display()),
+                "--force".into(),
+                "--sampler=timer".into(),
+                format!("--rate={rate}"),
+                "--cbs=3:32".into(),
+            ];
+        }
         let mut f = vec![
             format!("--tier={}", self.tier),
             format!("--profile={}", profile.display()),
@@ -279,6 +303,16 @@ fn configs(cli: &Cli) -> Vec<Config> {
     let mut configs = Vec::new();
     for tier in &cli.tiers {
         for sampler in &cli.samplers {
+            if sampler == "cbs" {
+                configs.push(Config {
+                    tier: tier.clone(),
+                    sampler: sampler.clone(),
+                    mechanism: "immediate".into(),
+                    rate: cli.timer_rate,
+                    broken: false,
+                });
+                continue;
+            }
             for mechanism in &cli.mechanisms {
                 configs.push(Config {
                     tier: tier.clone(),
@@ -295,7 +329,10 @@ fn configs(cli: &Cli) -> Vec<Config> {
         }
     }
     if cli.broken_sampler {
-        let mut c = configs[0].clone();
+        let Some(first) = configs.iter().find(|c| !c.is_cbs()) else {
+            return configs;
+        };
+        let mut c = first.clone();
         c.broken = true;
         c.mechanism = "immediate".into();
         configs.push(c);
@@ -305,6 +342,11 @@ fn configs(cli: &Cli) -> Vec<Config> {
 
 fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len().max(1) as f64
+}
+
+/// The variance of the mean of `xs` (0 for fewer than two).
+fn variance_of_mean(xs: &[f64]) -> f64 {
+    tally_stats::variance(xs).map_or(0.0, |v| v / xs.len() as f64)
 }
 
 /// Step 1: the places, from an exhaustive interpreted run (exact calls, and which methods
@@ -352,7 +394,8 @@ fn choose(cli: &Cli, out: &Path, runs: &mut Runs) -> Result<Vec<Place>, String> 
             .collect();
     }
     calls.retain(|m, _| framed.contains(m));
-    let places = choose_places(&credited, &calls, cli.min_calls);
+    let callers = methods_that_call(&reference);
+    let places = choose_places(&credited, &calls, &callers, cli.min_calls);
     if places.is_empty() {
         return Err(format!(
             "no method with a frame of its own was called at least {} times: nothing to slow \
@@ -417,6 +460,9 @@ fn baselines(
         ns_per_iteration: mean(&per_iteration),
         injected_ms: (mean(&injected[1]) - mean(&injected[0])) / 1e6,
         measured_ms: (mean(&cpu_of[1]) - mean(&cpu_of[0])) * 1e3,
+        measured_pm_ms: 1.96
+            * (variance_of_mean(&cpu_of[0]) + variance_of_mean(&cpu_of[1])).sqrt()
+            * 1e3,
     };
     Ok((cpu, check))
 }
@@ -576,25 +622,83 @@ fn check_config(
     ))
 }
 
+/// Step 3 for CBS: per place, the share of all calls its CBS call graph says went into the
+/// place, with the delay against without. Calls do not change when a method is slowed down,
+/// so neither should the estimate: its relative change is the error. A place CBS never saw
+/// a call into (a cold one, in a short run) has no error.
+fn check_cbs(
+    cli: &Cli,
+    config: &Config,
+    places: &[Place],
+    cpu_s: f64,
+    out: &Path,
+    runs: &mut Runs,
+) -> Result<ConfigResult, String> {
+    let n = cli.runs as usize;
+    let name = config.name();
+    let path = out.join("run.profile");
+    let mut results = Vec::new();
+    let mut cpu = Vec::new();
+    for place in places {
+        let method = place.method.as_str();
+        let mut base = Vec::new();
+        for k in 0..n {
+            let what = format!("{name}: baseline at {method}, run {}/{n}", k + 1);
+            let b = profiled(runs, &what, config, config.rate, (method, 1), &path)?;
+            cpu.push(b.cpu_s);
+            base.extend(cbs_call_share(&b.profile, method));
+        }
+        let base_share = mean(&base);
+        for &amount in &cli.amounts {
+            let delay_ns = delay_per_call(amount, cpu_s, place.calls);
+            let (mut shares, mut injected) = (Vec::new(), Vec::new());
+            for k in 0..n {
+                let what = format!("{name}: {amount} % at {method}, run {}/{n}", k + 1);
+                let d = profiled(runs, &what, config, config.rate, (method, delay_ns), &path)?;
+                shares.extend(cbs_call_share(&d.profile, method));
+                injected.push(d.injected_ns);
+            }
+            let errors = if base_share > 0.0 {
+                shares.iter().map(|s| s / base_share - 1.0).collect()
+            } else {
+                Vec::new()
+            };
+            results.push(PlaceResult {
+                place: place.clone(),
+                amount,
+                errors,
+                ranked_as_expected: 0,
+                samples_in_delay: 0.0,
+                credited_without_ns: base.clone(),
+                credited_with_ns: shares,
+                injected_ns: injected,
+            });
+        }
+    }
+    Ok(ConfigResult::new(config.clone(), 0.0, mean(&cpu), results))
+}
+
 fn validate(cli: &Cli, out: &Path, runs: &mut Runs) -> Result<(), String> {
     let configs = configs(cli);
     let n = cli.runs as usize;
     let places = choose(cli, out, runs)?;
+    let per_place = places.len() * (1 + cli.amounts.len());
     runs.total = 1
         + cli.tiers.len() * n
         + 2 * n.max(CHECK_RUNS)
-        + configs.len() * n * (1 + places.len() * (1 + cli.amounts.len()));
+        + configs
+            .iter()
+            .map(|c| n * (per_place + usize::from(!c.is_cbs())))
+            .sum::<usize>();
     let (cpu, delay_check) = baselines(cli, &places, runs)?;
     let mut results = Vec::new();
     for config in &configs {
-        results.push(check_config(
-            cli,
-            config,
-            &places,
-            cpu[&config.tier],
-            out,
-            runs,
-        )?);
+        let cpu_s = cpu[&config.tier];
+        results.push(if config.is_cbs() {
+            check_cbs(cli, config, &places, cpu_s, out, runs)?
+        } else {
+            check_config(cli, config, &places, cpu_s, out, runs)?
+        });
     }
     let report = Report {
         program: cli.program.clone(),

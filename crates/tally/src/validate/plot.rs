@@ -1,5 +1,6 @@
 //! `validate.svg`: per configuration, the attribution error of every delayed run (dots), their
-//! median and its 95 % interval (a bar with whiskers), against the band of ±threshold.
+//! median and its 95 % interval (a bar with whiskers), against the band of ±threshold. CBS
+//! rows (green) show the change of the estimated calls into the place instead.
 
 use std::fmt::Write as _;
 
@@ -29,7 +30,7 @@ pub(super) fn errors(report: &Report) -> String {
     let range = (extent / step).ceil() * step;
     let (left, plot_w, right, top, row) = (250.0, 460.0, 90.0, 60.0, 22.0);
     let plot_h = report.configs.len() as f64 * row + 8.0;
-    let (width, height) = (left + plot_w + right, top + plot_h + 56.0);
+    let (width, height) = (left + plot_w + right, top + plot_h + 64.0);
     let x = |v: f64| left + (v.clamp(-range, range) + range) / (2.0 * range) * plot_w;
 
     let mut out = String::new();
@@ -41,9 +42,26 @@ pub(super) fn errors(report: &Report) -> String {
     let _ = writeln!(
         out,
         r##"<text x="{left}" y="40" fill="#555">{}: dots are runs, bars medians with 95 % intervals; band ±{:.0} %</text>"##,
-        esc(&report.program.join(" ")),
+        esc(&program_without_class_path(&report.program)),
         report.threshold * 100.0
     );
+    let legend = [
+        (colour(0), "immediate"),
+        (colour(1), "polling"),
+        (colour(2), "CBS: change of calls into the place"),
+        (colour(6), "broken"),
+    ];
+    let mut lx = left;
+    for (c, label) in legend {
+        let _ = writeln!(
+            out,
+            r##"<rect x="{lx:.1}" y="{:.1}" width="10" height="10" fill="{c}"/><text x="{:.1}" y="{:.1}">{label}</text>"##,
+            top + plot_h + 44.0,
+            lx + 14.0,
+            top + plot_h + 53.0
+        );
+        lx += 24.0 + 7.0 * label.chars().count() as f64;
+    }
     let _ = writeln!(
         out,
         r##"<rect x="{:.1}" y="{top}" width="{:.1}" height="{plot_h:.1}" fill="#e8f4ea"/>"##,
@@ -73,12 +91,14 @@ pub(super) fn errors(report: &Report) -> String {
         out,
         r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">(credited extra − injected) / injected</text>"##,
         left + plot_w / 2.0,
-        top + plot_h + 36.0
+        top + plot_h + 34.0
     );
     for (i, r) in report.configs.iter().enumerate() {
         let y = top + 4.0 + i as f64 * row + row / 2.0;
         let c = if r.config.broken {
             colour(6)
+        } else if r.config.is_cbs() {
+            colour(2)
         } else if r.config.mechanism == "polling" {
             colour(1)
         } else {
@@ -133,9 +153,31 @@ pub(super) fn errors(report: &Report) -> String {
     out
 }
 
+/// The program without its class path, which is long and says little in a title.
+fn program_without_class_path(program: &[String]) -> String {
+    let mut out = Vec::new();
+    let mut args = program.iter();
+    while let Some(a) = args.next() {
+        if a == "-cp" || a == "-classpath" || a == "--classpath" {
+            args.next();
+        } else {
+            out.push(a.as_str());
+        }
+    }
+    out.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_title_leaves_the_class_path_out() {
+        let p: Vec<String> = ["-cp", "a:b:c", "Harness", "DeltaBlue", "80", "500"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(program_without_class_path(&p), "Harness DeltaBlue 80 500");
+    }
 
     #[test]
     fn the_axis_steps_in_round_percentages() {

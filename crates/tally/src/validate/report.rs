@@ -17,6 +17,8 @@ pub(super) struct DelayCheck {
     pub ns_per_iteration: f64,
     pub injected_ms: f64,
     pub measured_ms: f64,
+    /// Half the width of the measured difference's 95 % interval (normal approximation).
+    pub measured_pm_ms: f64,
 }
 
 /// One place and amount in one configuration.
@@ -71,13 +73,38 @@ impl ConfigResult {
         if self.config.broken {
             return Some("the broken sampler credits each sample to the caller".into());
         }
+        if self.config.is_cbs() {
+            let unseen: Vec<&str> = self
+                .places
+                .iter()
+                .filter(|p| p.errors.is_empty())
+                .map(|p| p.place.method.as_str())
+                .collect();
+            return (!unseen.is_empty()).then(|| {
+                let mut unseen = unseen;
+                unseen.dedup();
+                format!("CBS saw no call into {}", unseen.join(", "))
+            });
+        }
         if self.config.mechanism == "polling" {
-            return Some(
+            let worst = self
+                .places
+                .iter()
+                .min_by(|a, b| super::mean(&a.errors).total_cmp(&super::mean(&b.errors)));
+            let at = worst
+                .map(|p| {
+                    format!(
+                        " (at `{}`: {})",
+                        p.place.method,
+                        pct(super::mean(&p.errors))
+                    )
+                })
+                .unwrap_or_default();
+            return Some(format!(
                 "polling takes each sample at the next yieldpoint, and a delay has none in \
                  it: its samples go to the method that reaches one next, the place only \
-                 where a yieldpoint follows the delay in it"
-                    .into(),
-            );
+                 where a yieldpoint follows the delay in it{at}"
+            ));
         }
         let samples = self.mean_samples_in_delay();
         (samples < 100.0).then(|| {
@@ -166,12 +193,13 @@ impl Report {
             out,
             "Delay loop: {:.3} ns per iteration, calibrated by the VM on its thread's CPU clock \
              at start-up. Check ({}, at `{}`, no profile, against runs with its entry hook \
-             alone): {:.1} ms injected, {:.1} ms of extra CPU measured ({}).\n",
+             alone): {:.1} ms injected, {:.1} ms of extra CPU measured, ± {:.1} ({}).\n",
             d.ns_per_iteration,
             d.tier,
             d.method,
             d.injected_ms,
             d.measured_ms,
+            d.measured_pm_ms,
             pct(d.measured_ms / d.injected_ms - 1.0)
         );
         let _ = writeln!(out, "## Attribution error per configuration\n");
@@ -187,7 +215,7 @@ impl Report {
             self.threshold * 100.0
         );
         let _ = writeln!(out, "| --- | --- | :-: | ---: | ---: | ---: | --- |");
-        for r in &self.configs {
+        for r in self.configs.iter().filter(|r| !r.config.is_cbs()) {
             let median = match r.median {
                 Some((m, lo, hi)) => format!("{} [{}, {}]", pct(m), pct(lo), pct(hi)),
                 None => "–".into(),
@@ -224,10 +252,17 @@ impl Report {
             let cells: Vec<String> = r
                 .places
                 .iter()
-                .map(|p| pct(super::mean(&p.errors)))
+                .map(|p| {
+                    if p.errors.is_empty() {
+                        "–".into()
+                    } else {
+                        pct(super::mean(&p.errors))
+                    }
+                })
                 .collect();
             let _ = writeln!(out, "| {} | {} |", r.config.name(), cells.join(" | "));
         }
+        self.cbs_table(&mut out);
         let flagged: Vec<&ConfigResult> = self
             .configs
             .iter()
@@ -274,6 +309,44 @@ impl Report {
         out
     }
 
+    /// CBS configurations: how far the delay moved CBS's estimate of the calls into the place.
+    fn cbs_table(&self, out: &mut String) {
+        let cbs: Vec<&ConfigResult> = self.configs.iter().filter(|r| r.config.is_cbs()).collect();
+        if cbs.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "\n## CBS call edges\n");
+        let _ = writeln!(
+            out,
+            "A delay changes no call, so CBS's estimate of the share of calls that go into the \
+             place should not move: the error is its relative change, delayed against baseline \
+             runs (the rows above, under the same configuration name, per place and amount).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| configuration | median change [95 % CI] | within ±{:.0} % | note |",
+            self.threshold * 100.0
+        );
+        let _ = writeln!(out, "| --- | --- | :-: | --- |");
+        for r in cbs {
+            let median = match r.median {
+                Some((m, lo, hi)) => format!("{} [{}, {}]", pct(m), pct(lo), pct(hi)),
+                None => "–".into(),
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {median} | {} | {} |",
+                r.config.name(),
+                if r.flagged(self.threshold) {
+                    "no"
+                } else {
+                    "yes"
+                },
+                r.reason().unwrap_or_default()
+            );
+        }
+    }
+
     pub fn json(&self, runs: &[serde_json::Value]) -> serde_json::Value {
         let d = &self.delay_check;
         serde_json::json!({
@@ -289,6 +362,7 @@ impl Report {
             "delay_check": {
                 "tier": d.tier, "method": d.method, "ns_per_iteration": d.ns_per_iteration,
                 "injected_ms": d.injected_ms, "measured_ms": d.measured_ms,
+                "measured_pm_ms": d.measured_pm_ms,
             },
             "configurations": self.configs.iter().map(|r| serde_json::json!({
                 "name": r.config.name(),

@@ -71,11 +71,15 @@ impl Runs {
                     (None, None) => "ended".into(),
                 },
             };
-            let tail: Vec<&str> = r.stderr.lines().rev().take(8).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            // A benchmark harness says why on stdout, the VM on stderr: the end of both.
+            let tail = |text: &str| {
+                let lines: Vec<&str> = text.lines().rev().take(6).collect();
+                lines.into_iter().rev().collect::<Vec<_>>().join("\n")
+            };
             return Err(format!(
-                "{what} failed ({why})\n{}\ncommand: {}",
-                tail.join("\n"),
+                "{what} failed ({why})\n{}\n{}\ncommand: {}",
+                tail(&r.stdout),
+                tail(&r.stderr),
                 argv.join(" ")
             ));
         }
