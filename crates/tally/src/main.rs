@@ -46,6 +46,8 @@ Examples:
   tally bench bench/smoke.toml          benchmark (see `tally bench --help`)
   tally experiment cbs                  profiling-accuracy experiments: CBS call graphs, method
   tally experiment sampling             sampling (see `tally experiment --help`)
+  tally validate -- Main.som            every sampler checked against delays of known size at
+                                        known places (see `tally validate --help`)
 
 The main class is sent `run:` with an Array of the command-line words (its name first) if it
 understands `run:`, else `run`. Classes are looked up on the class path first, then in Tally's
