@@ -108,7 +108,10 @@ impl ConfigResult {
         }
         let samples = self.mean_samples_in_delay();
         (samples < 100.0).then(|| {
-            format!("few samples fall in a delay ({samples:.0} on average): the error is noisy")
+            format!(
+                "few samples fall in a delay ({samples:.0} on average): the error is noisy \
+                 (larger --amounts or longer runs put more in it)"
+            )
         })
     }
 
