@@ -68,6 +68,23 @@ impl ConfigResult {
         self.median.is_some_and(|m| m.0.abs() > threshold)
     }
 
+    /// The median and its interval, as a table cell.
+    fn median_cell(&self) -> String {
+        match self.median {
+            Some((m, lo, hi)) => format!("{} [{}, {}]", pct(m), pct(lo), pct(hi)),
+            None => "–".into(),
+        }
+    }
+
+    /// "yes" when its median error is within `threshold`, as a table cell.
+    fn within(&self, threshold: f64) -> &'static str {
+        if self.flagged(threshold) {
+            "no"
+        } else {
+            "yes"
+        }
+    }
+
     /// Why it errs, where the reason is known.
     fn reason(&self) -> Option<String> {
         if self.config.broken {
@@ -219,20 +236,13 @@ impl Report {
         );
         let _ = writeln!(out, "| --- | --- | :-: | ---: | ---: | ---: | --- |");
         for r in self.configs.iter().filter(|r| !r.config.is_cbs()) {
-            let median = match r.median {
-                Some((m, lo, hi)) => format!("{} [{}, {}]", pct(m), pct(lo), pct(hi)),
-                None => "–".into(),
-            };
+            let median = r.median_cell();
             let (k, n) = r.ranked();
             let _ = writeln!(
                 out,
                 "| {} | {median} | {} | {:.1} µs | {:.0} | {k}/{n} | {} |",
                 r.config.name(),
-                if r.flagged(self.threshold) {
-                    "no"
-                } else {
-                    "yes"
-                },
+                r.within(self.threshold),
                 r.sample_cost_ns / 1e3,
                 r.mean_samples_in_delay(),
                 r.reason().unwrap_or_default(),
@@ -332,19 +342,12 @@ impl Report {
         );
         let _ = writeln!(out, "| --- | --- | :-: | --- |");
         for r in cbs {
-            let median = match r.median {
-                Some((m, lo, hi)) => format!("{} [{}, {}]", pct(m), pct(lo), pct(hi)),
-                None => "–".into(),
-            };
+            let median = r.median_cell();
             let _ = writeln!(
                 out,
                 "| {} | {median} | {} | {} |",
                 r.config.name(),
-                if r.flagged(self.threshold) {
-                    "no"
-                } else {
-                    "yes"
-                },
+                r.within(self.threshold),
                 r.reason().unwrap_or_default()
             );
         }
