@@ -118,11 +118,18 @@ fn the_deliberately_broken_sampler_credits_the_caller() {
         .take_while(|l| !l.starts_with("=="))
         .collect();
     // Every sample taken in `step:` went to `run`, its caller; `step:` has no self time.
+    // The delay is nearly all of the run, so `run` holds nearly every sample; the rest
+    // (loading, printing) may land a sample elsewhere on a slow machine.
     let run = flat
         .iter()
         .find(|l| l.trim_end().ends_with("Inl>>run"))
         .unwrap_or_else(|| panic!("{report}"));
-    assert!(run.trim_start().starts_with("100.00%"), "{run}");
+    let self_share: f64 = run
+        .split_whitespace()
+        .next()
+        .and_then(|s| s.trim_end_matches('%').parse().ok())
+        .unwrap_or_else(|| panic!("{run}"));
+    assert!(self_share >= 95.0, "{report}");
     assert!(
         !flat.iter().any(|l| l.trim_end().ends_with("Inl>>step:")),
         "{report}"
