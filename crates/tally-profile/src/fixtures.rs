@@ -276,13 +276,14 @@ pub fn example_profile() -> Profile {
         samples,
         exact: Some(exact),
         counters: SampleCounters {
-            taken: 11,
+            taken: 12,
             recorded: 9,
             dropped_full: 1,
             dropped_busy: 0,
             dropped_coalesced: 1,
             cbs_ticks: 9,
             ticks_merged: 2,
+            dropped_slow: 1,
         },
         ..Profile::default()
     };

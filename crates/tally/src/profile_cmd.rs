@@ -218,6 +218,22 @@ fn merged_ticks(c: &SampleCounters, wall_clock: bool) -> Option<String> {
     })
 }
 
+/// Samples skipped because taking the last one took longer than the program had run since:
+/// the rate is too high for the stack's depth, and the profile holds fewer samples than ticks.
+fn slow_samples(c: &SampleCounters) -> Option<String> {
+    (c.dropped_slow > 0).then(|| {
+        format!(
+            "{} of {} samples ({:.1} %) were skipped because taking the one before took longer \
+             than the program had run since (deep stacks at a high rate, or an unoptimised \
+             build), so that sampling never takes over half the thread's time: lower --rate \
+             or --sample-depth to keep them",
+            c.dropped_slow,
+            c.taken,
+            100.0 * c.dropped_slow as f64 / c.taken.max(1) as f64
+        )
+    })
+}
+
 /// Below this many CBS windows a run's call graph is rough: on DeltaBlue, 3:32 at 35 windows a
 /// run reached 79 % overlap with the exact graph, at 65 windows 85 % (ACCURACY.md, item 3).
 const FEW_CBS_WINDOWS: u64 = 50;
@@ -317,6 +333,9 @@ fn report(args: ReportArgs) -> Result<(), String> {
         outln!(out, "note: {warning}");
     }
     if let Some(warning) = few_cbs_windows(s.cbs.is_some(), c) {
+        outln!(out, "note: {warning}");
+    }
+    if let Some(warning) = slow_samples(c) {
         outln!(out, "note: {warning}");
     }
     if let Some(note) = p.truncation_note() {
@@ -642,6 +661,27 @@ mod tests {
         let note = merged_ticks(&c, true).expect("100 of 400 ticks merged");
         assert!(note.contains("wall-clock timer"), "{note}");
         assert!(!note.contains("CPU-time timer"), "{note}");
+    }
+
+    #[test]
+    fn samples_skipped_for_pacing_are_pointed_out() {
+        let mut c = SampleCounters {
+            taken: 400,
+            recorded: 300,
+            dropped_slow: 100,
+            ..SampleCounters::default()
+        };
+        let note = slow_samples(&c).expect("100 of 400 skipped");
+        assert!(
+            note.starts_with("100 of 400 samples (25.0 %) were skipped"),
+            "{note}"
+        );
+        assert!(
+            note.contains("lower --rate or --sample-depth to keep them"),
+            "{note}"
+        );
+        c.dropped_slow = 0;
+        assert_eq!(slow_samples(&c), None);
     }
 
     #[test]

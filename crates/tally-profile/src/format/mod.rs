@@ -30,7 +30,8 @@
 //! whether the frame is an inlined method's: bits 60–62 of the packed frame, method ids
 //! below 2^28); older files, whose frames have no mark, read the same. 1.9 writes a
 //! collection's end with the collector and whether it collected the nursery or the whole
-//! heap (a new event kind; the old one reads as plan unknown, scope full).
+//! heap (a new event kind; the old one reads as plan unknown, scope full). 1.10 adds
+//! `dropped_slow` at the end of `CNTR` (read as 0 from older files).
 //!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
@@ -59,7 +60,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 9;
+pub const MINOR: u16 = 10;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.

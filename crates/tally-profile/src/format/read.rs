@@ -558,5 +558,7 @@ fn counters(d: &mut Dec) -> R<SampleCounters> {
         cbs_ticks: d.uv()?,
         // Since format 1.1.
         ticks_merged: if d.remaining() > 0 { d.uv()? } else { 0 },
+        // Since format 1.10.
+        dropped_slow: if d.remaining() > 0 { d.uv()? } else { 0 },
     })
 }

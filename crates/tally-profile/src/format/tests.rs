@@ -195,22 +195,49 @@ fn chunk_at(bytes: &[u8], tag: &[u8; 4]) -> usize {
     at
 }
 
+/// `p` encoded as a writer of format 1.`minor` wrote it: `CNTR` without its last `cut`
+/// fields (one byte each in the example profile).
+fn as_older_format(p: &Profile, minor: u16, cut: usize) -> Vec<u8> {
+    let mut b = encode(p);
+    b[10..12].copy_from_slice(&minor.to_le_bytes());
+    let at = chunk_at(&b, b"CNTR");
+    let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+    for i in 0..cut {
+        let last = b.remove(at + 8 + len - 1 - i);
+        assert!(last < 0x80, "a one-byte field");
+    }
+    b[at + 4..at + 8].copy_from_slice(&((len - cut) as u32).to_le_bytes());
+    patch_crc(&mut b, at);
+    b
+}
+
 #[test]
 fn a_format_1_0_file_reads_with_no_merged_ticks() {
     let p = example_profile();
-    assert_eq!(p.counters.ticks_merged, 2);
-    let mut b = encode(&p);
-    // Make it what a 1.0 writer wrote: minor 0, CNTR without its last field (one byte here).
-    b[10..12].copy_from_slice(&0u16.to_le_bytes());
+    assert_eq!((p.counters.ticks_merged, p.counters.dropped_slow), (2, 1));
+    let b = encode(&p);
     let at = chunk_at(&b, b"CNTR");
     let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
-    assert_eq!(b[at + 8 + len - 1], 2, "ticks_merged is CNTR's last byte");
-    b.remove(at + 8 + len - 1);
-    b[at + 4..at + 8].copy_from_slice(&((len - 1) as u32).to_le_bytes());
-    patch_crc(&mut b, at);
-    let old = decode(&b).unwrap();
-    assert_eq!(old.counters.ticks_merged, 0);
+    assert_eq!(
+        b[at + 8 + len - 2..at + 8 + len],
+        [2, 1],
+        "CNTR's last fields"
+    );
+    let old = decode(&as_older_format(&p, 0, 2)).unwrap();
+    assert_eq!(
+        (old.counters.ticks_merged, old.counters.dropped_slow),
+        (0, 0)
+    );
     assert_eq!(old.counters.cbs_ticks, p.counters.cbs_ticks);
+    assert_eq!(old.samples, p.samples);
+}
+
+#[test]
+fn a_format_1_9_file_reads_with_no_samples_dropped_for_pacing() {
+    let p = example_profile();
+    let old = decode(&as_older_format(&p, 9, 1)).unwrap();
+    assert_eq!(old.counters.dropped_slow, 0);
+    assert_eq!(old.counters.ticks_merged, p.counters.ticks_merged);
     assert_eq!(old.samples, p.samples);
 }
 

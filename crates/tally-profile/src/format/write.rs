@@ -121,6 +121,7 @@ pub(super) fn tail(p: &Profile) -> Vec<([u8; 4], Vec<u8>)> {
         k.dropped_coalesced,
         k.cbs_ticks,
         k.ticks_merged,
+        k.dropped_slow,
     ] {
         e.uv(v);
     }

@@ -310,14 +310,18 @@ mod tests {
             samples: 8,
             seed: 3,
         });
-        let fast = weighted_window(&mut cbs, &flag, 2_000);
-        let slow = weighted_window(&mut cbs, &flag, 20_000);
-        assert_eq!(
-            (fast.len(), slow.len()),
-            (8, 8),
-            "all at the close, none lost"
-        );
-        assert!(fast.iter().all(|&w| w == fast[0]) && slow.iter().all(|&w| w == slow[0]));
+        // A window preempted on a busy machine measures a lower rate, never a higher one:
+        // of a few windows each, the fastest is the one to judge.
+        let mut fast = vec![0];
+        let mut slow = vec![0];
+        for _ in 0..5 {
+            let f = weighted_window(&mut cbs, &flag, 2_000);
+            let s = weighted_window(&mut cbs, &flag, 20_000);
+            assert_eq!((f.len(), s.len()), (8, 8), "all at the close, none lost");
+            assert!(f.iter().all(|&w| w == f[0]) && s.iter().all(|&w| w == s[0]));
+            fast = fast.max(f);
+            slow = slow.max(s);
+        }
         // 2 us a call is 500 calls per ms, 20 us is 50, less what the loop itself adds per
         // call (a clock reading, more in a debug build or on a busy machine), which weighs
         // more on the fast window. The entry that opens a window starts its clock: the rate

@@ -13,7 +13,7 @@ pub mod flag;
 pub mod published;
 pub mod ring;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::clock;
@@ -59,7 +59,8 @@ pub struct HotConfig {
 /// depth-first search reaches a few hundred frames) and a 2,000-deep recursion. Not more,
 /// because the handler copies every kept frame at every tick and the recorder stores it: a
 /// stack thousands deep sampled at 10 kHz by a wall-clock timer makes ticks in an unoptimised
-/// build slower than their period.
+/// build slower than their period, and the pacing ([`SampleCounters::dropped_slow`]) skips
+/// every other one.
 pub const DEFAULT_SAMPLE_DEPTH: usize = 2048;
 
 impl Default for HotConfig {
@@ -93,11 +94,16 @@ pub struct SampleCounters {
     /// ticks that never came, so samples never taken. The timer is checked only on kernel
     /// ticks that find the VM thread running, so this grows when it shares its CPU.
     pub ticks_merged: u64,
+    /// Ticks whose sample was skipped because the last one took longer to take than the
+    /// program has run since it ([`HotState`]'s pacing): at a rate too high for the stack's
+    /// depth (an unoptimised build, a deep recursion) taking samples would otherwise leave
+    /// the program no time at all.
+    pub dropped_slow: u64,
 }
 
 impl SampleCounters {
     pub fn dropped(&self) -> u64 {
-        self.dropped_full + self.dropped_busy + self.dropped_coalesced
+        self.dropped_full + self.dropped_busy + self.dropped_coalesced + self.dropped_slow
     }
 
     /// Whether every taken sample is accounted for.
@@ -115,7 +121,16 @@ struct Counters {
     dropped_coalesced: AtomicU64,
     cbs_ticks: AtomicU64,
     ticks_merged: AtomicU64,
+    dropped_slow: AtomicU64,
 }
+
+/// What a sample must have taken to take (ns) before the next may be skipped to let the
+/// program run ([`HotState`]'s pacing).
+pub const PACED_ABOVE_NS: u64 = 20_000;
+
+/// How much more of the thread's CPU time (ns) samples may take than the program before the
+/// pacing skips one: enough for a few hundred slow samples, far less than a second.
+pub const PACING_CREDIT_NS: i64 = 10_000_000;
 
 const MODE_POLLING: u8 = 1;
 const MODE_IMMEDIATE: u8 = 2;
@@ -134,6 +149,11 @@ pub struct HotState {
     drained: Mutex<Vec<Sample>>,
     /// Whether someone has started writing the final profile (see [`HotState::claim_final_write`]).
     final_write: AtomicBool,
+    /// When the last sample was taken, and the program's time not yet spent on samples
+    /// (negative: what samples took beyond it), in ns of the VM thread's CPU time, for the
+    /// pacing in [`HotState::paced`].
+    last_sample_end_ns: AtomicU64,
+    pacing_credit_ns: AtomicI64,
 }
 
 impl HotState {
@@ -165,6 +185,8 @@ impl HotState {
             mode: AtomicU8::new(0),
             drained: Mutex::new(Vec::new()),
             final_write: AtomicBool::new(false),
+            last_sample_end_ns: AtomicU64::new(0),
+            pacing_credit_ns: AtomicI64::new(PACING_CREDIT_NS),
         })
     }
 
@@ -233,7 +255,13 @@ impl HotState {
         }
         if mode & MODE_IMMEDIATE != 0 {
             self.counters.taken.fetch_add(1, Ordering::Relaxed);
-            self.capture(Origin::Immediate, pc);
+            let foreign = self.on_foreign_thread();
+            if foreign {
+                // The pacing's clock is the thread's own: the VM thread's alone is paced.
+                self.capture(Origin::Immediate, pc, true);
+            } else {
+                self.paced(|| self.capture(Origin::Immediate, pc, false));
+            }
             if self.ring.half_full() {
                 self.flag.raise(flag::DRAIN);
             }
@@ -255,7 +283,7 @@ impl HotState {
         if self.flag.clear(flag::SAMPLE) & flag::SAMPLE == 0 {
             return false;
         }
-        self.capture(Origin::Polling, None);
+        self.paced(|| self.capture(Origin::Polling, None, self.on_foreign_thread()));
         self.after_polled_push();
         true
     }
@@ -270,6 +298,12 @@ impl HotState {
         if self.flag.clear(flag::SAMPLE) & flag::SAMPLE == 0 {
             return false;
         }
+        self.paced(|| self.push_frames(state, frames));
+        self.after_polled_push();
+        true
+    }
+
+    fn push_frames(&self, state: VmState, frames: impl Iterator<Item = RawFrame>) {
         let result = self.ring.try_push(|w| {
             let mut n = 0;
             let mut depth = 0u32;
@@ -292,8 +326,48 @@ impl HotState {
             }
         });
         self.account(result);
-        self.after_polled_push();
-        true
+    }
+
+    /// Takes a sample with `take` unless taking samples has used more of the thread's time
+    /// than the program, beyond a credit of [`PACING_CREDIT_NS`]; then counts it as
+    /// [`SampleCounters::dropped_slow`]. Without it a tick slower than its period (a
+    /// wall-clock timer at 10 kHz copying thousands of frames in an unoptimised build) would
+    /// starve the program for ever, a signal pending again as each handler returns. The
+    /// credit absorbs single slow samples (a page fault, an interrupt), so only a lasting
+    /// imbalance skips any, and a skipped tick waits only until the program has run off the
+    /// debt. Both are the thread's CPU time, so a sample that was preempted does not count as
+    /// slow. Call it on the VM thread only (the clock is the calling thread's).
+    /// Async-signal-safe: two clock readings and relaxed atomics.
+    ///
+    /// Samples that take under [`PACED_ABOVE_NS`] are free: at the highest rate a trigger
+    /// reaches (10 kHz) they take under a fifth of the time, and ticks driven back to back
+    /// without a signal (tests, a VM's own timer) stay whole.
+    #[inline]
+    fn paced(&self, take: impl FnOnce()) {
+        let start = clock::thread_cpu_ns();
+        let since = start.saturating_sub(self.last_sample_end_ns.load(Ordering::Relaxed));
+        let credit = self
+            .pacing_credit_ns
+            .load(Ordering::Relaxed)
+            .saturating_add(i64::try_from(since).unwrap_or(i64::MAX))
+            .min(PACING_CREDIT_NS);
+        if credit < 0 {
+            self.counters.dropped_slow.fetch_add(1, Ordering::Relaxed);
+            self.pacing_credit_ns.store(credit, Ordering::Relaxed);
+            self.last_sample_end_ns.store(start, Ordering::Relaxed);
+            return;
+        }
+        take();
+        let end = clock::thread_cpu_ns();
+        let cost = end.saturating_sub(start);
+        let debit = if cost > PACED_ABOVE_NS {
+            i64::try_from(cost).unwrap_or(i64::MAX)
+        } else {
+            0
+        };
+        self.pacing_credit_ns
+            .store(credit.saturating_sub(debit), Ordering::Relaxed);
+        self.last_sample_end_ns.store(end, Ordering::Relaxed);
     }
 
     fn after_polled_push(&self) {
@@ -302,10 +376,16 @@ impl HotState {
         }
     }
 
+    /// Whether the calling thread is not the one whose stack is published (a process-wide
+    /// timer's signal can land on any thread).
     #[inline]
-    fn capture(&self, origin: Origin, pc: Option<usize>) {
+    fn on_foreign_thread(&self) -> bool {
         let owner = self.published.owner_tid();
-        let foreign = owner != 0 && owner != current_tid();
+        owner != 0 && owner != current_tid()
+    }
+
+    #[inline]
+    fn capture(&self, origin: Origin, pc: Option<usize>, foreign: bool) {
         let published = &self.published;
         let result = self.ring.try_push(|w| {
             let pc_here = if foreign { None } else { pc };
@@ -367,6 +447,7 @@ impl HotState {
             dropped_coalesced: c.dropped_coalesced.load(Ordering::Acquire),
             cbs_ticks: c.cbs_ticks.load(Ordering::Acquire),
             ticks_merged: c.ticks_merged.load(Ordering::Acquire),
+            dropped_slow: c.dropped_slow.load(Ordering::Acquire),
         }
     }
 }
@@ -403,6 +484,61 @@ mod tests {
         let c = hot.counters();
         assert_eq!((c.taken, c.recorded, c.dropped_coalesced), (3, 1, 2));
         assert!(c.balanced());
+    }
+
+    #[test]
+    fn a_tick_sooner_after_a_slow_sample_than_it_took_is_skipped_and_counted() {
+        for mechanism in [Mechanism::Immediate, Mechanism::Polling] {
+            let hot = HotState::new(HotConfig::default());
+            hot.set_mode(Some(mechanism), false);
+            hot.published.bind_current_thread();
+            hot.published.push(RawFrame::interpreted(MethodId(4), 2));
+            let tick = || {
+                hot.on_tick();
+                if mechanism == Mechanism::Polling {
+                    assert!(hot.take_polled_sample());
+                }
+            };
+            // As if samples had taken 1 ms more than the program has run, the last ending
+            // just now.
+            let debt = 1_000_000;
+            hot.pacing_credit_ns.store(-debt, Ordering::Relaxed);
+            hot.last_sample_end_ns
+                .store(clock::thread_cpu_ns(), Ordering::Relaxed);
+            tick();
+            let c = hot.counters();
+            assert_eq!(
+                (c.taken, c.recorded, c.dropped_slow),
+                (1, 0, 1),
+                "{mechanism:?}"
+            );
+            // Once the program has run that long, the next tick samples.
+            let start = clock::thread_cpu_ns();
+            while clock::thread_cpu_ns() - start < 2 * debt as u64 {
+                std::hint::spin_loop();
+            }
+            tick();
+            let c = hot.counters();
+            assert_eq!(
+                (c.taken, c.recorded, c.dropped_slow),
+                (2, 1, 1),
+                "{mechanism:?}"
+            );
+            assert!(c.balanced());
+            // With the credit whole, fast samples are free, however soon they come (an
+            // occasional slow one, a page fault on a fresh ring slot, comes out of the credit).
+            hot.pacing_credit_ns
+                .store(PACING_CREDIT_NS, Ordering::Relaxed);
+            for _ in 0..1000 {
+                tick();
+            }
+            assert_eq!(
+                hot.counters().recorded,
+                1001,
+                "{mechanism:?} {:?}",
+                hot.counters()
+            );
+        }
     }
 
     #[test]
