@@ -451,14 +451,15 @@ fn print_code_shows_the_methods_it_names() {
     }
 }
 
-/// Runs `Loop>>run` (one long loop whose body compiled code does inline, entered once) under
+/// Runs `Loop>>count` (one long loop whose body compiled code does inline, entered once, and
+/// no call after it: an activation that returns from a call may resume in compiled code) under
 /// `--tier=adaptive` with method samples and `flags`; answers its `--tier-log`, its report
 /// and its samples per tier (interpreter, baseline, optimizing) from the report's tier table.
 fn run_hot_loop(flags: &[&str]) -> (String, String, [u64; 3]) {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         dir.path().join("Loop.som"),
-        "Loop = (\n    run = (\n        | s |\n        s := 0.\n        1 to: 20000000 do: [:i |\n            s := s + (i * 3) - (i - 7) ].\n        s println\n    )\n)\n",
+        "Loop = (\n    run = ( self count println )\n    count = (\n        | s |\n        s := 0.\n        1 to: 20000000 do: [:i |\n            s := s + (i * 3) - (i - 7) ].\n        ^s\n    )\n)\n",
     )
     .unwrap();
     let profile = dir.path().join("loop.profile");
@@ -481,14 +482,14 @@ fn run_hot_loop(flags: &[&str]) -> (String, String, [u64; 3]) {
     let text = String::from_utf8_lossy(&report.stdout).into_owned();
     let row = text
         .lines()
-        .find(|l| l.ends_with("Loop>>run (1 version)"))
-        .unwrap_or_else(|| panic!("no tier row for Loop>>run:\n{text}"));
+        .find(|l| l.ends_with("Loop>>count (1 version)"))
+        .unwrap_or_else(|| panic!("no tier row for Loop>>count:\n{text}"));
     let mut counts = [0u64; 3];
     for (slot, word) in counts.iter_mut().zip(row.split_whitespace()) {
         *slot = word.parse().unwrap();
     }
     assert!(
-        text.contains("Loop>>run interpreter -> "),
+        text.contains("Loop>>count interpreter -> "),
         "the decision is in the report:\n{text}"
     );
     (stderr, text, counts)
@@ -496,7 +497,7 @@ fn run_hot_loop(flags: &[&str]) -> (String, String, [u64; 3]) {
 
 /// Under `--tier=adaptive` a method that runs long enough is compiled by the controller's
 /// decision, and a loop that was started interpreted moves into the compiled code at a
-/// back-edge (`Loop>>run` is called once, so only on-stack replacement can get its samples
+/// back-edge (`Loop>>count` is called once, so only on-stack replacement can get its samples
 /// into compiled code). The decision and the compile are in the log and the report. The
 /// body is what the compiled tiers do inline (a division would call a stub, whose samples
 /// count as native code).
@@ -506,24 +507,28 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
     // The built-in cost model picks the tier; either compiled tier proves the move.
     let to = ["baseline", "optimizing"]
         .into_iter()
-        .find(|t| stderr.contains(&format!("[tier] decide Loop>>run interpreter -> {t}: ran ")))
-        .unwrap_or_else(|| panic!("no decision for Loop>>run:\n{stderr}"));
+        .find(|t| {
+            stderr.contains(&format!(
+                "[tier] decide Loop>>count interpreter -> {t}: ran "
+            ))
+        })
+        .unwrap_or_else(|| panic!("no decision for Loop>>count:\n{stderr}"));
     let (log_name, column) = if to == "baseline" {
         ("baseline", 1)
     } else {
         ("opt", 2)
     };
     assert!(
-        stderr.contains(&format!("[tier] {log_name} Loop>>run (")),
+        stderr.contains(&format!("[tier] {log_name} Loop>>count (")),
         "{stderr}"
     );
-    // `run` is entered once: samples of it in compiled code are samples after the move.
+    // `count` is entered once: samples of it in compiled code are samples after the move.
     assert!(
         counts[column] >= 10,
         "the running loop moved into compiled code: {counts:?}"
     );
     assert!(
-        report.contains(&format!("Loop>>run interpreter -> {to}: ran")),
+        report.contains(&format!("Loop>>count interpreter -> {to}: ran")),
         "the decision is in the report:\n{report}"
     );
 }
@@ -534,7 +539,7 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
 fn without_on_stack_replacement_a_running_loop_stays_interpreted() {
     let (stderr, _, counts) = run_hot_loop(&["--no-osr"]);
     assert!(
-        stderr.contains("[tier] decide Loop>>run interpreter -> "),
+        stderr.contains("[tier] decide Loop>>count interpreter -> "),
         "{stderr}"
     );
     assert!(counts[0] >= 10, "the loop ran interpreted: {counts:?}");
