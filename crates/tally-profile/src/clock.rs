@@ -10,27 +10,25 @@ pub const CLOCK_NAME: &str = "CLOCK_MONOTONIC";
 
 /// Nanoseconds on the monotonic clock. Safe to call from a signal handler.
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always
-    // exists on Linux, and clock_gettime is async-signal-safe (POSIX).
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
+    read_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// CPU time the calling thread has used, in ns. Safe to call from a signal handler (it then
 /// reads the interrupted thread's, the handler's own time included).
 pub fn thread_cpu_ns() -> u64 {
+    read_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `clock_gettime(clock)` in ns; `clock` must be one Linux always has.
+#[inline(always)]
+fn read_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: as in `now_ns`; CLOCK_THREAD_CPUTIME_ID always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; both callers pass a clock that always
+    // exists on Linux, and clock_gettime is async-signal-safe (POSIX).
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     (ts.tv_sec as u64)
         .wrapping_mul(1_000_000_000)
         .wrapping_add(ts.tv_nsec as u64)
@@ -42,7 +40,7 @@ pub fn resolution_ns() -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: as in `now_ns`.
+    // SAFETY: as in `read_ns`.
     unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
