@@ -218,14 +218,15 @@ fn merged_ticks(c: &SampleCounters, wall_clock: bool) -> Option<String> {
     })
 }
 
-/// Samples skipped because taking the last one took longer than the program had run since:
-/// the rate is too high for the stack's depth, and the profile holds fewer samples than ticks.
+/// Samples skipped because taking samples had used more of the thread's time than the
+/// program: the rate is too high for the stack's depth, and the profile holds fewer samples
+/// than ticks.
 fn slow_samples(c: &SampleCounters) -> Option<String> {
     (c.dropped_slow > 0).then(|| {
         format!(
-            "{} of {} samples ({:.1} %) were skipped because taking the one before took longer \
-             than the program had run since (deep stacks at a high rate, or an unoptimised \
-             build), so that sampling never takes over half the thread's time: lower --rate \
+            "{} of {} samples ({:.1} %) were skipped because taking samples had used more of \
+             the thread's time than the program (deep stacks at a high rate, or an \
+             unoptimised build), so that sampling never takes over half of it: lower --rate \
              or --sample-depth to keep them",
             c.dropped_slow,
             c.taken,

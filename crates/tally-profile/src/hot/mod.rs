@@ -60,7 +60,7 @@ pub struct HotConfig {
 /// because the handler copies every kept frame at every tick and the recorder stores it: a
 /// stack thousands deep sampled at 10 kHz by a wall-clock timer makes ticks in an unoptimised
 /// build slower than their period, and the pacing ([`SampleCounters::dropped_slow`]) skips
-/// every other one.
+/// ticks until the program has had as much time as the samples.
 pub const DEFAULT_SAMPLE_DEPTH: usize = 2048;
 
 impl Default for HotConfig {
@@ -94,10 +94,10 @@ pub struct SampleCounters {
     /// ticks that never came, so samples never taken. The timer is checked only on kernel
     /// ticks that find the VM thread running, so this grows when it shares its CPU.
     pub ticks_merged: u64,
-    /// Ticks whose sample was skipped because the last one took longer to take than the
-    /// program has run since it ([`HotState`]'s pacing): at a rate too high for the stack's
-    /// depth (an unoptimised build, a deep recursion) taking samples would otherwise leave
-    /// the program no time at all.
+    /// Ticks whose sample was skipped because taking samples had used more of the VM
+    /// thread's CPU time than the program, beyond a small credit ([`HotState`]'s pacing): at
+    /// a rate too high for the stack's depth (an unoptimised build, a deep recursion) taking
+    /// samples would otherwise leave the program no time at all.
     pub dropped_slow: u64,
 }
 
@@ -487,7 +487,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tick_sooner_after_a_slow_sample_than_it_took_is_skipped_and_counted() {
+    fn a_tick_while_samples_owe_the_program_time_is_skipped_and_counted() {
         for mechanism in [Mechanism::Immediate, Mechanism::Polling] {
             let hot = HotState::new(HotConfig::default());
             hot.set_mode(Some(mechanism), false);
