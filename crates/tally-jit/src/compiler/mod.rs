@@ -7,6 +7,7 @@
 //! inline; sends, closures, literals, globals and yieldpoints with a raised flag go through
 //! the VM's stubs; rare instructions and every error path hand the frame to the interpreter.
 
+mod pc_map;
 mod translate;
 
 use cranelift_codegen::ir::immediates::Imm64;
@@ -84,6 +85,9 @@ impl Compiler {
         }
         // Frame pointers, so native profilers can walk through compiled code.
         set(&mut flags, "preserve_frame_pointers", "true")?;
+        // Machine blocks and their edges, so the pc map can place the code Cranelift adds
+        // (moves, constants, split edges) on the bytecode it serves (`pc_map`).
+        set(&mut flags, "machine_code_cfg_info", "true")?;
         let isa_builder =
             cranelift_native::builder().map_err(|e| format!("no code generator here: {e}"))?;
         let isa = isa_builder
@@ -131,25 +135,25 @@ fn build(
     )
 }
 
-/// Machine code offset → packed location (inline scope and bytecode index), from the source
-/// locations the translator set (one per instruction); code the translator set none for (the
-/// entry's dispatch, shared exits) maps to `None`. Stretches between two located ranges (the
-/// register allocator's moves and spills) belong to the instruction before them: a pc there
-/// still runs that instruction's scope, whose frame a sample must not be taken out of.
+/// The compiled function's pc map ([`pc_map::pc_map`]) from Cranelift's source-location
+/// ranges and machine blocks.
 fn pc_map(compiled: &cranelift_codegen::CompiledCode) -> Vec<(u32, Option<u32>)> {
-    let mut map: Vec<(u32, Option<u32>)> = Vec::new();
-    let mut end = 0;
-    for loc in compiled.buffer.get_srclocs_sorted() {
-        if loc.start > end && map.is_empty() {
-            map.push((end, None));
-        }
-        let bci = (!loc.loc.is_default()).then(|| loc.loc.bits());
-        map.push((loc.start, bci));
-        end = loc.end;
-    }
-    map.push((end, None));
-    map.dedup_by(|later, earlier| later.1 == earlier.1);
-    map
+    let segments: Vec<pc_map::Segment> = compiled
+        .buffer
+        .get_srclocs_sorted()
+        .iter()
+        .map(|l| pc_map::Segment {
+            start: l.start,
+            end: l.end,
+            loc: (!l.loc.is_default()).then(|| l.loc.bits()),
+        })
+        .collect();
+    pc_map::pc_map(
+        &segments,
+        &compiled.bb_starts,
+        &compiled.bb_edges,
+        compiled.code_info().total_size,
+    )
 }
 
 /// `EntryPoint`'s signature: (vm, frame, bp, resume) -> status.
