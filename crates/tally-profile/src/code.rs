@@ -21,6 +21,8 @@ pub struct CodeVersion {
     /// The compiler's own sequence number (ids may be assigned by the
     /// recorder; compile ids are the compiler's).
     pub compile_id: u32,
+    /// The compiling thread's CPU time for the compile: what it cost the machine, which a
+    /// busy machine does not inflate as it does the wall-clock time.
     pub compile_time_ns: u64,
     pub code_start: u64,
     pub code_len: u64,

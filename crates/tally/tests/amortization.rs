@@ -194,3 +194,78 @@ fn verdicts_match_what_the_exact_costs_per_call_say() {
     }
     assert!(compared >= 2, "too few verdicts to compare:\n{report}");
 }
+
+/// `work:` runs a loop `n` times; `run:` calls it for a second and a half with `n` growing
+/// with each call (`grows`), shrinking with each call (`shrinks`), or alternating between
+/// 100 and 10,000 every 150 ms (`alternates`).
+const UNLIKE: &str = "Work = (
+  work: n = ( | s | s := 0. 1 to: n do: [:i | s := s + (i * 3) - i]. ^s )
+  size: k mode: mode at: ms = (
+    mode = 'grows' ifTrue: [ ^20 * k ].
+    mode = 'shrinks' ifTrue: [ ^4000 / k + 10 ].
+    ^(ms / 150) % 2 = 0 ifTrue: [ 100 ] ifFalse: [ 10000 ] )
+  run: args = ( | mode start now k total |
+    mode := args at: 2.
+    start := system ticks.
+    k := 0. total := 0.
+    [ (now := system ticks - start) < 1500000 ] whileTrue: [
+      k := k + 1.
+      total := total + (self work: (self size: k mode: mode at: now / 1000)) ].
+    (k > 0) println )
+)
+";
+
+/// Moves a method to the baseline tier once it has run about 45 ms, to the optimizing one
+/// after about 70 ms more there: speedups the tiers could have, so that the model's range
+/// is not what tells.
+const KNOWN_MOVES: &str = "[baseline]\nspeedup = 3.0\ncompile_fixed_ns = 30000000.0\n\
+compile_per_bytecode_ns = 0.0\n\n[optimizing]\nspeedup = 6.0\ncompile_fixed_ns = 60000000.0\n\
+compile_per_bytecode_ns = 0.0\n";
+
+#[test]
+fn calls_that_differ_in_work_get_no_verdict_and_the_reason() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("Work.som"), UNLIKE).unwrap();
+    std::fs::write(dir.path().join("moves.toml"), KNOWN_MOVES).unwrap();
+    for mode in ["grows", "shrinks", "alternates"] {
+        let profile = format!("--profile={mode}.tprof");
+        let out = run_in(
+            dir.path(),
+            &[
+                "--tier=adaptive",
+                "--calibration",
+                "moves.toml",
+                "--count-calls",
+                "--rate",
+                "4000",
+                &profile,
+                "Work.som",
+                mode,
+            ],
+        );
+        assert!(out.status.success(), "{mode}: {}", text(&out.stderr));
+        let report = run_in(
+            dir.path(),
+            &["report", "--amortization", &format!("{mode}.tprof")],
+        );
+        assert!(report.status.success(), "{}", text(&report.stderr));
+        let report = text(&report.stdout);
+        let lines: Vec<&str> = report.lines().collect();
+        let moves: Vec<usize> = (0..lines.len())
+            .filter(|&i| lines[i].contains(" Work>>work: ") && lines[i].contains(" -> "))
+            .collect();
+        assert!(!moves.is_empty(), "{mode}: no move of work:\n{report}");
+        for i in moves {
+            assert!(
+                lines[i].trim_start().starts_with("unclear"),
+                "{mode}: a verdict for calls that differ in work: {}\n{report}",
+                lines[i]
+            );
+            let why = lines.get(i + 1).copied().unwrap_or("");
+            assert!(
+                why.contains("calls differ in work") || why.contains("did different work"),
+                "{mode}: the reason is not the calls' work: {why}\n{report}"
+            );
+        }
+    }
+}

@@ -501,6 +501,119 @@ mod amortization {
         }
         // A model expecting 2×: 10× is within reach.
         assert!(matches!(verdict(2 * MS, MS), Verdict::PaidOff { .. }));
+        // A model expecting 100×: a 10× speedup is a slowdown of 10 against it, within
+        // reach of 8 × the samples' error; one expecting 1,000× is not.
+        assert!(matches!(verdict(100 * MS, MS), Verdict::PaidOff { .. }));
+        match verdict(1000 * MS, MS) {
+            Verdict::Unclear { why } => {
+                assert!(why.contains("did different work"), "{why}");
+                assert!(why.contains("expects 1000.0×"), "{why}");
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn calls_far_costlier_after_the_move_than_the_model_allows_get_no_verdict() {
+        // B>>slow: 1 ms a call interpreted, 0.8 ms compiled, where the model expected the
+        // move to make it 20× faster: beyond 8× short of the model even at the samples'
+        // error.
+        let a =
+            Amortization::new(&known_run(vec![decision(2, 20 * MS, MS), final_counts(0)])).unwrap();
+        match &a.recompilations[1].verdict {
+            Verdict::Unclear { why } => {
+                assert!(why.contains("its cost per call fell only 1.2×"), "{why}");
+                assert!(why.contains("expects 20.0×"), "{why}");
+            }
+            v => panic!("{v:?}"),
+        }
+        // 60 more compiled samples: 2 ms a call, a slowdown.
+        let mut p = known_run(vec![decision(2, 20 * MS, MS), final_counts(0)]);
+        let compiled = RawFrame::Compiled {
+            code: CodeVersionId(2),
+            pc_offset: 0x10,
+        };
+        samples(&mut p.samples, 340, 60, compiled, VmState::Compiled);
+        match &Amortization::new(&p).unwrap().recompilations[1].verdict {
+            Verdict::Unclear { why } => {
+                assert!(why.contains("its cost per call rose 2.0×"), "{why}");
+                assert!(why.contains("far slower than the model's figures"), "{why}");
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn under_a_cpu_time_trigger_a_sample_stands_for_its_period_however_long_the_run_waited() {
+        // 340 samples at 1 kHz, 10 more ticks merged by the kernel: 350 ms of CPU time in a
+        // run that took longer by the wall clock (its last event at 700 ms).
+        let mut p = known_run(vec![final_counts(0)]);
+        p.header.sampler.trigger = "timer".into();
+        p.header.sampler.rate_hz = 1000;
+        p.counters.taken = 340;
+        p.counters.ticks_merged = 10;
+        p.events
+            .push(ev(700 * MS, EventKind::ProgramEnd { exit_code: 0 }));
+        let a = Amortization::new(&p).unwrap();
+        assert_eq!(a.run_ns, 350 * MS);
+        assert!(
+            close(a.t_unit_ns, 350.0 / 340.0 * MS as f64),
+            "{}",
+            a.t_unit_ns
+        );
+        // A wall-clock trigger's samples stand for the wall-clock duration.
+        p.header.sampler.trigger = "timer-wall".into();
+        assert_eq!(Amortization::new(&p).unwrap().run_ns, 700 * MS);
+    }
+
+    #[test]
+    fn a_cost_that_varies_more_than_sampling_explains_widens_the_error() {
+        // A>>fast's 10,000 compiled calls read at their half: 50 samples either side, or 30
+        // and 70 (costs too close to call the calls unlike, but varying more than a Poisson
+        // count of 100 samples does).
+        let halves = |first: u64| {
+            let mid = counts(
+                200 * MS + first * MS,
+                &[
+                    (1, Tier::Interpreter, 1_000),
+                    (1, Tier::Optimizing, 5_000),
+                    (2, Tier::Interpreter, 100),
+                ],
+                0,
+            );
+            Amortization::new(&known_run(vec![mid, final_counts(0)])).unwrap()
+        };
+        // The gain's range is 2 standard errors either way of 10,000 calls × the costs'
+        // error: the interpreted cost's Poisson variance (101 samples² over 1,000² calls, at
+        // 1 ms a sample) plus the compiled one's, Poisson (101 / 10,000²) when the halves
+        // agree, and the halves' spread (2 × (20² + 20²) / 10,000²) when they do not, an
+        // estimate of one degree of freedom: Student's t for Welch–Satterthwaite's
+        // (101 + 16)² / 16² of them instead of 2.
+        let width = |compiled_variance: f64, multiplier: f64| {
+            2.0 * multiplier * 10_000.0 * (101e6 + compiled_variance).sqrt()
+        };
+        let range = |a: &Amortization| {
+            let (lo, hi) = a.recompilations[0].gain_range_ns.unwrap();
+            hi - lo
+        };
+        let even = halves(50);
+        assert!(
+            close(range(&even) / width(1.01e6, 2.0), 1.0),
+            "{}",
+            range(&even)
+        );
+        let uneven = halves(30);
+        let t = tally_stats::distributions::t_quantile(0.97725, 117.0f64.powi(2) / 256.0).unwrap();
+        assert!(t > 2.0 && t < 2.1, "{t}");
+        assert!(
+            close(range(&uneven) / width(16e6, t), 1.0),
+            "{}",
+            range(&uneven)
+        );
+        assert!(matches!(
+            uneven.recompilations[0].verdict,
+            Verdict::PaidOff { .. }
+        ));
     }
 
     #[test]
@@ -509,28 +622,64 @@ mod amortization {
         assert!(close(a.t_unit_ns, 0.9 * MS as f64));
     }
 
-    #[test]
-    fn a_cost_per_call_that_changes_over_the_run_gets_no_verdict() {
-        // Half of A's compiled calls (5,000) were made by 210 ms, in 10 of its 100 compiled
-        // samples: 2 µs a call, then 18 µs: the equal-cost assumption fails.
-        let mid = counts(
-            210 * MS,
-            &[
-                (1, Tier::Interpreter, 1_000),
-                (1, Tier::Optimizing, 5_000),
+    /// `known_run` with A's compiled calls read when half of them (5,000) were made, at
+    /// `at_ms` (A's 100 compiled samples fall one a millisecond from 201 ms on), and A's
+    /// interpreted calls `interpreted` instead of 1,000.
+    fn a_compiled_cost_that_changes(at_ms: u64, interpreted: u64) -> Amortization {
+        let rows = |compiled: u64| {
+            [
+                (1, Tier::Interpreter, interpreted),
+                (1, Tier::Optimizing, compiled),
                 (2, Tier::Interpreter, 100),
-            ],
-            0,
+                (2, Tier::Optimizing, 50),
+            ]
+        };
+        let mid = counts(at_ms * MS, &rows(5_000)[..3], 0);
+        let last = counts(340 * MS, &rows(10_000), 0);
+        Amortization::new(&known_run(vec![mid, last])).unwrap()
+    }
+
+    #[test]
+    fn a_cost_per_call_that_grows_within_a_tier_gets_no_verdict() {
+        // 10 of the 100 compiled samples in the first half of the calls: 2 µs a call, then
+        // 18 µs. Whatever the interpreted calls cost, later calls did other work.
+        for interpreted in [1_000, 10_000] {
+            let a = a_compiled_cost_that_changes(210, interpreted);
+            match &a.recompilations[0].verdict {
+                Verdict::Unclear { why } => assert!(
+                    why.contains(
+                        "calls differ in work: the cost per call in optimizing grew from 2.00 µs \
+                         (calls 1–5000) to 18.00 µs (calls 5001–10000)"
+                    ),
+                    "{why}"
+                ),
+                v => panic!("{v:?}"),
+            }
+            assert!(matches!(
+                a.recompilations[1].verdict,
+                Verdict::DidNotPay { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn a_cost_per_call_that_falls_within_a_tier_keeps_a_verdict_no_stretch_would_turn() {
+        // 90 of the 100 compiled samples in the first half: 18 µs a call, then 2 µs (a
+        // callee whose callers were compiled later). Against 100 µs interpreted, every
+        // stretch gained; against 10 µs, the first did not.
+        let a = a_compiled_cost_that_changes(290, 1_000);
+        assert!(
+            matches!(a.recompilations[0].verdict, Verdict::PaidOff { .. }),
+            "{:?}",
+            a.recompilations[0].verdict
         );
-        let a = Amortization::new(&known_run(vec![mid, final_counts(0)])).unwrap();
-        match &a.recompilations[0].verdict {
-            Verdict::Unclear { why } => assert!(why.contains("changed over the run"), "{why}"),
+        match &a_compiled_cost_that_changes(290, 10_000).recompilations[0].verdict {
+            Verdict::Unclear { why } => assert!(
+                why.contains("the cost per call in optimizing fell from 18.00 µs"),
+                "{why}"
+            ),
             v => panic!("{v:?}"),
         }
-        assert!(matches!(
-            a.recompilations[1].verdict,
-            Verdict::DidNotPay { .. }
-        ));
     }
 
     #[test]
@@ -618,7 +767,14 @@ mod amortization {
         p.samples.retain(|s| s.time_ns <= 305 * MS);
         let a = Amortization::new(&p).unwrap();
         match &a.recompilations[1].verdict {
-            Verdict::Unclear { why } => assert!(why.contains("within the samples' error"), "{why}"),
+            Verdict::Unclear { why } => {
+                // 50 compiled calls priced by 5 samples: a gain of 0.16 ms ± 6 ms.
+                assert!(why.contains("within the error of the samples"), "{why}");
+                assert!(
+                    why.contains("too near zero for more samples to tell"),
+                    "{why}"
+                );
+            }
             v => panic!("{v:?}"),
         }
         assert_eq!(Amortization::new(&example_profile()), None);

@@ -11,6 +11,7 @@
 //! 3. the compiler thread compiles and installs; the program keeps running meanwhile, and
 //!    the method's next call (or a running loop's next back-edge) enters the new code.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -73,6 +74,11 @@ pub(crate) struct Adaptive {
     /// Where the inliner's call graph comes from (`None`: no inlining).
     inline_from: Option<CallGraphSource>,
     inline_policy: InlinePolicy,
+    /// Raised by the drain thread every [`DECISION_PERIOD`] under `--count-calls`: the VM
+    /// thread records the call counts at its next yieldpoint, so the amortization analysis
+    /// sees how each method's calls spread over the run (a cost per call that changes within
+    /// one tier), not only where decisions happened to be served.
+    counts_due: Arc<AtomicBool>,
 }
 
 impl Adaptive {
@@ -169,13 +175,21 @@ impl Vm {
         let tiers: Vec<_> = config.tiers.iter().map(|t| t.profile_tier()).collect();
         let controller = Arc::new(Mutex::new(Controller::new(config.model, sample_ns, &tiers)));
         let decisions = Arc::new(Mutex::new(Vec::new()));
+        let counts_due = Arc::new(AtomicBool::new(false));
         {
             let (controller, decisions) = (controller.clone(), decisions.clone());
+            let (counts_due, count_calls) = (counts_due.clone(), self.rt.count_calls);
             profiler.observe_samples(
                 Box::new(move |samples| {
                     let new = lock(&controller).observe(samples);
-                    if !new.is_empty() {
+                    if count_calls {
+                        counts_due.store(true, Ordering::Relaxed);
+                    }
+                    let decided = !new.is_empty();
+                    if decided {
                         lock(&decisions).extend(new);
+                    }
+                    if decided || count_calls {
                         crate::profiling::YIELDPOINT.raise(flag::CONTROLLER);
                     }
                 }),
@@ -201,6 +215,7 @@ impl Vm {
             thread: Some(thread),
             inline_from,
             inline_policy: config.inline_policy,
+            counts_due,
         });
         if log {
             let how = match inline_from {
@@ -237,9 +252,9 @@ impl Vm {
             return;
         };
         let decisions = std::mem::take(&mut *lock(&a.decisions));
-        // The counts as each batch of decisions is served: the analysis compares a method's
-        // cost per call between the halves of its calls in a tier.
-        if !decisions.is_empty() {
+        // The counts as each batch of decisions is served and every decision period: the
+        // analysis prices a method's calls in each stretch of the run between two readings.
+        if a.counts_due.swap(false, Ordering::Relaxed) || !decisions.is_empty() {
             self.profile_record_call_counts();
         }
         let controller = a.controller.clone();

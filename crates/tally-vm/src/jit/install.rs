@@ -7,7 +7,6 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use tally_controller::Controller;
 use tally_profile::{
@@ -86,12 +85,16 @@ impl Installer {
         if let Some(c) = self.compile_counting.as_mut() {
             c.begin();
         }
-        let started = Instant::now();
+        // CPU time of the compiling thread: on a busy machine its wall-clock time would also
+        // count the time it waited for a CPU, which differs from run to run.
+        let started = crate::clock::thread_cpu_time();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             generator.compile(request, layout)
         }))
         .unwrap_or_else(|_| Err("the code generator panicked".into()));
-        let compile_ns = started.elapsed().as_nanos() as u64;
+        let compile_ns = crate::clock::thread_cpu_time()
+            .saturating_sub(started)
+            .as_nanos() as u64;
         if let Some(c) = self.compile_counting.as_mut() {
             c.end();
         }
