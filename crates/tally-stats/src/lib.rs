@@ -16,7 +16,8 @@
 //! - [`interval`]: confidence intervals of a mean, of a ratio of means
 //!   (Fieller), and of a geometric mean of ratios.
 //! - [`robust`]: the Hodges–Lehmann estimate and percentile-bootstrap intervals, for paired
-//!   ratios on a machine whose speed changes in phases.
+//!   ratios on a machine whose speed changes in phases; the modified Z-score, for flagging
+//!   outlying invocations.
 //! - [`welch`]: compare two alternatives (Welch's t-test).
 //! - [`anova`] then [`tukey`]: compare several alternatives (one-way ANOVA,
 //!   then Tukey–Kramer HSD for the pairs).
@@ -74,7 +75,7 @@ pub use descriptive::{
 pub use distributions::{f_cdf, f_quantile, f_sf, t_cdf, t_quantile, t_sf};
 pub use error::{Result, StatsError};
 pub use interval::{geometric_mean_ratio_ci, mean_ci, ratio_ci, ConfidenceInterval};
-pub use robust::{bootstrap_ci, hodges_lehmann, Bootstrap};
+pub use robust::{bootstrap_ci, hodges_lehmann, modified_z_scores, Bootstrap};
 pub use steady_state::{
     analyse_invocation, find_steady_state, startup_time, Invocation, SteadyState,
 };
