@@ -138,6 +138,16 @@ pub struct Cell {
     pub mean: Option<f64>,
     /// Median of `samples`.
     pub median: Option<f64>,
+    /// Smallest of `samples`.
+    pub min: Option<f64>,
+    /// Largest of `samples`.
+    pub max: Option<f64>,
+    /// The invocations whose value is an outlier among `samples` (see [`crate::outliers`]),
+    /// in invocation order; empty also when there are too few samples to tell.
+    pub outliers: Vec<crate::outliers::Outlier>,
+    /// What the cell and the comparisons come to without those outliers (absent without
+    /// outliers).
+    pub without_outliers: Option<crate::outliers::Effect>,
     /// Mean first-iteration time across invocations, microseconds.
     pub startup: Option<f64>,
     /// Steady state across invocations.
@@ -187,6 +197,43 @@ pub struct RatioCell {
     pub significant: Option<bool>,
     /// Which test: "Welch" or "Tukey HSD".
     pub test: Option<&'static str>,
+}
+
+/// What a comparison with the baseline concludes: the verdict the table's `*` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Significantly faster than the baseline.
+    Faster,
+    /// Significantly slower than the baseline.
+    Slower,
+    /// Not distinguishable from the baseline at the chosen level.
+    NotSignificant,
+    /// No test was possible (fewer than two samples on a side, or no spread at all).
+    Untested,
+}
+
+impl Verdict {
+    /// The verdict in words, as warnings say it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Verdict::Faster => "significantly faster",
+            Verdict::Slower => "significantly slower",
+            Verdict::NotSignificant => "not significantly different",
+            Verdict::Untested => "untested",
+        }
+    }
+}
+
+impl RatioCell {
+    /// The comparison's verdict.
+    pub fn verdict(&self) -> Verdict {
+        match self.significant {
+            Some(true) if self.estimate < 1.0 => Verdict::Faster,
+            Some(true) => Verdict::Slower,
+            Some(false) => Verdict::NotSignificant,
+            None => Verdict::Untested,
+        }
+    }
 }
 
 /// Suite-wide comparison of one executor with the baseline.
@@ -265,66 +312,8 @@ impl Report {
                 .iter()
                 .map(|e| cell(results, &bench.name, e, settings))
                 .collect();
-            let groups: Vec<usize> = (0..cells.len())
-                .filter(|&i| cells[i].samples.len() >= 2)
-                .collect();
-            let group_samples: Vec<&[f64]> = groups
-                .iter()
-                .map(|&i| cells[i].samples.as_slice())
-                .collect();
-            let tukey = if groups.len() >= 3 {
-                tukey_hsd(&group_samples, level).ok()
-            } else {
-                None
-            };
-            let anova_p = if groups.len() >= 3 {
-                one_way_anova(&group_samples).ok().map(|a| a.p_value)
-            } else {
-                None
-            };
-            let base_samples = cells[baseline].samples.clone();
-            let base_mean = cells[baseline].mean;
-            for (i, c) in cells.iter_mut().enumerate() {
-                if i == baseline {
-                    continue;
-                }
-                let (Some(m), Some(bm)) = (c.mean, base_mean) else {
-                    continue;
-                };
-                let mut r = RatioCell {
-                    estimate: m / bm,
-                    ci: None,
-                    unbounded: false,
-                    p_value: None,
-                    significant: None,
-                    test: None,
-                };
-                if c.samples.len() >= 2 && base_samples.len() >= 2 {
-                    match ratio_ci(&c.samples, &base_samples, level) {
-                        Ok(ci) => r.ci = Some(ci),
-                        Err(StatsError::Unbounded) => r.unbounded = true,
-                        Err(_) => {}
-                    }
-                    if let Some(t) = &tukey {
-                        let (gi, gb) = (
-                            groups.iter().position(|&g| g == i),
-                            groups.iter().position(|&g| g == baseline),
-                        );
-                        if let (Some(gi), Some(gb)) = (gi, gb) {
-                            if let Some(p) = t.pair(gi, gb) {
-                                r.p_value = Some(p.p_value);
-                                r.significant = Some(p.is_significant());
-                                r.test = Some("Tukey HSD");
-                            }
-                        }
-                    } else if let Ok(w) = welch_t_test(&c.samples, &base_samples, level) {
-                        r.p_value = Some(w.p_value);
-                        r.significant = Some(w.is_significant());
-                        r.test = Some("Welch");
-                    }
-                }
-                c.ratio = Some(r);
-            }
+            let anova_p = compare(&mut cells, baseline, level);
+            crate::outliers::flag(&mut cells, baseline, level);
             benchmarks.push(BenchmarkReport {
                 name: bench.name.clone(),
                 cells,
@@ -410,6 +399,74 @@ impl Report {
     }
 }
 
+/// Compares every executor's cell of one benchmark with the baseline's: the ratio of means,
+/// its Fieller interval and the test (Welch for two executors with samples, Tukey HSD for
+/// three or more). Answers the one-way ANOVA p-value when three or more executors have two
+/// samples. Any earlier comparison in `cells` is replaced, so the outlier check can run it
+/// again on cells without their outliers.
+pub(crate) fn compare(cells: &mut [Cell], baseline: usize, level: f64) -> Option<f64> {
+    let groups: Vec<usize> = (0..cells.len())
+        .filter(|&i| cells[i].samples.len() >= 2)
+        .collect();
+    let group_samples: Vec<&[f64]> = groups
+        .iter()
+        .map(|&i| cells[i].samples.as_slice())
+        .collect();
+    let (tukey, anova_p) = if groups.len() >= 3 {
+        (
+            tukey_hsd(&group_samples, level).ok(),
+            one_way_anova(&group_samples).ok().map(|a| a.p_value),
+        )
+    } else {
+        (None, None)
+    };
+    let base_samples = cells[baseline].samples.clone();
+    let base_mean = cells[baseline].mean;
+    for (i, c) in cells.iter_mut().enumerate() {
+        c.ratio = None;
+        if i == baseline {
+            continue;
+        }
+        let (Some(m), Some(bm)) = (c.mean, base_mean) else {
+            continue;
+        };
+        let mut r = RatioCell {
+            estimate: m / bm,
+            ci: None,
+            unbounded: false,
+            p_value: None,
+            significant: None,
+            test: None,
+        };
+        if c.samples.len() >= 2 && base_samples.len() >= 2 {
+            match ratio_ci(&c.samples, &base_samples, level) {
+                Ok(ci) => r.ci = Some(ci),
+                Err(StatsError::Unbounded) => r.unbounded = true,
+                Err(_) => {}
+            }
+            if let Some(t) = &tukey {
+                let (gi, gb) = (
+                    groups.iter().position(|&g| g == i),
+                    groups.iter().position(|&g| g == baseline),
+                );
+                if let (Some(gi), Some(gb)) = (gi, gb) {
+                    if let Some(p) = t.pair(gi, gb) {
+                        r.p_value = Some(p.p_value);
+                        r.significant = Some(p.is_significant());
+                        r.test = Some("Tukey HSD");
+                    }
+                }
+            } else if let Ok(w) = welch_t_test(&c.samples, &base_samples, level) {
+                r.p_value = Some(w.p_value);
+                r.significant = Some(w.is_significant());
+                r.test = Some("Welch");
+            }
+        }
+        c.ratio = Some(r);
+    }
+    anova_p
+}
+
 fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) -> Cell {
     let runs: Vec<_> = results
         .invocations
@@ -419,7 +476,6 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         })
         .collect();
     let ok: Vec<_> = runs.iter().filter(|i| i.outcome == Outcome::Ok).collect();
-    let mut samples = Vec::new();
     let mut by_round = Vec::new();
     let mut startups = Vec::new();
     let mut steady = SteadyCell {
@@ -458,7 +514,6 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
             Metric::Cpu => Some((inv.user_s + inv.sys_s) * 1e6),
         };
         if let Some(v) = value.filter(|v| v.is_finite() && *v > 0.0) {
-            samples.push(v);
             by_round.push((inv.invocation, v));
         }
     }
@@ -467,7 +522,6 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         && ok
             .iter()
             .all(|i| i.iterations_us.len() < s.steady_window.max(2));
-    let summary = Summary::with_level(&samples, s.level).ok();
     let cpu: Vec<f64> = ok.iter().map(|i| i.user_s + i.sys_s).collect();
     let wall: Vec<f64> = ok.iter().map(|i| i.wall_s).collect();
     let mut compile_us: std::collections::BTreeMap<String, f64> = Default::default();
@@ -476,14 +530,18 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
             *compile_us.entry(tier.clone()).or_insert(0.0) += us / ok.len() as f64;
         }
     }
-    Cell {
+    let mut cell = Cell {
         attempted: runs.len(),
         ok: ok.len(),
-        mean: mean_of(&samples),
-        median: median(&samples).ok(),
-        summary,
-        samples,
-        by_round,
+        samples: Vec::new(),
+        by_round: Vec::new(),
+        summary: None,
+        mean: None,
+        median: None,
+        min: None,
+        max: None,
+        outliers: Vec::new(),
+        without_outliers: None,
         startup: mean_of(&startups),
         steady,
         cpu_s: mean_of(&cpu),
@@ -491,6 +549,24 @@ fn cell(results: &Results, bench: &str, executor: &str, s: &AnalysisSettings) ->
         max_rss_kib: ok.iter().map(|i| i.max_rss_kib).max(),
         compile_us,
         ratio: None,
+    };
+    cell.set_samples(by_round, s.level);
+    cell
+}
+
+impl Cell {
+    /// Sets the per-invocation values and everything computed from them alone (summary,
+    /// mean, median, extremes); one place, so that a cell without its outliers is summarised
+    /// exactly as the cell was.
+    pub(crate) fn set_samples(&mut self, by_round: Vec<(u32, f64)>, level: f64) {
+        let samples: Vec<f64> = by_round.iter().map(|&(_, v)| v).collect();
+        self.summary = Summary::with_level(&samples, level).ok();
+        self.mean = mean_of(&samples);
+        self.median = median(&samples).ok();
+        self.min = samples.iter().copied().reduce(f64::min);
+        self.max = samples.iter().copied().reduce(f64::max);
+        self.samples = samples;
+        self.by_round = by_round;
     }
 }
 
@@ -591,73 +667,7 @@ fn mean_of(xs: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::executor::Executor;
-    use crate::results::{InvocationRecord, Machine, Settings, FORMAT};
-    use crate::suite::{Benchmark, Suite};
-    use std::path::Path;
-
-    fn record(
-        bench: &str,
-        exec: &str,
-        n: u32,
-        times: &[f64],
-        outcome: Outcome,
-    ) -> InvocationRecord {
-        InvocationRecord {
-            benchmark: bench.into(),
-            executor: exec.into(),
-            invocation: n,
-            sequence: 0,
-            argv: vec![],
-            outcome,
-            failure: None,
-            exit_code: Some(0),
-            signal: None,
-            iterations_us: times.to_vec(),
-            wall_s: 1.0,
-            user_s: 0.5,
-            sys_s: 0.25,
-            max_rss_kib: 2048,
-            output_tail: None,
-            compile_us: Default::default(),
-        }
-    }
-
-    fn results(invocations: Vec<InvocationRecord>) -> Results {
-        let tally = Path::new("/t");
-        Results {
-            format: FORMAT.into(),
-            tool: "test".into(),
-            started: String::new(),
-            finished: String::new(),
-            complete: true,
-            machine: Machine::current(),
-            settings: Settings {
-                invocations: 3,
-                timeout_s: None,
-                lockstep: None,
-                analysis: AnalysisSettings::default(),
-            },
-            suite: Suite {
-                name: "s".into(),
-                source: "s".into(),
-                harness: "Harness".into(),
-                classpath: vec![],
-                benchmarks: ["A", "B"]
-                    .map(|n| Benchmark {
-                        name: n.into(),
-                        iterations: 6,
-                        inner: 1,
-                    })
-                    .to_vec(),
-            },
-            executors: vec![
-                Executor::parse_tally("base", tally).unwrap(),
-                Executor::parse_tally("new", tally).unwrap(),
-            ],
-            invocations,
-        }
-    }
+    use crate::test_support::{record, results};
 
     /// Compile times logged by an executor are averaged per cell and shown in the table,
     /// with their share of the CPU time (0.75 s per invocation here); executors that log

@@ -36,7 +36,13 @@ Suites:
       inner = 20                     # per-benchmark iterations/inner override the defaults
 
 Output (in --out): results.json (every raw measurement), iterations.csv, invocations.csv,
-summary.csv, ratios.svg, warmup.svg, table.txt; the table is also printed on stdout.
+summary.csv, warnings.csv, ratios.svg, warmup.svg, table.txt; the table is also printed on stdout.
+The table's mean ± CI, median, min and max are over invocations (one value each: the metric).
+Outliers are invocations whose value has a modified Z-score beyond ±3.5 (median absolute
+deviation, five invocations or more); `!` marks a row where a comparison's verdict changes
+without them. Warnings follow the table where its numbers mislead: iterations within 100 steps
+of the harness's clock, a confidence interval wider than ±5 % (or none), a busy machine (load
+average) or a child on a CPU for under 90 % of its wall time, warm-up iterations in the mean.
 The suite-wide geometric mean of ratios gets three intervals: over benchmarks (how much the
 ratio varies between benchmarks); paired by invocation round (how precisely the geomean
 itself is known: executors run interleaved, each round gives one suite-wide ratio, and what
@@ -66,9 +72,14 @@ Examples:
 const REPORT_AFTER_HELP: &str = "\
 Recomputes the table, CSV files and plots from a results file without running anything.
 Analysis options given here replace those the run was reported with.
+With --markdown it writes only the report in GitHub-flavoured Markdown (the table, then the
+geometric means, failures and warnings as lists), to stdout or to the file -o names.
+A file that is not a tally bench results file, or is damaged, is refused: the reason on
+stderr, exit status 1, nothing written.
 
-Example:
-  tally bench report results.json --baseline som-rs --metric steady --steady-window 3";
+Examples:
+  tally bench report results.json --baseline som-rs --metric steady --steady-window 3
+  tally bench report results.json --markdown -o RESULTS.md";
 
 /// tally bench: statistically rigorous benchmarking of SOM VMs (Georges et al., OOPSLA 2007).
 ///
@@ -157,9 +168,19 @@ struct ReportCli {
     #[arg(value_name = "RESULTS.json")]
     results: PathBuf,
 
-    /// Where to write the CSV files, plots and table [default: the results file's directory].
-    #[arg(long, short = 'o', value_name = "DIR")]
+    /// Where to write the CSV files, plots and table [default: the results file's directory];
+    /// with --markdown, the Markdown file [default: stdout].
+    #[arg(long, short = 'o', value_name = "DIR|FILE")]
     out: Option<PathBuf>,
+
+    /// Write the report as GitHub-flavoured Markdown (the table, with the warnings as a list
+    /// under it) instead of the table, CSV files and plots.
+    #[arg(long)]
+    markdown: bool,
+
+    /// With --markdown: replace the file -o names if it exists.
+    #[arg(long, requires = "markdown")]
+    force: bool,
 
     #[command(flatten)]
     analysis: AnalysisArgs,
@@ -240,7 +261,7 @@ pub fn main(args: Vec<OsString>, tally: PathBuf) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("tally bench: error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -469,6 +490,7 @@ fn run_main(args: Vec<OsString>, tally: &Path) -> Result<ExitCode, BenchError> {
     }
     results.complete = complete;
     results.finished = crate::now_rfc3339();
+    results.machine.load_average_end = crate::results::load_average();
     results.write(&json)?;
     let any_failed = results
         .invocations
@@ -491,6 +513,10 @@ fn report_main(args: Vec<OsString>) -> Result<ExitCode, BenchError> {
     let (cli, _): (ReportCli, ArgMatches) = parse_or_exit(ReportCli::command(), args);
     let results = Results::read(&cli.results)?;
     let settings = cli.analysis.apply(results.settings.analysis.clone())?;
+    if cli.markdown {
+        write_markdown(&results, &settings, cli.out.as_deref(), cli.force)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let out = cli.out.clone().unwrap_or_else(|| {
         cli.results
             .parent()
@@ -504,6 +530,38 @@ fn report_main(args: Vec<OsString>) -> Result<ExitCode, BenchError> {
     })?;
     write_reports(&results, &settings, &out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `report --markdown`: the Markdown report on stdout, or in `out`, which is replaced only
+/// with `force`. Everything is checked and rendered before anything is written.
+fn write_markdown(
+    results: &Results,
+    settings: &AnalysisSettings,
+    out: Option<&Path>,
+    force: bool,
+) -> Result<(), BenchError> {
+    let report = Report::new(results, settings).map_err(BenchError::Usage)?;
+    let text = crate::markdown::render(results, &report);
+    let Some(path) = out else {
+        print!("{text}");
+        return Ok(());
+    };
+    if path.is_dir() {
+        return Err(BenchError::Usage(format!(
+            "-o {}: a directory; with --markdown, -o names the Markdown file",
+            path.display()
+        )));
+    }
+    if path.exists() && !force {
+        return Err(BenchError::Usage(format!(
+            "{} exists; pass --force to overwrite it",
+            path.display()
+        )));
+    }
+    std::fs::write(path, text).map_err(|source| BenchError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Analyses, prints the table on stdout and writes table, CSV and plots.

@@ -1,5 +1,5 @@
 //! CSV files for spreadsheets, R and pandas: the raw iterations, one row per
-//! invocation, and the analysed summary.
+//! invocation, the analysed summary, and the warnings.
 
 use std::path::Path;
 
@@ -22,7 +22,7 @@ fn write_error(path: &Path, e: csv::Error) -> BenchError {
     }
 }
 
-/// Writes `iterations.csv`, `invocations.csv` and `summary.csv` into `dir`.
+/// Writes `iterations.csv`, `invocations.csv`, `summary.csv` and `warnings.csv` into `dir`.
 pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), BenchError> {
     let path = dir.join("iterations.csv");
     let mut w = writer(&path)?;
@@ -121,6 +121,9 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
         "cpu_s",
         "wall_s",
         "max_rss_kib",
+        "min_us",
+        "max_us",
+        "outliers",
     ]
     .map(String::from)
     .to_vec()];
@@ -155,6 +158,14 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
                 opt(c.cpu_s),
                 opt(c.wall_s),
                 opt(c.max_rss_kib),
+                opt(c.min),
+                opt(c.max),
+                // Empty where there were too few invocations to look for outliers.
+                if c.samples.len() >= crate::outliers::MIN_SAMPLES {
+                    c.outliers.len().to_string()
+                } else {
+                    String::new()
+                },
             ]);
         }
     }
@@ -182,6 +193,9 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             String::new(),
             String::new(),
             String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
         ]);
         let paired = [
             ("(geometric mean, paired by round)", &g.paired),
@@ -189,7 +203,7 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
         ];
         for (label, p) in paired {
             let Some(p) = p else { continue };
-            let mut row = vec![String::new(); 22];
+            let mut row = vec![String::new(); 25];
             row[0] = label.into();
             row[1] = report.executors[g.executor].clone();
             row[2] = metric.clone();
@@ -200,6 +214,23 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             row[18] = p.ci.excludes(1.0).to_string();
             rows.push(row);
         }
+    }
+    write_rows(&mut w, &path, rows)?;
+
+    let path = dir.join("warnings.csv");
+    let mut w = writer(&path)?;
+    let mut rows: Vec<Vec<String>> =
+        vec![["benchmark", "executor", "warning", "finding", "advice"]
+            .map(String::from)
+            .to_vec()];
+    for warning in crate::warnings::collect(results, report) {
+        rows.push(vec![
+            warning.benchmark.unwrap_or_default(),
+            warning.executor.unwrap_or_default(),
+            warning.kind.name().to_string(),
+            warning.finding,
+            warning.advice,
+        ]);
     }
     write_rows(&mut w, &path, rows)
 }

@@ -39,3 +39,15 @@ pub enum BenchError {
         source: std::io::Error,
     },
 }
+
+impl BenchError {
+    /// The exit status `tally bench` ends with: 1 for a results file it cannot read (bad
+    /// input, as `tally report` answers for a damaged profile), 2 for everything that stops
+    /// it before or instead of its work (usage, suite, executors, output).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            BenchError::Results { .. } => 1,
+            _ => 2,
+        }
+    }
+}

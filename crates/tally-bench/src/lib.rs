@@ -14,9 +14,11 @@
 //! Flow: [`suite`] and [`executor`] say what to run; [`runner`] interleaves
 //! invocations, each measured by [`measure`] (or, with `--lockstep`, the executors of a
 //! benchmark together, taking turns iteration by iteration: [`lockstep`]); [`results`] is the raw record
-//! (JSON), from which [`analysis`] computes a [`analysis::Report`] that
-//! [`table`], [`csv_out`] and [`svg`] present. `tally bench report` starts
-//! again from the JSON, so every report can be recomputed.
+//! (JSON), from which [`analysis`] computes a [`analysis::Report`] (flagging
+//! outlying invocations: [`outliers`]) that [`table`], `markdown`, [`csv_out`]
+//! and [`svg`] present, with `warnings` where the numbers mislead. `tally bench
+//! report` starts again from the JSON, so every report, warnings included, can be
+//! recomputed.
 
 pub mod analysis;
 pub mod cli;
@@ -25,12 +27,17 @@ pub mod csv_out;
 pub mod error;
 pub mod executor;
 pub mod lockstep;
+pub(crate) mod markdown;
 pub mod measure;
+pub mod outliers;
 pub mod results;
 pub mod runner;
 pub mod suite;
 pub mod svg;
 pub mod table;
+#[cfg(test)]
+mod test_support;
+pub(crate) mod warnings;
 
 pub use cli::main;
 pub use error::BenchError;

@@ -51,10 +51,19 @@ pub struct Machine {
     pub arch: String,
     /// Logical CPUs available to the process.
     pub cpus: usize,
+    /// Logical CPUs online in the whole system: what the load average is measured against
+    /// (in a container or under an affinity mask it can exceed `cpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_cpus: Option<usize>,
     /// The CPU model, from /proc/cpuinfo where there is one.
     pub cpu_model: Option<String>,
     /// 1-minute load average when the run started: a busy machine explains wide intervals.
     pub load_average: Option<f64>,
+    /// 1-minute load average when the run ended. It weighs the run's last minute most (the
+    /// start's weighs the minute before the run), so it says better whether other work
+    /// competed with the run; set by `tally bench` when it finishes or is interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_average_end: Option<f64>,
 }
 
 /// Run and analysis settings.
@@ -308,7 +317,13 @@ impl Results {
             }
             None => return Err(err("not a tally bench results file (no \"format\")".into())),
         }
-        serde_json::from_value(value).map_err(|e| err(format!("malformed results: {e}")))
+        let results: Results =
+            serde_json::from_value(value).map_err(|e| err(format!("malformed results: {e}")))?;
+        // Every report names a baseline executor; a run always has one.
+        if results.executors.is_empty() {
+            return Err(err("malformed results: no executors".into()));
+        }
+        Ok(results)
     }
 
     /// Writes the file atomically (temporary file, then rename), so an
@@ -334,9 +349,6 @@ impl Machine {
                 .and_then(|l| l.split_once(':'))
                 .map(|(_, v)| v.trim().to_string())
         });
-        let load_average = std::fs::read_to_string("/proc/loadavg")
-            .ok()
-            .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()));
         let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
@@ -347,10 +359,26 @@ impl Machine {
             cpus: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
+            online_cpus: online_cpus(),
             cpu_model,
-            load_average,
+            load_average: load_average(),
+            load_average_end: None,
         }
     }
+}
+
+/// The 1-minute load average, where the system reports one (`/proc/loadavg`).
+pub(crate) fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|x| x.parse().ok()))
+}
+
+/// Logical CPUs online in the whole system, whatever this process may use.
+fn online_cpus() -> Option<usize> {
+    // SAFETY: sysconf has no preconditions; it answers -1 for a name it does not know.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).ok().filter(|&n| n > 0)
 }
 
 #[cfg(test)]

@@ -48,6 +48,18 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
     ] {
         assert!(table.contains(needle), "{needle:?} missing from:\n{table}");
     }
+    let header: Vec<&str> = table
+        .lines()
+        .find(|l| l.starts_with("benchmark "))
+        .unwrap_or_else(|| panic!("{table}"))
+        .split_whitespace()
+        .collect();
+    assert!(
+        header
+            .windows(4)
+            .any(|w| w == ["median", "min", "max", "outliers"]),
+        "{header:?}"
+    );
     assert!(
         table.contains("geometric mean of ratios ext / base over 5 benchmark(s)"),
         "{table}"
@@ -108,6 +120,11 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
     // 5 benchmarks × 2 executors, the geometric mean, and the same paired by round, plainly
     // and robustly.
     assert_eq!(summary_csv.lines().count(), 1 + 5 * 2 + 3);
+    assert!(summary_csv
+        .lines()
+        .next()
+        .unwrap()
+        .ends_with(",max_rss_kib,min_us,max_us,outliers"));
     assert!(summary_csv.contains("\"(geometric mean, paired by round)\",ext,mean,3,"));
     assert!(summary_csv.contains("\"(geometric mean, paired by round, robust)\",ext,mean,3,"));
     for svg in ["ratios.svg", "warmup.svg"] {
@@ -137,6 +154,7 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
         "iterations.csv",
         "invocations.csv",
         "summary.csv",
+        "warnings.csv",
         "ratios.svg",
         "warmup.svg",
     ] {
@@ -419,5 +437,392 @@ fn help_of_both_commands_stays_useful() {
         assert!(h.contains(needle), "{needle:?} missing from:\n{h}");
     }
     let o = run(&["bench", "report", "--help"]);
-    assert!(o.status.success() && text(&o.stdout).contains("RESULTS.json"));
+    let h = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for needle in ["RESULTS.json", "--markdown", "--force", "exit status 1"] {
+        assert!(h.contains(needle), "{needle:?} missing from:\n{h}");
+    }
+}
+
+/// A stand-in VM for `--command NAME@SCRIPT={vm} NAME {bench} {iterations}`: it prints the
+/// iteration times each benchmark is scripted to, counting its own invocations per executor
+/// and benchmark in files next to it, so each warning can be made to fire for certain.
+const FAKE_VM: &str = r#"#!/bin/sh
+dir=$(dirname "$0")
+exe=$1 bench=$2 iterations=$3
+count="$dir/count-$exe-$bench"
+n=$(cat "$count" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" > "$count"
+first=""
+case $bench in
+  # Invocations whose means are 2, 3, 4, … ms: a wide interval.
+  Spread) t=$((1001 + n * 1000)) ;;
+  # A first iteration four times as long as the rest.
+  Warm) t=5003; first=20011 ;;
+  # b is 10 % faster than a, except in its fourth invocation, three times slower: with it
+  # the two are not distinguishable, without it b is faster.
+  Outlier) if [ "$exe" = a ]; then t=$((5000 + n)); else t=$((4500 + n)); [ "$n" -eq 4 ] && t=15001; fi ;;
+  # A VM that sleeps most of its wall time (b only).
+  Waits) [ "$exe" = b ] && sleep 0.3; t=5003 ;;
+esac
+i=1
+while [ "$i" -le "$iterations" ]; do
+  v=$t
+  [ "$i" -eq 1 ] && [ -n "$first" ] && v=$first
+  echo "$bench: iterations=1 runtime: ${v}us"
+  i=$((i + 1))
+done
+"#;
+
+/// Writes the fake VM and a suite of `benchmarks` for it into `dir`; answers the suite file
+/// and the `--command` specifications of executors a and b.
+fn fake_vm_suite(dir: &std::path::Path, benchmarks: &[&str]) -> (String, [String; 2]) {
+    use std::os::unix::fs::PermissionsExt;
+    let vm = dir.join("fake-vm");
+    std::fs::write(&vm, FAKE_VM).unwrap();
+    std::fs::set_permissions(&vm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut suite = format!(
+        "classpath = [{:?}]\niterations = 5\n",
+        repo().join("bench/smoke").display().to_string()
+    );
+    for b in benchmarks {
+        suite.push_str(&format!("[[benchmark]]\nname = \"{b}\"\n"));
+    }
+    let file = dir.join("fake.toml");
+    std::fs::write(&file, suite).unwrap();
+    let command = |name: &str| {
+        format!(
+            "{name}@{}={{vm}} {name} {{bench}} {{iterations}}",
+            vm.display()
+        )
+    };
+    (file.display().to_string(), [command("a"), command("b")])
+}
+
+/// The warning lines of a report, without the list's dashes.
+fn warning_lines(table: &str) -> Vec<String> {
+    let Some((_, list)) = table.split_once("\nwarnings (") else {
+        return Vec::new();
+    };
+    list.lines()
+        .filter_map(|l| l.strip_prefix("  - "))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn warnings_name_wide_intervals_warm_up_outliers_and_a_child_that_waited() {
+    let d = tempfile::tempdir().unwrap();
+    let (suite, [a, b]) = fake_vm_suite(d.path(), &["Spread", "Warm", "Outlier", "Waits"]);
+    let out = d.path().join("run");
+    let o = run(&[
+        "bench",
+        &suite,
+        "-n",
+        "5",
+        "--command",
+        &a,
+        "--command",
+        &b,
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let table = text(&o.stdout);
+    assert!(o.status.success(), "{table}\n{}", text(&o.stderr));
+    let warnings = warning_lines(&table);
+    let about = |subject: &str, what: &str| {
+        warnings
+            .iter()
+            .any(|w| w.starts_with(&format!("{subject}: ")) && w.contains(what))
+    };
+    // Means of 2, 3, 4, 5 and 6 ms: ±49 %.
+    for exe in ["a", "b"] {
+        assert!(
+            about(
+                &format!("Spread × {exe}"),
+                "confidence interval is ±49.1% of the mean"
+            ),
+            "{table}"
+        );
+        assert!(
+            about(
+                &format!("Warm × {exe}"),
+                "its first iteration takes 300% longer than the rest, outside the rest's 95% interval in 5 of 5 invocations"
+            ),
+            "{table}"
+        );
+        assert!(about(&format!("Warm × {exe}"), "--warmup 1"), "{table}");
+        assert!(
+            !about(&format!("Warm × {exe}"), "confidence interval"),
+            "{table}"
+        );
+        assert!(
+            !about(&format!("Spread × {exe}"), "first iteration"),
+            "{table}"
+        );
+    }
+    assert!(
+        about("Outlier × b", "invocation(s) #4 (15.00 ms, modified Z +")
+            && about(
+                "Outlier × b",
+                "b vs a: not significantly different with them, significantly faster without"
+            ),
+        "{table}"
+    );
+    assert!(!about("Outlier × a", "outliers"), "{table}");
+    let outlier_row = table
+        .lines()
+        .skip_while(|l| !l.starts_with("Outlier "))
+        .nth(1)
+        .expect(&table);
+    assert!(outlier_row.contains("1 (#4) !"), "{outlier_row}");
+    assert!(about("Waits × b", "it ran on a CPU for only"), "{table}");
+    // Warnings come from the results file alone: the report repeats them, and writes them
+    // to warnings.csv.
+    let again = d.path().join("again");
+    let r = run(&[
+        "bench",
+        "report",
+        out.join("results.json").to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert_eq!(warning_lines(&text(&r.stdout)), warnings);
+    let csv = std::fs::read_to_string(again.join("warnings.csv")).unwrap();
+    assert!(
+        csv.starts_with("benchmark,executor,warning,finding,advice\n"),
+        "{csv}"
+    );
+    assert!(csv.contains("Outlier,b,outliers,"), "{csv}");
+    assert!(csv.contains("Warm,a,warm-up-included,"), "{csv}");
+    // Dropping the warm-up as advised silences that warning.
+    let r = run(&[
+        "bench",
+        "report",
+        out.join("results.json").to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+        "--warmup",
+        "1",
+    ]);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    assert!(
+        !warning_lines(&text(&r.stdout))
+            .iter()
+            .any(|w| w.contains("first iteration")),
+        "{}",
+        text(&r.stdout)
+    );
+}
+
+#[test]
+fn iterations_too_short_for_the_clocks_resolution_are_warned_about() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // An iteration that does nothing: a few microseconds, where the harness counts whole ones.
+    std::fs::write(
+        p.join("Nothing.som"),
+        "Nothing = ( run: inner = ( ^true ) )",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("suite.toml"),
+        format!(
+            "classpath = [{:?}, \".\"]\niterations = 3\n[[benchmark]]\nname = \"Nothing\"\n[[benchmark]]\nname = \"Fibonacci\"\n",
+            repo().join("bench/smoke").display().to_string()
+        ),
+    )
+    .unwrap();
+    let out = p.join("run");
+    let o = run(&[
+        "bench",
+        p.join("suite.toml").to_str().unwrap(),
+        "-n",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let table = text(&o.stdout);
+    assert!(o.status.success(), "{table}\n{}", text(&o.stderr));
+    let warnings = warning_lines(&table);
+    let resolution = |bench: &str| {
+        warnings.iter().find(|w| {
+            w.starts_with(&format!("{bench} × tally: its iterations take"))
+                && w.contains("steps of 1 µs")
+        })
+    };
+    let nothing = resolution("Nothing").unwrap_or_else(|| panic!("{table}"));
+    assert!(nothing.contains("`--inner Nothing="), "{nothing}");
+    // fib(20) takes milliseconds, even in a debug build on a busy machine.
+    assert!(resolution("Fibonacci").is_none(), "{table}");
+}
+
+#[test]
+fn report_markdown_writes_the_table_and_its_warnings_and_refuses_bad_files() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let (suite, [a, b]) = fake_vm_suite(p, &["Spread", "Warm"]);
+    let out = p.join("run");
+    let o = run(&[
+        "bench",
+        &suite,
+        "-n",
+        "2",
+        "--command",
+        &a,
+        "--command",
+        &b,
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let json = out.join("results.json");
+    let json = json.to_str().unwrap();
+
+    let md = run(&["bench", "report", "--markdown", json]);
+    assert!(md.status.success(), "{}", text(&md.stderr));
+    let md = text(&md.stdout);
+    let lines: Vec<&str> = md.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| {
+            l.starts_with(
+                "| benchmark | executor | ok | mean ± CI | median | min | max | outliers |",
+            )
+        })
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        lines[header + 1].starts_with("| :-- | :-- | --: | --: |"),
+        "{md}"
+    );
+    assert!(
+        lines[header + 2].starts_with("| Spread | a | 2/2 |"),
+        "{md}"
+    );
+    assert!(lines[header + 3].starts_with("|  | b | 2/2 |"), "{md}");
+    assert!(lines[header + 4].starts_with("| Warm | a | 2/2 |"), "{md}");
+    assert!(md.contains("\n**Warnings ("), "{md}");
+    assert!(
+        md.contains("- **Spread × a**: its 95% confidence interval is ±"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- **Warm × b**: its first iteration takes 300% longer"),
+        "{md}"
+    );
+    // Nothing else was written beside the results.
+    assert!(!out.join("summary.md").exists());
+
+    // -o writes the same text to a file, and replaces a file only with --force.
+    let file = p.join("RESULTS.md");
+    let o = run(&[
+        "bench",
+        "report",
+        json,
+        "--markdown",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), md);
+    std::fs::write(&file, "mine").unwrap();
+    let o = run(&[
+        "bench",
+        "report",
+        json,
+        "--markdown",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("pass --force"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    let o = run(&[
+        "bench",
+        "report",
+        json,
+        "--markdown",
+        "-o",
+        file.to_str().unwrap(),
+        "--force",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), md);
+
+    // Damaged or foreign files: the reason, exit status 1, nothing written.
+    let whole = std::fs::read_to_string(json).unwrap();
+    let mut no_executors = read_json(std::path::Path::new(json));
+    no_executors["executors"] = serde_json::json!([]);
+    let bad = [
+        (
+            "no-executors.json",
+            no_executors.to_string(),
+            "malformed results: no executors",
+        ),
+        ("not-json.json", "this is not JSON".to_string(), "not JSON"),
+        (
+            "truncated.json",
+            whole[..whole.len() / 2].to_string(),
+            "not JSON",
+        ),
+        (
+            "foreign.json",
+            r#"{"name": "a package.json"}"#.to_string(),
+            "not a tally bench results file",
+        ),
+        (
+            "other-version.json",
+            r#"{"format": "tally-bench/99"}"#.to_string(),
+            "results format \"tally-bench/99\"",
+        ),
+        (
+            "wrong-shape.json",
+            r#"{"format": "tally-bench/1", "invocations": 3}"#.to_string(),
+            "malformed results",
+        ),
+    ];
+    for (name, content, reason) in bad {
+        let path = p.join(name);
+        std::fs::write(&path, content).unwrap();
+        let target = p.join(format!("{name}.md"));
+        let o = run(&[
+            "bench",
+            "report",
+            "--markdown",
+            path.to_str().unwrap(),
+            "-o",
+            target.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(reason),
+            "{name}: {}",
+            text(&o.stderr)
+        );
+        assert!(o.stdout.is_empty(), "{name}");
+        assert!(!target.exists(), "{name}: nothing may be written");
+        let o = run(&["bench", "report", "--markdown", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        assert!(o.stdout.is_empty(), "{name}");
+        // The plain report refuses them the same way, before making its directory.
+        let dir = p.join(format!("{name}-report"));
+        let o = run(&[
+            "bench",
+            "report",
+            path.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{name}");
+        assert!(!dir.exists(), "{name}: nothing may be written");
+    }
 }
