@@ -47,6 +47,9 @@ pub struct TierCalls {
     pub method: MethodId,
     pub tier: Tier,
     pub calls: u64,
+    /// Loop back-edges the method's code took in the tier (`None`: files before format
+    /// 1.11 did not count them).
+    pub loops: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

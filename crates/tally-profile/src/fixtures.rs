@@ -59,6 +59,7 @@ pub fn tier_call_counts(time_ns: u64, rows: &[(u32, Tier, u64)], instrumentation
                     method: MethodId(m),
                     tier,
                     calls,
+                    loops: None,
                 })
                 .collect(),
             instrumentation_ns,

@@ -61,7 +61,8 @@ pub(crate) enum Dispatch {
     Entries,
     /// `Entries`, and flag tests at back-edges and around primitive calls: a polled sample
     /// must be served inside a loop, and where the handler cannot read the program counter
-    /// primitive calls publish their state.
+    /// primitive calls publish their state. `--count-calls` runs it too, for the back-edges
+    /// it counts.
     Hooks,
     /// `Hooks` and exact bytecode counts: exhaustive profiling.
     Counting,
@@ -145,9 +146,10 @@ impl Dispatch {
             return Dispatch::Plain;
         };
         let polls = o.trigger.is_some() && o.mechanism == Mechanism::Polling;
+        let counts_loops = o.count_calls && o.output.is_some();
         if o.exhaustive {
             Dispatch::Counting
-        } else if polls || publishes_primitive_calls {
+        } else if polls || publishes_primitive_calls || counts_loops {
             Dispatch::Hooks
         } else if o.cbs.is_some() {
             Dispatch::Entries
@@ -176,8 +178,9 @@ pub struct ProfileOptions {
     pub cbs: Option<CbsConfig>,
     /// Exact call and bytecode counts: the ground truth sampled profiles are judged against.
     pub exhaustive: bool,
-    /// Count every call per method per tier (`TierCallCounter`), for the amortization
-    /// analysis: recorded as `TierCallCounts` events with the counting's own estimated time.
+    /// Count every call and loop back-edge per method per tier (`TierCallCounter`), for the
+    /// amortization analysis: recorded as `TierCallCounts` events with the counting's own
+    /// estimated time.
     pub count_calls: bool,
     /// The command line, for the profile's header.
     pub command_line: Vec<String>,
@@ -839,13 +842,14 @@ impl Vm {
         let mut total = 0u64;
         for code in &self.rt.codes {
             for (column, tier) in tally_profile::Tier::NAMED.into_iter().enumerate() {
-                let calls = code.calls.get(column);
-                if calls > 0 {
-                    total += calls;
+                let (calls, loops) = (code.calls.get(column), code.calls.loops(column));
+                if calls > 0 || loops > 0 {
+                    total += calls + loops;
                     counts.push(tally_profile::TierCalls {
                         method: MethodId(code.id),
                         tier,
                         calls,
+                        loops: Some(loops),
                     });
                 }
             }

@@ -31,7 +31,9 @@
 //! below 2^28); older files, whose frames have no mark, read the same. 1.9 writes a
 //! collection's end with the collector and whether it collected the nursery or the whole
 //! heap (a new event kind; the old one reads as plan unknown, scope full). 1.10 adds
-//! `dropped_slow` at the end of `CNTR` (read as 0 from older files).
+//! `dropped_slow` at the end of `CNTR` (read as 0 from older files). 1.11 writes the call
+//! counts with each method's loop back-edges per tier (a new event kind; the old one reads
+//! as back-edges unknown).
 //!
 //! Corruption is caught by the per-chunk CRC-32, truncation by lengths
 //! that run past the end of the file and by the missing `END!`; every
@@ -60,7 +62,7 @@ pub use write::{encode, write_atomically};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;
-pub const MINOR: u16 = 10;
+pub const MINOR: u16 = 11;
 
 /// Samples per `SMPL` chunk, so that chunks stay far below 4 GiB and a
 /// damaged chunk loses a bounded number of samples.
@@ -95,6 +97,8 @@ pub(crate) mod event_tags {
     pub const METHOD_BYTECODES: u8 = 15;
     /// Calls per method per tier (since 1.7).
     pub const TIER_CALL_COUNTS: u8 = 16;
+    /// Calls and loop back-edges per method per tier (since 1.11; `TIER_CALL_COUNTS` before).
+    pub const TIER_WORK_COUNTS: u8 = 18;
     /// The end of a collection with its plan and scope (since 1.9; `GC_END` before).
     pub const GC_END_SCOPED: u8 = 17;
 }

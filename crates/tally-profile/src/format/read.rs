@@ -325,7 +325,8 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
     for _ in 0..n {
         let time_ns = prev.wrapping_add(d.iv()? as u64);
         prev = time_ns;
-        let kind = match d.u8()? {
+        let kind = d.u8()?;
+        let kind = match kind {
             et::PROGRAM_START => EventKind::ProgramStart,
             et::PROGRAM_END => EventKind::ProgramEnd {
                 exit_code: d.i32()?,
@@ -344,15 +345,17 @@ fn events(d: &mut Dec, out: &mut Vec<Event>) -> R<()> {
                 bytecode_len: d.u32()?,
             },
             et::METHOD_LINES => method_lines(d)?,
-            et::TIER_CALL_COUNTS => {
+            et::TIER_CALL_COUNTS | et::TIER_WORK_COUNTS => {
+                let with_loops = kind == et::TIER_WORK_COUNTS;
                 let instrumentation_ns = d.uv()?;
-                let n = d.count(3)?;
+                let n = d.count(if with_loops { 4 } else { 3 })?;
                 let mut counts = Vec::with_capacity(n);
                 for _ in 0..n {
                     counts.push(TierCalls {
                         method: MethodId(d.u32()?),
                         tier: Tier::from_u8(d.u8()?),
                         calls: d.uv()?,
+                        loops: if with_loops { Some(d.uv()?) } else { None },
                     });
                 }
                 EventKind::TierCallCounts {

@@ -376,3 +376,26 @@ fn a_cbs_sample_count_without_edges_round_trips() {
     };
     assert_eq!(decode(&encode(&p)).unwrap(), p);
 }
+
+#[test]
+fn call_counts_round_trip_with_their_back_edges_and_without() {
+    let counts = |loops: Option<u64>| crate::event::Event {
+        time_ns: 7,
+        kind: crate::event::EventKind::TierCallCounts {
+            counts: vec![crate::event::TierCalls {
+                method: crate::ids::MethodId(3),
+                tier: crate::ids::Tier::Baseline,
+                calls: 12,
+                loops,
+            }],
+            instrumentation_ns: 40,
+        },
+    };
+    // Counts read from a file before 1.11 have no back-edges: written again, they keep the
+    // old kind, which reads back as unknown rather than as none taken.
+    for loops in [Some(345), None] {
+        let mut p = example_profile();
+        p.events.push(counts(loops));
+        assert_eq!(decode(&encode(&p)).unwrap(), p, "{loops:?}");
+    }
+}

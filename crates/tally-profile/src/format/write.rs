@@ -238,13 +238,23 @@ fn event(e: &mut Enc, ev: &Event, prev: &mut u64) {
             counts,
             instrumentation_ns,
         } => {
-            e.u8(et::TIER_CALL_COUNTS);
+            // Counts without back-edges (a profile read from a file before 1.11) keep the
+            // old kind, so that writing them does not claim zero back-edges.
+            let with_loops = counts.iter().all(|c| c.loops.is_some());
+            e.u8(if with_loops {
+                et::TIER_WORK_COUNTS
+            } else {
+                et::TIER_CALL_COUNTS
+            });
             e.uv(*instrumentation_ns);
             e.uv(counts.len() as u64);
             for c in counts {
                 e.uv(c.method.0.into());
                 e.u8(c.tier.to_u8());
                 e.uv(c.calls);
+                if with_loops {
+                    e.uv(c.loops.unwrap_or(0));
+                }
             }
         }
         EventKind::CodeInstalled(v) => {

@@ -568,27 +568,34 @@ mod amortization {
 
     #[test]
     fn a_cost_that_varies_more_than_sampling_explains_widens_the_error() {
-        // A>>fast's 10,000 compiled calls read at their half: 50 samples either side, or 30
-        // and 70 (costs too close to call the calls unlike, but varying more than a Poisson
-        // count of 100 samples does).
-        let halves = |first: u64| {
-            let mid = counts(
-                200 * MS + first * MS,
-                &[
-                    (1, Tier::Interpreter, 1_000),
-                    (1, Tier::Optimizing, 5_000),
-                    (2, Tier::Interpreter, 100),
-                ],
-                0,
-            );
-            Amortization::new(&known_run(vec![mid, final_counts(0)])).unwrap()
+        // A>>fast's 10,000 compiled calls read at each quarter of them: 25 samples each, or
+        // 15, 35, 15 and 35 (costs too close to call the calls unlike, but varying more than
+        // Poisson counts do).
+        let quarters = |ends_ms: [u64; 3]| {
+            let mut snapshots: Vec<Event> = ends_ms
+                .iter()
+                .zip([2_500, 5_000, 7_500])
+                .map(|(&at, compiled)| {
+                    counts(
+                        at * MS,
+                        &[
+                            (1, Tier::Interpreter, 1_000),
+                            (1, Tier::Optimizing, compiled),
+                            (2, Tier::Interpreter, 100),
+                        ],
+                        0,
+                    )
+                })
+                .collect();
+            snapshots.push(final_counts(0));
+            Amortization::new(&known_run(snapshots)).unwrap()
         };
         // The gain's range is 2 standard errors either way of 10,000 calls × the costs'
         // error: the interpreted cost's Poisson variance (101 samples² over 1,000² calls, at
-        // 1 ms a sample) plus the compiled one's, Poisson (101 / 10,000²) when the halves
-        // agree, and the halves' spread (2 × (20² + 20²) / 10,000²) when they do not, an
-        // estimate of one degree of freedom: Student's t for Welch–Satterthwaite's
-        // (101 + 16)² / 16² of them instead of 2.
+        // 1 ms a sample) plus the compiled one's, Poisson (101 / 10,000²) when the quarters
+        // agree, and the quarters' spread (4/3 × 4 × 10² / 10,000²) when they do not, an
+        // estimate of three degrees of freedom: Student's t for Welch–Satterthwaite's
+        // (101 + 5.33)² / (5.33² / 3) of them instead of 2.
         let width = |compiled_variance: f64, multiplier: f64| {
             2.0 * multiplier * 10_000.0 * (101e6 + compiled_variance).sqrt()
         };
@@ -596,20 +603,22 @@ mod amortization {
             let (lo, hi) = a.recompilations[0].gain_range_ns.unwrap();
             hi - lo
         };
-        let even = halves(50);
+        let even = quarters([225, 250, 275]);
         assert!(
             close(range(&even) / width(1.01e6, 2.0), 1.0),
             "{}",
             range(&even)
         );
-        let uneven = halves(30);
-        let t = tally_stats::distributions::t_quantile(0.97725, 117.0f64.powi(2) / 256.0).unwrap();
-        assert!(t > 2.0 && t < 2.1, "{t}");
+        let uneven = quarters([215, 250, 265]);
+        let spread: f64 = 4.0 / 3.0 * 400.0 * 1e4;
+        let dof = (101e6 + spread).powi(2) / (spread * spread / 3.0);
+        let t = tally_stats::distributions::t_quantile(0.97725, dof).unwrap();
         assert!(
-            close(range(&uneven) / width(16e6, t), 1.0),
+            (range(&uneven) / width(spread, t) - 1.0).abs() < 1e-9,
             "{}",
             range(&uneven)
         );
+        assert!(range(&uneven) > range(&even));
         assert!(matches!(
             uneven.recompilations[0].verdict,
             Verdict::PaidOff { .. }

@@ -509,6 +509,10 @@ impl Vm {
                 Op::Jump(t) => ip = t as usize,
                 Op::JumpBack(t) => {
                     ip = t as usize;
+                    // `--count-calls` runs a loop with the hooks (`Dispatch::for_profile`).
+                    if M::LOOP_HOOKS && self.rt.count_calls {
+                        code.calls.count_loop(0);
+                    }
                     let f = self.loop_flag::<M>();
                     if f & flag::ALL_YIELDPOINTS != 0 {
                         save!();

@@ -430,10 +430,14 @@ impl CompiledSlot {
 /// profile's tiers), counted under `--count-calls` for the amortization analysis's N(m,i):
 /// the interpreter counts each frame it sets up by the tier that runs it (the installed
 /// version's, `tier`), compiled code counts its direct calls at entry and each inlined body
-/// it enters. Plain loads and stores from the VM thread: other threads only read.
+/// it enters. Beside them the loop back-edges the method's own code took in each tier (its
+/// inlined copies included): the work its calls did, which tells calls that did more or less
+/// work from code that ran faster or slower. Plain loads and stores from the VM thread:
+/// other threads only read.
 #[derive(Default)]
 pub struct TierCallCounter {
     pub counts: [std::sync::atomic::AtomicU64; 3],
+    pub loops: [std::sync::atomic::AtomicU64; 3],
     /// The column of the tier of the entry in `Code::compiled` (0 while interpreted).
     tier: std::sync::atomic::AtomicU8,
 }
@@ -463,8 +467,20 @@ impl TierCallCounter {
             .store(tier.profile_tier().column() as u8, Ordering::Relaxed);
     }
 
+    /// One back-edge taken in the tier of column `column`.
+    #[inline]
+    pub fn count_loop(&self, column: usize) {
+        let c = &self.loops[column];
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
     pub fn get(&self, column: usize) -> u64 {
         self.counts[column].load(Ordering::Relaxed)
+    }
+
+    /// Back-edges taken in the tier of `column`.
+    pub fn loops(&self, column: usize) -> u64 {
+        self.loops[column].load(Ordering::Relaxed)
     }
 
     /// The column of the installed entry's tier (also the profile's tier number).
@@ -481,6 +497,13 @@ impl TierCallCounter {
     pub fn offset_in_code(column: usize) -> i32 {
         (std::mem::offset_of!(Code, calls)
             + std::mem::offset_of!(TierCallCounter, counts)
+            + 8 * column) as i32
+    }
+
+    /// Where compiled code finds the back-edge counter of `column` in a `Code`.
+    pub fn loops_offset_in_code(column: usize) -> i32 {
+        (std::mem::offset_of!(Code, calls)
+            + std::mem::offset_of!(TierCallCounter, loops)
             + 8 * column) as i32
     }
 }

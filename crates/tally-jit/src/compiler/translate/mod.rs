@@ -309,6 +309,19 @@ fn count_call(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: u
     b.ins().store(flags, more, counter, 0);
 }
 
+/// `--count-calls`: one back-edge of `code` taken in the tier of `column`.
+fn count_loop(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: usize) {
+    let flags = MemFlagsData::trusted();
+    let counter = b.ins().iconst(
+        I64,
+        code as *const tally_vm::runtime::Code as i64
+            + i64::from(tally_vm::jit::TierCallCounter::loops_offset_in_code(column)),
+    );
+    let n = b.ins().load(I64, flags, counter, 0);
+    let more = add_imm(b, n, 1);
+    b.ins().store(flags, more, counter, 0);
+}
+
 /// How a tier translates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Shape {
@@ -1016,6 +1029,9 @@ impl Translator<'_, '_> {
             }
             Op::JumpBack(t) => {
                 let to = self.block(t as usize)?;
+                if self.layout.count_calls {
+                    count_loop(&mut self.b, self.s.request.code, self.tier_column);
+                }
                 let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
                 let bits = self
                     .b

@@ -119,24 +119,56 @@ pub(super) fn judge(m: &Move) -> Judged {
             from.tier.name()
         ));
     }
-    // Calls whose cost grew, or went up and down, within a tier did different work: what
-    // later calls would have cost in the other tier cannot be priced from the earlier ones.
-    // A cost that fell is what compiled code's callers moving up the tiers (and a tier's
-    // warm-up) looks like: the verdict stands when no stretch of the run would turn it.
+    if let Some(why) = work_differs(m) {
+        return unclear(why);
+    }
+    // Calls whose cost grew within a tier did more work as the run went on, unless their
+    // loop iterations, counted, say otherwise: what the later ones would have cost in the
+    // other tier cannot be priced from the earlier ones, and a verdict either way would rest
+    // on that price. A cost that fell, or went up and down, or changed with the work the
+    // same, is also what compiled code looks like while its callers move up the tiers, are
+    // inlined and deoptimized, what a tier's warm-up and a program's phases look like: the
+    // verdict stands when no stretch of the run would turn it.
+    let work_alike = spread::loops_per_call(&from.groups).is_some()
+        && spread::loops_per_call(&to.groups).is_some();
     let unlike = |s: &Side| spread::unlike(&s.groups, m.t_unit_ns);
     let (unlike_from, unlike_to) = (unlike(from), unlike(to));
     for (side, u) in [(to, unlike_to), (from, unlike_from)] {
         let Some(u) = u else { continue };
-        if u.direction != spread::Direction::Fell
+        if (u.direction == spread::Direction::Grew && !work_alike)
             || !holds_however_priced(m, unlike_from.as_ref(), unlike_to.as_ref())
         {
-            return unclear(u.describe(&side.tier.name()));
+            return unclear(u.describe(&side.tier.name(), work_alike));
         }
     }
     if let Some(why) = beyond_model(m) {
         return unclear(why);
     }
     gain(m)
+}
+
+/// Where the profile counted loop back-edges, whether the calls did different work: within
+/// either tier, or before the move against after it (the later half of the calls before,
+/// which price it, against those after).
+fn work_differs(m: &Move) -> Option<String> {
+    for side in [&m.to, &m.from] {
+        if let Some(u) = spread::unlike_in_work(&side.groups) {
+            return Some(u.describe(&side.tier.name()));
+        }
+    }
+    let before = spread::loops_per_call(&m.from.priced)?;
+    let after = spread::loops_per_call(&m.to.groups)?;
+    let (low, high) = (before.min(after) + 1.0, before.max(after) + 1.0);
+    (high > spread::COST_DRIFT * low).then(|| {
+        format!(
+            "calls differ in work: those after the recompilation took {} loop iterations each \
+             in {}, those before {} in {}, so their costs do not compare",
+            spread::loops_text(after),
+            m.to.tier.name(),
+            spread::loops_text(before),
+            m.from.tier.name()
+        )
+    })
 }
 
 /// Whether the gain keeps its sign with each tier whose calls are unlike priced by its
@@ -216,10 +248,15 @@ fn gain(m: &Move) -> Judged {
     let sd = calls * (before.variance + after.variance).sqrt();
     let half = multiplier(&before, &after) * sd;
     let (lowest, highest) = (point - half, point + half);
-    let verdict = if lowest > 0.0 {
-        Verdict::PaidOff { gain_ns: point }
-    } else if highest < 0.0 {
-        Verdict::DidNotPay { loss_ns: -point }
+    let verdict = if lowest > 0.0 || highest < 0.0 {
+        if let Some(why) = unchecked_price_turns_it(m, before.ns, after.ns, lowest > 0.0) {
+            return unclear(why);
+        }
+        if lowest > 0.0 {
+            Verdict::PaidOff { gain_ns: point }
+        } else {
+            Verdict::DidNotPay { loss_ns: -point }
+        }
     } else {
         let (nj, ni) = (m.from.samples(), m.to.samples());
         let varied = if before.dispersion.max(after.dispersion) > 1.5 {
@@ -243,6 +280,47 @@ fn gain(m: &Move) -> Judged {
         verdict,
         gain_range_ns: Some((lowest, highest)),
     }
+}
+
+/// A price from too few samples for its stretches to show whether its calls cost alike
+/// ([`spread::MIN_GROUPS_FOR_SPREAD`] groups of [`MIN_SAMPLES`]) may be off by the factor
+/// the premise check would have caught ([`spread::COST_DRIFT`]): a verdict must hold with
+/// such a price that far off against it. Costs per call that differed twofold between runs
+/// with the same work, on a few dozen samples each, turned verdicts without it.
+fn unchecked_price_turns_it(m: &Move, before: f64, after: f64, paid: bool) -> Option<String> {
+    let needed = spread::MIN_GROUPS_FOR_SPREAD as u64 * MIN_SAMPLES;
+    let priced = |s: &Side| s.priced.iter().map(|g| g.samples).sum::<u64>();
+    let off = |s: &Side| {
+        if priced(s) < needed {
+            spread::COST_DRIFT
+        } else {
+            1.0
+        }
+    };
+    let (f_before, f_after) = (off(&m.from), off(&m.to));
+    if f_before == 1.0 && f_after == 1.0 {
+        return None;
+    }
+    let (calls, compile) = (m.to.calls() as f64, m.compile_ns as f64);
+    let turned = if paid {
+        calls * (before / f_before - after * f_after) - compile <= 0.0
+    } else {
+        calls * (before * f_before - after / f_after) - compile >= 0.0
+    };
+    let fewest = [&m.from, &m.to]
+        .into_iter()
+        .filter(|s| priced(s) < needed)
+        .min_by_key(|s| priced(s))?;
+    turned.then(|| {
+        format!(
+            "too few samples to tell whether its calls cost alike ({} priced its calls in {}): \
+             a price half or twice what they say would turn the verdict; about {}× the \
+             samples would tell",
+            priced(fewest),
+            fewest.tier.name(),
+            needed.div_ceil(priced(fewest).max(1)).max(2)
+        )
+    })
 }
 
 /// How many standard errors either way the gain's range spans: two for errors that are

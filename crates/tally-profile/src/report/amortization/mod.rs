@@ -205,14 +205,22 @@ impl Amortization {
             times.sort_unstable();
         }
         let groups = |m: MethodId, tier: Tier| {
-            let readings: Vec<(u64, u64)> = snapshots
+            let readings: Vec<spread::Reading> = snapshots
                 .iter()
                 .map(|(time, counts, _)| {
-                    let calls = counts
-                        .iter()
-                        .find(|c| c.method == m && c.tier == tier)
-                        .map_or(0, |c| c.calls);
-                    (*time, calls)
+                    let row = counts.iter().find(|c| c.method == m && c.tier == tier);
+                    // A reading without a row for the method counts nothing yet; one of a
+                    // file that counted no back-edges leaves them unknown.
+                    let counted = counts.iter().all(|c| c.loops.is_some());
+                    spread::Reading {
+                        time_ns: *time,
+                        calls: row.map_or(0, |c| c.calls),
+                        loops: if counted {
+                            Some(row.and_then(|c| c.loops).unwrap_or(0))
+                        } else {
+                            None
+                        },
+                    }
                 })
                 .collect();
             let times = sample_times.get(&(m, tier)).map_or(&[][..], |t| &t[..]);
