@@ -3,6 +3,8 @@
 //! optionally a line the standard error must contain in `NameTest.stderr`)
 //! through the `tally` binary: once normally and once with the GC collecting every few
 //! allocations, so the programs also check that nothing the VM holds is lost when objects move.
+//! A program whose size makes stress runs long has `NameTest.stress-scale`: a number (after
+//! `#` comments that say why) that multiplies the interval of `--gc-stress` for it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,8 +43,9 @@ fn run_all(extra_flags: &[&str]) {
         let expected_status: i32 = std::fs::read_to_string(dir.join(format!("{name}.exit")))
             .map(|s| s.trim().parse().expect("exit file holds a number"))
             .unwrap_or(0);
+        let flags = scaled_stress(extra_flags, &dir.join(format!("{name}.stress-scale")));
         let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-            .args(extra_flags)
+            .args(&flags)
             .arg("-cp")
             .arg(&dir)
             .arg(format!("{name}.som"))
@@ -74,6 +77,25 @@ fn run_all(extra_flags: &[&str]) {
     );
 }
 
+/// `flags` with the interval of `--gc-stress` multiplied by the number in `scale_file`, if
+/// there is one.
+fn scaled_stress(flags: &[&str], scale_file: &Path) -> Vec<String> {
+    let scale: u64 = std::fs::read_to_string(scale_file)
+        .map(|s| {
+            s.lines()
+                .find(|l| !l.trim().is_empty() && !l.starts_with('#'))
+                .and_then(|l| l.trim().parse().ok())
+                .expect("a stress-scale file holds a number (and # comments)")
+        })
+        .unwrap_or(1);
+    let mut out: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+    if let Some(k) = out.iter().position(|f| f == "--gc-stress") {
+        let n: u64 = out[k + 1].parse().expect("--gc-stress N");
+        out[k + 1] = (n * scale).to_string();
+    }
+    out
+}
+
 #[test]
 fn som_programs_produce_expected_output() {
     run_all(&[]);
@@ -84,28 +106,47 @@ fn som_programs_survive_gc_stress() {
     run_all(&["--gc-stress", "400"]);
 }
 
+#[test]
+fn som_programs_survive_gc_stress_under_semispace() {
+    survive_gc_stress_under("--gc=semispace");
+}
+
+#[test]
+fn som_programs_survive_gc_stress_under_immix() {
+    survive_gc_stress_under("--gc=immix");
+}
+
+#[test]
+fn som_programs_survive_gc_stress_under_marksweep() {
+    survive_gc_stress_under("--gc=marksweep");
+}
+
 /// Every collector prints what the default prints, in the interpreter and in the optimizing
 /// tier, with collections every few allocations: SemiSpace, which moves every object every
 /// time (the strictest check of the roots), Immix, which moves objects only to defragment, and
 /// MarkSweep, which never moves them and allocates from free lists.
+fn survive_gc_stress_under(plan: &str) {
+    run_all(&[plan, "--gc-stress", "400"]);
+    run_all(&[plan, "--tier=opt", "--gc-stress", "400"]);
+}
+
 #[test]
-fn som_programs_survive_gc_stress_under_every_collector() {
-    for plan in ["--gc=semispace", "--gc=immix", "--gc=marksweep"] {
-        run_all(&[plan, "--gc-stress", "400"]);
-        run_all(&[plan, "--tier=opt", "--gc-stress", "400"]);
-    }
+fn som_programs_survive_nursery_collections_under_gencopy() {
+    survive_nursery_collections_under("--gc=gencopy");
+}
+
+#[test]
+fn som_programs_survive_nursery_collections_under_genimmix() {
+    survive_nursery_collections_under("--gc=genimmix");
 }
 
 /// The generational plans in every tier, with a nursery collection every few allocations
 /// (every 8th a full one): the interpreter's and compiled code's write barriers must keep
 /// every object that only an old object refers to (`GenerationalStoreTest` loses objects
 /// without them).
-#[test]
-fn som_programs_survive_nursery_collections_in_every_tier() {
-    for plan in ["--gc=gencopy", "--gc=genimmix"] {
-        for tier in ["--tier=interp", "--tier=baseline", "--tier=opt"] {
-            run_all(&[plan, tier, "--gc-stress", "50"]);
-        }
+fn survive_nursery_collections_under(plan: &str) {
+    for tier in ["--tier=interp", "--tier=baseline", "--tier=opt"] {
+        run_all(&[plan, tier, "--gc-stress", "50"]);
     }
 }
 
@@ -149,16 +190,16 @@ fn som_programs_give_the_same_output_in_the_adaptive_tier() {
 }
 
 /// Profiling never changes what a program prints: every program under each trigger ×
-/// mechanism of method sampling at a high rate, and under counter-based sampling with
-/// exhaustive counts.
+/// mechanism of method sampling at a high rate.
 #[test]
-fn som_programs_are_unchanged_by_profiling() {
+fn som_programs_are_unchanged_by_method_sampling() {
     let dir = tempfile::tempdir().expect("temp dir");
     let profile = format!("--profile={}", dir.path().join("run.profile").display());
-    let mut configs: Vec<Vec<&str>> = Vec::new();
     for sampler in ["timer", "timer-wall", "itimer", "perf"] {
         for mechanism in ["immediate", "polling"] {
-            configs.push(vec![
+            run_all(&[
+                profile.as_str(),
+                "--force",
                 "--sampler",
                 sampler,
                 "--rate",
@@ -168,39 +209,41 @@ fn som_programs_are_unchanged_by_profiling() {
             ]);
         }
     }
-    configs.push(vec!["--sampler", "none", "--cbs", "3:16", "--exhaustive"]);
-    configs.push(vec!["--sampler", "perf", "--cbs", "1:1"]);
-    // Yieldpoints in compiled code: polled samples at back-edges, CBS windows, drains.
-    configs.push(vec![
-        "--tier=baseline",
-        "--sampler",
-        "timer",
-        "--rate",
-        "10000",
-        "--mechanism",
-        "polling",
-    ]);
-    configs.push(vec!["--tier=baseline", "--sampler", "perf", "--cbs", "1:1"]);
-    // The adaptive controller fed by the recorded profile's samples.
-    let model_dir = tempfile::tempdir().expect("temp dir");
-    let model = eager_calibration(model_dir.path());
-    configs.push(vec![
-        "--tier=adaptive",
-        "--calibration",
-        &model,
-        "--sampler",
-        "perf",
-        "--rate",
-        "10000",
-    ]);
-    // Calls counted per tier by the interpreter and by compiled code.
-    configs.push(vec![
-        "--tier=adaptive",
-        "--calibration",
-        &model,
-        "--count-calls",
-    ]);
-    for config in &configs {
+}
+
+/// … nor under counter-based sampling with exhaustive counts, at yieldpoints of compiled code
+/// (polled samples at back-edges, CBS windows, drains), under the adaptive controller fed by
+/// the recorded profile's samples, nor with calls and loops counted per tier.
+#[test]
+fn som_programs_are_unchanged_by_cbs_counting_and_the_controller() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let profile = format!("--profile={}", dir.path().join("run.profile").display());
+    let model = eager_calibration(dir.path());
+    let configs: [&[&str]; 6] = [
+        &["--sampler", "none", "--cbs", "3:16", "--exhaustive"],
+        &["--sampler", "perf", "--cbs", "1:1"],
+        &[
+            "--tier=baseline",
+            "--sampler",
+            "timer",
+            "--rate",
+            "10000",
+            "--mechanism",
+            "polling",
+        ],
+        &["--tier=baseline", "--sampler", "perf", "--cbs", "1:1"],
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--sampler",
+            "perf",
+            "--rate",
+            "10000",
+        ],
+        &["--tier=adaptive", "--calibration", &model, "--count-calls"],
+    ];
+    for config in configs {
         let mut flags = vec![profile.as_str(), "--force"];
         flags.extend_from_slice(config);
         run_all(&flags);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{run_adaptive_profiled, run_in, text};
+use common::{eager_opt_calibration, run_adaptive_profiled, run_in, text};
 
 /// `round` calls `spin:` twenty times; once `round` is optimized with `spin:` inlined, nearly
 /// all of its time is `spin:`'s loop (line 4) running inside `round`'s code. The outer loop
@@ -33,10 +33,24 @@ fn samples_on(section: &str, needle: &str) -> Option<u64> {
 fn samples_in_an_inlined_loop_land_on_its_bytecode_range() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("Loop.som"), LOOP).unwrap();
-    let (_, err) = run_adaptive_profiled(dir.path(), "loop.tprof", &[], "Loop.som");
+    // The controller inlines `spin:` once CBS has seen its calls before `round` (or `run`)
+    // is compiled; on a loaded machine that can come too late in a run, so up to three runs
+    // are made for it. What is checked of the samples is not retried.
+    let mut logs = Vec::new();
+    for _ in 0..3 {
+        let (_, err) = run_adaptive_profiled(dir.path(), "loop.tprof", &["--force"], "Loop.som");
+        let inlined = err.contains("inlined Loop>>spin: into Loop>>round");
+        logs.push(err);
+        if inlined {
+            break;
+        }
+    }
     assert!(
-        err.contains("inlined Loop>>spin: into Loop>>round"),
-        "{err}"
+        logs.last()
+            .unwrap()
+            .contains("inlined Loop>>spin: into Loop>>round"),
+        "spin: not inlined in three runs:\n{}",
+        logs.join("\n")
     );
     let report = run_in(
         dir.path(),
@@ -112,12 +126,27 @@ const ALLOC: &str = "Alloc = (
 
 /// A sample taken in a primitive, or in a caller's frame, of compiled code belongs to that
 /// code's tier: compiled code marks its frames, so the samples no longer fall to the
-/// interpreter just because the pc was outside generated code.
+/// interpreter just because the pc was outside generated code. The controller sends what it
+/// samples straight to the optimizing tier: the frames' tiers are what is checked, not when
+/// a controller fed by samples (which credit a primitive's time to no compiled version)
+/// decides to compile.
 #[test]
 fn samples_in_primitives_and_callers_of_compiled_code_keep_its_tier() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("Alloc.som"), ALLOC).unwrap();
-    run_adaptive_profiled(dir.path(), "alloc.tprof", &["--inline=off"], "Alloc.som");
+    let model = eager_opt_calibration(dir.path());
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--profile=alloc.tprof",
+            "--inline=off",
+            "Alloc.som",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let report = text(&run_in(dir.path(), &["report", "alloc.tprof"]).stdout);
     let row = |name: &str| -> [u64; 3] {
         let line = report
