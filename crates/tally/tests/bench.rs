@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{read_json, repo, run, smoke_suite, tally, text};
@@ -140,14 +141,7 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
 
     // The report recomputes the same table, CSV and plots from the JSON alone.
     let again = d.path().join("again");
-    let r = run(&[
-        "bench",
-        "report",
-        out.join("results.json").to_str().unwrap(),
-        "--out",
-        again.to_str().unwrap(),
-    ]);
-    assert!(r.status.success(), "{}", text(&r.stderr));
+    let r = report_again(&out, &again, &[]);
     assert_eq!(text(&r.stdout), table);
     for f in [
         "table.txt",
@@ -165,18 +159,7 @@ fn smoke_suite_runs_end_to_end_and_the_report_round_trips() {
         );
     }
     // Other analysis settings apply without re-running.
-    let r = run(&[
-        "bench",
-        "report",
-        out.join("results.json").to_str().unwrap(),
-        "--out",
-        again.to_str().unwrap(),
-        "--baseline",
-        "ext",
-        "--metric",
-        "startup",
-    ]);
-    assert!(r.status.success(), "{}", text(&r.stderr));
+    let r = report_again(&out, &again, &["--baseline", "ext", "--metric", "startup"]);
     let t = text(&r.stdout);
     assert!(
         t.contains("first-iteration time") && t.contains("geometric mean of ratios base / ext"),
@@ -582,14 +565,7 @@ fn warnings_name_wide_intervals_warm_up_outliers_and_a_child_that_waited() {
     // Warnings come from the results file alone: the report repeats them, and writes them
     // to warnings.csv.
     let again = d.path().join("again");
-    let r = run(&[
-        "bench",
-        "report",
-        out.join("results.json").to_str().unwrap(),
-        "--out",
-        again.to_str().unwrap(),
-    ]);
-    assert!(r.status.success(), "{}", text(&r.stderr));
+    let r = report_again(&out, &again, &[]);
     assert_eq!(warning_lines(&text(&r.stdout)), warnings);
     let csv = std::fs::read_to_string(again.join("warnings.csv")).unwrap();
     assert!(
@@ -599,16 +575,7 @@ fn warnings_name_wide_intervals_warm_up_outliers_and_a_child_that_waited() {
     assert!(csv.contains("Outlier,b,outliers,"), "{csv}");
     assert!(csv.contains("Warm,a,warm-up-included,"), "{csv}");
     // Dropping the warm-up as advised silences that warning.
-    let r = run(&[
-        "bench",
-        "report",
-        out.join("results.json").to_str().unwrap(),
-        "--out",
-        again.to_str().unwrap(),
-        "--warmup",
-        "1",
-    ]);
-    assert!(r.status.success(), "{}", text(&r.stderr));
+    let r = report_again(&out, &again, &["--warmup", "1"]);
     assert!(
         !warning_lines(&text(&r.stdout))
             .iter()
@@ -616,6 +583,22 @@ fn warnings_name_wide_intervals_warm_up_outliers_and_a_child_that_waited() {
         "{}",
         text(&r.stdout)
     );
+}
+
+/// `tally bench report OUT/results.json --out AGAIN EXTRA…`, which must succeed.
+fn report_again(out: &Path, again: &Path, extra: &[&str]) -> std::process::Output {
+    let results = out.join("results.json");
+    let mut args = vec![
+        "bench",
+        "report",
+        results.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let r = run(&args);
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    r
 }
 
 #[test]

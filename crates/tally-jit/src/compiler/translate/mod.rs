@@ -295,27 +295,24 @@ fn inlined_frame_mark(mode: Mode) -> u32 {
     tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, true)
 }
 
-/// Adds one to `code`'s calls in the tier of `column` (`TierCallCounter`; the VM thread is
-/// the only writer, so a plain load and store).
+/// `--count-calls`: one call of `code` in the tier of `column`.
 fn count_call(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: usize) {
-    let flags = MemFlagsData::trusted();
-    let counter = b.ins().iconst(
-        I64,
-        code as *const tally_vm::runtime::Code as i64
-            + i64::from(tally_vm::jit::TierCallCounter::offset_in_code(column)),
-    );
-    let n = b.ins().load(I64, flags, counter, 0);
-    let more = add_imm(b, n, 1);
-    b.ins().store(flags, more, counter, 0);
+    let offset = tally_vm::jit::TierCallCounter::offset_in_code(column);
+    increment_in_code(b, code, offset);
 }
 
 /// `--count-calls`: one back-edge of `code` taken in the tier of `column`.
 fn count_loop(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: usize) {
+    let offset = tally_vm::jit::TierCallCounter::loops_offset_in_code(column);
+    increment_in_code(b, code, offset);
+}
+
+/// Adds one to the counter at `offset` in `code` (only the VM thread writes it).
+fn increment_in_code(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, offset: i32) {
     let flags = MemFlagsData::trusted();
     let counter = b.ins().iconst(
         I64,
-        code as *const tally_vm::runtime::Code as i64
-            + i64::from(tally_vm::jit::TierCallCounter::loops_offset_in_code(column)),
+        code as *const tally_vm::runtime::Code as i64 + i64::from(offset),
     );
     let n = b.ins().load(I64, flags, counter, 0);
     let more = add_imm(b, n, 1);
