@@ -1,0 +1,737 @@
+//! Bytecode → IR, by abstract interpretation of the frame: the receiver, arguments and
+//! locals and the operand stack are SSA values as the bytecode runs, and every bytecode
+//! block starts with a parameter for each of them (the merge; [`crate::passes`] drops the
+//! parameters that merge nothing).
+//!
+//! The entry block takes the activation as a direct call would pass it — receiver,
+//! arguments and, for a block, its closure — sets the locals to nil and makes the context,
+//! then jumps to the block of instruction 0 (which a loop may jump back to).
+//!
+//! Speculation follows the sites' feedback ([`SiteFacts`]): operands that were always small
+//! integers get [`InstKind::GuardInt`] and arithmetic done in place; a receiver class the
+//! inline cache saw gets [`InstKind::GuardClass`] (one class) or a class switch (two, or a
+//! value profile's one) with its target done in place or called directly, the other classes
+//! sent. A guard's frame state is the one before its bytecode instruction, which the
+//! interpreter redoes; a call's is the one after it.
+
+use tally_heap::Value;
+use tally_vm::bytecode::{stack_heights, CodeId, Op, SiteId};
+use tally_vm::compiler::CodeKind;
+use tally_vm::jit::{
+    CompileRequest, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts,
+};
+use tally_vm::runtime::{
+    Code, IntOp as SiteOp, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
+};
+
+use crate::{
+    BlockId, Edge, FrameState, FrameStateId, Function, InstKind, IntCmp, IntOp, Resume, Terminator,
+    Ty, ValueId,
+};
+
+/// What the builder asks of a compile: the facts of each send site.
+pub trait Sites {
+    fn facts(&self, site: SiteId) -> Option<SiteFacts>;
+}
+
+impl Sites for CompileRequest {
+    fn facts(&self, site: SiteId) -> Option<SiteFacts> {
+        self.site(site).ok()
+    }
+}
+
+/// The function `code` (named `name`) compiles to, speculating on what `sites` say.
+pub fn build(code: &Code, name: &str, sites: &dyn Sites) -> Result<Function, String> {
+    let ops = &code.ops;
+    if ops.is_empty() {
+        return Err("no bytecode".into());
+    }
+    let argc = |s: SiteId| sites.facts(s).map_or(0, |f| f.argc as usize);
+    for op in ops {
+        if let Some(s) = op.site() {
+            sites
+                .facts(s)
+                .ok_or_else(|| format!("no facts for send site {s}"))?;
+        }
+    }
+    let slots = 1 + code.num_args as usize + code.num_locals as usize;
+    let (heights, _) = stack_heights(ops, slots, argc)?;
+    let mut b = Builder {
+        f: Function::new(code.id, name.to_string()),
+        code,
+        sites,
+        heights: heights
+            .iter()
+            .map(|h| h.map(|h| h as usize - slots))
+            .collect(),
+        leaders: Vec::new(),
+        block_of: vec![None; ops.len()],
+        context: None,
+        closure: None,
+    };
+    b.find_leaders();
+    let entry = b.f.add_block(0);
+    b.prologue(entry, slots);
+    for k in 0..b.leaders.len() {
+        b.translate_block(k)?;
+    }
+    Ok(b.f)
+}
+
+/// The abstract frame while a block is translated.
+#[derive(Clone)]
+struct State {
+    block: BlockId,
+    locals: Vec<ValueId>,
+    stack: Vec<ValueId>,
+}
+
+struct Builder<'a> {
+    f: Function,
+    code: &'a Code,
+    sites: &'a dyn Sites,
+    /// Operand stack height (above the locals) before each instruction; `None`: unreachable.
+    heights: Vec<Option<usize>>,
+    /// Bytecode indices that start a block, in order.
+    leaders: Vec<usize>,
+    /// The IR block of each leader.
+    block_of: Vec<Option<BlockId>>,
+    /// The activation's context and closure (defined in the entry block).
+    context: Option<ValueId>,
+    closure: Option<ValueId>,
+}
+
+impl Builder<'_> {
+    fn find_leaders(&mut self) {
+        let ops = &self.code.ops;
+        let mut leader = vec![false; ops.len() + 2];
+        leader[0] = true;
+        for (i, op) in ops.iter().enumerate() {
+            match *op {
+                Op::Jump(t) | Op::JumpBack(t) => {
+                    leader[t as usize] = true;
+                    leader[i + 1] = true;
+                }
+                Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {
+                    leader[t as usize] = true;
+                    leader[i + 1] = true;
+                }
+                Op::SendCompareJumpIfFalse(_, t) | Op::SendCompareJumpIfTrue(_, t) => {
+                    // Always translated as the comparison and the jump behind it.
+                    leader[t as usize] = true;
+                    leader[i + 1] = true;
+                }
+                Op::Return
+                | Op::ReturnNonLocal
+                | Op::ReturnSelf
+                | Op::ReturnLocal(_)
+                | Op::ReturnField(_) => leader[i + 1] = true,
+                _ => {}
+            }
+        }
+        self.leaders = (0..ops.len())
+            .filter(|&i| leader[i] && self.heights[i].is_some())
+            .collect();
+    }
+
+    fn prologue(&mut self, entry: BlockId, slots: usize) {
+        let code = self.code;
+        let mut params = Vec::with_capacity(slots);
+        for _ in 0..=code.num_args {
+            params.push(self.f.add_param(entry, Ty::Word));
+        }
+        if code.kind == CodeKind::Block {
+            self.closure = Some(self.f.add_param(entry, Ty::Word));
+        }
+        let nil = self.constant(entry, Value::NIL, 0);
+        let mut locals = params.clone();
+        locals.resize(slots, nil);
+        let outer = self.closure.map(|c| {
+            self.f
+                .push_inst(entry, InstKind::ClosureContext(c), Some(Ty::Word), None, 0)
+                .expect("a value")
+        });
+        self.context = if code.context_size > 0 {
+            let state = self.f.add_state(FrameState {
+                code: code.id,
+                bci: 0,
+                resume: Resume::Before,
+                locals: locals.iter().map(|&v| Some(v)).collect(),
+                stack: Vec::new(),
+                context: None,
+                closure: self.closure,
+                outer: None,
+            });
+            let ctx = self.f.push_inst(
+                entry,
+                InstKind::NewContext {
+                    size: code.context_size,
+                    outer,
+                },
+                Some(Ty::Word),
+                Some(state),
+                0,
+            );
+            for &(arg, index) in &code.captured_args {
+                let value = locals[arg as usize];
+                self.f.push_inst(
+                    entry,
+                    InstKind::StoreContext {
+                        ctx: ctx.expect("a value"),
+                        index,
+                        value,
+                    },
+                    None,
+                    None,
+                    0,
+                );
+            }
+            ctx
+        } else {
+            outer
+        };
+        let first = self.block_for(0);
+        self.f.blocks[entry.index()].term = Terminator::Jump(Edge {
+            block: first,
+            args: locals,
+        });
+    }
+
+    /// The IR block of leader `bci`, made with its parameters on first use.
+    fn block_for(&mut self, bci: usize) -> BlockId {
+        if let Some(b) = self.block_of[bci] {
+            return b;
+        }
+        let b = self.f.add_block(bci as u32);
+        let slots = 1 + self.code.num_args as usize + self.code.num_locals as usize;
+        let height = self.heights[bci].expect("a reachable leader");
+        for _ in 0..slots + height {
+            self.f.add_param(b, Ty::Word);
+        }
+        self.block_of[bci] = Some(b);
+        b
+    }
+
+    fn edge_to(&mut self, bci: usize, s: &State) -> Edge {
+        let block = self.block_for(bci);
+        Edge {
+            block,
+            args: s.locals.iter().chain(s.stack.iter()).copied().collect(),
+        }
+    }
+
+    fn constant(&mut self, block: BlockId, v: Value, bci: u32) -> ValueId {
+        self.f
+            .push_inst(block, InstKind::Const(v), Some(Ty::Word), None, bci)
+            .expect("a value")
+    }
+
+    fn state(&mut self, s: &State, bci: usize, resume: Resume, stack: &[ValueId]) -> FrameStateId {
+        self.f.add_state(FrameState {
+            code: self.code.id,
+            bci: bci as u32,
+            resume,
+            locals: s.locals.iter().map(|&v| Some(v)).collect(),
+            stack: stack.to_vec(),
+            context: self.context,
+            closure: self.closure,
+            outer: None,
+        })
+    }
+
+    fn inst(
+        &mut self,
+        s: &State,
+        kind: InstKind,
+        ty: Option<Ty>,
+        state: Option<FrameStateId>,
+        bci: usize,
+    ) -> Option<ValueId> {
+        self.f.push_inst(s.block, kind, ty, state, bci as u32)
+    }
+
+    fn value(
+        &mut self,
+        s: &State,
+        kind: InstKind,
+        ty: Ty,
+        state: Option<FrameStateId>,
+        bci: usize,
+    ) -> ValueId {
+        self.inst(s, kind, Some(ty), state, bci).expect("a value")
+    }
+
+    fn translate_block(&mut self, k: usize) -> Result<(), String> {
+        let start = self.leaders[k];
+        let end = self
+            .leaders
+            .get(k + 1)
+            .copied()
+            .unwrap_or(self.code.ops.len());
+        let block = self.block_for(start);
+        let params = self.f.blocks[block.index()].params.clone();
+        let slots = 1 + self.code.num_args as usize + self.code.num_locals as usize;
+        let mut s = State {
+            block,
+            locals: params[..slots].to_vec(),
+            stack: params[slots..].to_vec(),
+        };
+        for i in start..end {
+            if self.heights[i].is_none() {
+                break;
+            }
+            if self.op(&mut s, i)? {
+                return Ok(());
+            }
+        }
+        // Falls through into the next leader.
+        let edge = self.edge_to(end, &s);
+        self.f.blocks[s.block.index()].term = Terminator::Jump(edge);
+        Ok(())
+    }
+
+    /// Translates instruction `i`; answers whether it ended the block.
+    fn op(&mut self, s: &mut State, i: usize) -> Result<bool, String> {
+        let op = self.code.ops[i];
+        let before = s.stack.clone();
+        match op {
+            Op::PushLocal(l) => s.stack.push(s.locals[l as usize]),
+            Op::StoreLocal(l) => s.locals[l as usize] = *s.stack.last().ok_or("empty stack")?,
+            Op::PopLocal(l) => s.locals[l as usize] = pop(s)?,
+            Op::PushLocal2(a, c) => {
+                s.stack.push(s.locals[a as usize]);
+                s.stack.push(s.locals[c as usize]);
+            }
+            Op::PopPushLocal(l) => {
+                pop(s)?;
+                s.stack.push(s.locals[l as usize]);
+            }
+            Op::PushCtx { level, index } => {
+                let ctx = self.context_at(s, level, i)?;
+                let v = self.value(s, InstKind::LoadContext { ctx, index }, Ty::Word, None, i);
+                s.stack.push(v);
+            }
+            Op::StoreCtx { level, index } | Op::PopCtx { level, index } => {
+                let value = if matches!(op, Op::PopCtx { .. }) {
+                    pop(s)?
+                } else {
+                    *s.stack.last().ok_or("empty stack")?
+                };
+                let ctx = self.context_at(s, level, i)?;
+                self.inst(
+                    s,
+                    InstKind::StoreContext { ctx, index, value },
+                    None,
+                    None,
+                    i,
+                );
+            }
+            Op::PushField(index) => {
+                let v = self.load_field(s, index, i);
+                s.stack.push(v);
+            }
+            Op::PopPushField(index) => {
+                pop(s)?;
+                let v = self.load_field(s, index, i);
+                s.stack.push(v);
+            }
+            Op::StoreField(index) | Op::PopField(index) => {
+                let value = if matches!(op, Op::PopField(_)) {
+                    pop(s)?
+                } else {
+                    *s.stack.last().ok_or("empty stack")?
+                };
+                let obj = s.locals[0];
+                self.inst(s, InstKind::StoreField { obj, index, value }, None, None, i);
+            }
+            Op::PushLiteral(n) => {
+                let v = self.value(s, InstKind::Literal(n), Ty::Word, None, i);
+                s.stack.push(v);
+            }
+            Op::PushConst(c) => {
+                let v = self.constant(s.block, c, i as u32);
+                s.stack.push(v);
+            }
+            Op::PushGlobal(slot) => {
+                let state = self.state(s, i, Resume::Before, &before);
+                let v = self.value(s, InstKind::Global(slot), Ty::Word, Some(state), i);
+                s.stack.push(v);
+            }
+            Op::PushBlock(code) => self.make_block(s, code, i, &before),
+            Op::Pop => {
+                pop(s)?;
+            }
+            Op::Dup => s.stack.push(*s.stack.last().ok_or("empty stack")?),
+            Op::Send(site) => self.send(s, site, i, &before, false)?,
+            Op::SuperSend(site) => self.send(s, site, i, &before, true)?,
+            Op::PushLocalSend(l, site) => {
+                s.stack.push(s.locals[l as usize]);
+                self.send(s, site, i, &before, false)?;
+            }
+            Op::SendBinary(site) => self.binary(s, site, i, &before)?,
+            Op::PushLocalSendBinary(l, site) => {
+                s.stack.push(s.locals[l as usize]);
+                self.binary(s, site, i, &before)?;
+            }
+            Op::PushConstSendBinary(c, site) => {
+                let v = self.constant(s.block, c, i as u32);
+                s.stack.push(v);
+                self.binary(s, site, i, &before)?;
+            }
+            // The comparison, then the jump behind it (the next instruction) on its result.
+            Op::SendCompareJumpIfFalse(site, _) | Op::SendCompareJumpIfTrue(site, _) => {
+                self.binary(s, site, i, &before)?;
+            }
+            Op::SendIsNil(site) | Op::SendNotNil(site) => self.send(s, site, i, &before, false)?,
+            Op::Return => {
+                let v = pop(s)?;
+                self.f.blocks[s.block.index()].term = Terminator::Return(v);
+                return Ok(true);
+            }
+            Op::ReturnSelf => {
+                self.f.blocks[s.block.index()].term = Terminator::Return(s.locals[0]);
+                return Ok(true);
+            }
+            Op::ReturnLocal(l) => {
+                self.f.blocks[s.block.index()].term = Terminator::Return(s.locals[l as usize]);
+                return Ok(true);
+            }
+            Op::ReturnField(index) => {
+                let v = self.load_field(s, index, i);
+                self.f.blocks[s.block.index()].term = Terminator::Return(v);
+                return Ok(true);
+            }
+            Op::ReturnNonLocal => {
+                let value = *s.stack.last().ok_or("empty stack")?;
+                let state = self.state(s, i, Resume::Before, &before);
+                self.f.blocks[s.block.index()].term = Terminator::ReturnNonLocal { value, state };
+                return Ok(true);
+            }
+            Op::Jump(t) => {
+                let edge = self.edge_to(t as usize, s);
+                self.f.blocks[s.block.index()].term = Terminator::Jump(edge);
+                return Ok(true);
+            }
+            Op::JumpBack(t) => {
+                let state = self.state(s, t as usize, Resume::Before, &before);
+                self.inst(s, InstKind::Yieldpoint, None, Some(state), i);
+                let edge = self.edge_to(t as usize, s);
+                self.f.blocks[s.block.index()].term = Terminator::Jump(edge);
+                return Ok(true);
+            }
+            Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {
+                let state = self.state(s, i, Resume::Before, &before);
+                let v = pop(s)?;
+                let cond = self.value(s, InstKind::Truth(v), Ty::Flag, Some(state), i);
+                let target = self.edge_to(t as usize, s);
+                let next = self.edge_to(i + 1, s);
+                let (then, otherwise) = if matches!(op, Op::JumpIfTrue(_)) {
+                    (target, next)
+                } else {
+                    (next, target)
+                };
+                self.f.blocks[s.block.index()].term = Terminator::Branch {
+                    cond,
+                    then,
+                    otherwise,
+                };
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The context `level` steps out from the activation's.
+    fn context_at(&mut self, s: &State, level: u8, i: usize) -> Result<ValueId, String> {
+        let mut ctx = self.context.ok_or("a context access without a context")?;
+        for _ in 0..level {
+            ctx = self.value(s, InstKind::ContextOuter(ctx), Ty::Word, None, i);
+        }
+        Ok(ctx)
+    }
+
+    fn load_field(&mut self, s: &State, index: u16, i: usize) -> ValueId {
+        let obj = s.locals[0];
+        self.value(s, InstKind::LoadField { obj, index }, Ty::Word, None, i)
+    }
+
+    fn make_block(&mut self, s: &mut State, code: CodeId, i: usize, before: &[ValueId]) {
+        let state = self.state(s, i, Resume::Before, before);
+        let kind = InstKind::MakeBlock {
+            code,
+            receiver: s.locals[0],
+            ctx: self.context,
+        };
+        let v = self.value(s, kind, Ty::Word, Some(state), i);
+        s.stack.push(v);
+    }
+
+    /// Pops a send's receiver and arguments (in order).
+    fn operands(&self, s: &mut State, argc: usize) -> Result<(ValueId, Vec<ValueId>), String> {
+        if s.stack.len() < argc + 1 {
+            return Err("stack underflow at a send".into());
+        }
+        let args = s.stack.split_off(s.stack.len() - argc);
+        let receiver = pop(s)?;
+        Ok((receiver, args))
+    }
+
+    fn facts(&self, site: SiteId) -> SiteFacts {
+        self.sites.facts(site).expect("checked before building")
+    }
+
+    /// A binary send: small-integer arithmetic in place where the site only ever saw small
+    /// integers, else a send (guarded by receiver class where the cache says).
+    fn binary(
+        &mut self,
+        s: &mut State,
+        site: SiteId,
+        i: usize,
+        before: &[ValueId],
+    ) -> Result<(), String> {
+        let facts = self.facts(site);
+        let arith = match facts.int_op {
+            SiteOp::Add => Some(Err(IntOp::Add)),
+            SiteOp::Sub => Some(Err(IntOp::Sub)),
+            SiteOp::Mul => Some(Err(IntOp::Mul)),
+            SiteOp::BitAnd => Some(Err(IntOp::BitAnd)),
+            SiteOp::Less => Some(Ok(IntCmp::Less)),
+            SiteOp::Greater => Some(Ok(IntCmp::Greater)),
+            SiteOp::LessEq => Some(Ok(IntCmp::LessEq)),
+            SiteOp::GreaterEq => Some(Ok(IntCmp::GreaterEq)),
+            SiteOp::Equal => Some(Ok(IntCmp::Equal)),
+            SiteOp::NotEqual => Some(Ok(IntCmp::NotEqual)),
+            _ => None,
+        };
+        let Some(arith) = arith.filter(|_| facts.expects_small_ints && facts.argc == 1) else {
+            return self.send(s, site, i, before, false);
+        };
+        let state = self.state(s, i, Resume::Before, before);
+        let (receiver, args) = self.operands(s, 1)?;
+        let lhs = self.value(s, InstKind::GuardInt(receiver), Ty::Int, Some(state), i);
+        let rhs = self.value(s, InstKind::GuardInt(args[0]), Ty::Int, Some(state), i);
+        let v = match arith {
+            Err(op) => {
+                let st = op.may_overflow().then_some(state);
+                self.value(s, InstKind::IntBinary { op, lhs, rhs }, Ty::Int, st, i)
+            }
+            Ok(op) => {
+                let flag = self.value(s, InstKind::IntCompare { op, lhs, rhs }, Ty::Flag, None, i);
+                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+            }
+        };
+        s.stack.push(v);
+        Ok(())
+    }
+
+    /// A send: the receiver classes the site saw done in place or called directly behind
+    /// their guards, the rest sent.
+    fn send(
+        &mut self,
+        s: &mut State,
+        site: SiteId,
+        i: usize,
+        before: &[ValueId],
+        is_super: bool,
+    ) -> Result<(), String> {
+        let facts = self.facts(site);
+        let guard_state = self.state(s, i, Resume::Before, before);
+        let (receiver, args) = self.operands(s, facts.argc as usize)?;
+        let expected = if is_super {
+            None
+        } else {
+            facts.expects_receiver
+        };
+        let Some(expected) = expected else {
+            let v = self.call(s, site, receiver, args, i, is_super);
+            s.stack.push(v);
+            return Ok(());
+        };
+        if let ExpectedReceivers::One(e) = expected {
+            let checked = self.value(
+                s,
+                InstKind::GuardClass {
+                    value: receiver,
+                    class: e.class,
+                },
+                Ty::Word,
+                Some(guard_state),
+                i,
+            );
+            let v = self.target(s, e, site, checked, &args, i, guard_state);
+            s.stack.push(v);
+            return Ok(());
+        }
+        // A class switch: each class the site expects in turn, then the send.
+        let join = self.f.add_block(i as u32);
+        let result = self.f.add_param(join, Ty::Word);
+        for e in expected.classes() {
+            let flag = self.value(
+                s,
+                InstKind::ClassIs {
+                    value: receiver,
+                    class: e.class,
+                },
+                Ty::Flag,
+                None,
+                i,
+            );
+            let hit = self.f.add_block(i as u32);
+            let miss = self.f.add_block(i as u32);
+            self.f.blocks[s.block.index()].term = Terminator::Branch {
+                cond: flag,
+                then: Edge {
+                    block: hit,
+                    args: vec![],
+                },
+                otherwise: Edge {
+                    block: miss,
+                    args: vec![],
+                },
+            };
+            let mut in_hit = State {
+                block: hit,
+                ..s.clone()
+            };
+            let v = self.target(&mut in_hit, *e, site, receiver, &args, i, guard_state);
+            self.f.blocks[in_hit.block.index()].term = Terminator::Jump(Edge {
+                block: join,
+                args: vec![v],
+            });
+            s.block = miss;
+        }
+        let v = self.call(s, site, receiver, args, i, false);
+        self.f.blocks[s.block.index()].term = Terminator::Jump(Edge {
+            block: join,
+            args: vec![v],
+        });
+        s.block = join;
+        s.stack.push(result);
+        Ok(())
+    }
+
+    /// A send through the VM, or a super send.
+    fn call(
+        &mut self,
+        s: &State,
+        site: SiteId,
+        receiver: ValueId,
+        args: Vec<ValueId>,
+        i: usize,
+        is_super: bool,
+    ) -> ValueId {
+        let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
+        let kind = if is_super {
+            InstKind::SuperSend {
+                site,
+                receiver,
+                args,
+            }
+        } else {
+            InstKind::Send {
+                site,
+                receiver,
+                args,
+            }
+        };
+        self.value(s, kind, Ty::Word, Some(state), i)
+    }
+
+    /// What one expected receiver class runs at the site, done in place or called.
+    #[allow(clippy::too_many_arguments)]
+    fn target(
+        &mut self,
+        s: &mut State,
+        e: ExpectedReceiver,
+        site: SiteId,
+        receiver: ValueId,
+        args: &[ValueId],
+        i: usize,
+        guard_state: FrameStateId,
+    ) -> ValueId {
+        match e.target {
+            ExpectedTarget::Trivial { kind, operand } => match kind {
+                TRIVIAL_GETTER => self.value(
+                    s,
+                    InstKind::LoadField {
+                        obj: receiver,
+                        index: operand as u16,
+                    },
+                    Ty::Word,
+                    None,
+                    i,
+                ),
+                TRIVIAL_SETTER => {
+                    let kind = InstKind::StoreField {
+                        obj: receiver,
+                        index: operand as u16,
+                        value: args[0],
+                    };
+                    self.inst(s, kind, None, None, i);
+                    receiver
+                }
+                TRIVIAL_CONSTANT => self.constant(s.block, Value(operand), i as u32),
+                TRIVIAL_RECEIVER => receiver,
+                _ => self.call(s, site, receiver, args.to_vec(), i, false),
+            },
+            ExpectedTarget::Method(code) => {
+                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
+                let kind = InstKind::CallMethod {
+                    code: code.id,
+                    receiver,
+                    args: args.to_vec(),
+                };
+                self.value(s, kind, Ty::Word, Some(state), i)
+            }
+            ExpectedTarget::ArrayAt => {
+                let index = self.value(
+                    s,
+                    InstKind::GuardInt(args[0]),
+                    Ty::Int,
+                    Some(guard_state),
+                    i,
+                );
+                let kind = InstKind::ArrayAt {
+                    array: receiver,
+                    index,
+                };
+                self.value(s, kind, Ty::Word, Some(guard_state), i)
+            }
+            ExpectedTarget::ArrayAtPut => {
+                let index = self.value(
+                    s,
+                    InstKind::GuardInt(args[0]),
+                    Ty::Int,
+                    Some(guard_state),
+                    i,
+                );
+                let kind = InstKind::ArrayAtPut {
+                    array: receiver,
+                    index,
+                    value: args[1],
+                };
+                self.inst(s, kind, None, Some(guard_state), i);
+                args[1]
+            }
+            ExpectedTarget::ArrayLength => {
+                self.value(s, InstKind::ArrayLength(receiver), Ty::Int, None, i)
+            }
+            ExpectedTarget::BlockValue => {
+                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
+                let kind = InstKind::CallBlock {
+                    closure: receiver,
+                    args: args.to_vec(),
+                };
+                self.value(s, kind, Ty::Word, Some(state), i)
+            }
+            ExpectedTarget::Identical => {
+                let flag = self.value(s, InstKind::Identical(receiver, args[0]), Ty::Flag, None, i);
+                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+            }
+        }
+    }
+}
+
+fn pop(s: &mut State) -> Result<ValueId, String> {
+    s.stack.pop().ok_or_else(|| "stack underflow".to_string())
+}

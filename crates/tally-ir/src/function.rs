@@ -1,0 +1,744 @@
+//! The IR's data: a function's blocks, instructions, values and frame states, each in an
+//! arena indexed by a newtype id.
+
+use tally_heap::Value;
+use tally_vm::bytecode::{CodeId, SiteId};
+
+macro_rules! id {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, concat!($prefix, "{}"), self.0)
+            }
+        }
+    };
+}
+
+id!(
+    /// An SSA value: a block parameter or an instruction's result.
+    ValueId,
+    "v"
+);
+id!(
+    /// A basic block; `BlockId(0)` is the entry.
+    BlockId,
+    "block"
+);
+id!(
+    /// An instruction in the function's arena (its block lists it).
+    InstId,
+    "i"
+);
+id!(
+    /// A frame state in the function's arena.
+    FrameStateId,
+    "fs"
+);
+
+/// What a value is known to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// Any SOM value: a tagged word (an immediate or a reference the collector may move).
+    Word,
+    /// A SOM value known to be a small integer (still tagged: no reference).
+    Int,
+    /// A machine truth value (a comparison's), not a SOM value.
+    Flag,
+}
+
+impl Ty {
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::Word => "word",
+            Ty::Int => "int",
+            Ty::Flag => "flag",
+        }
+    }
+}
+
+/// Where a value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    Param { block: BlockId, index: u32 },
+    Inst(InstId),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueData {
+    pub def: ValueDef,
+    pub ty: Ty,
+}
+
+/// Small-integer arithmetic that may overflow (the instruction deoptimizes then).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntOp {
+    Add,
+    Sub,
+    Mul,
+    BitAnd,
+}
+
+impl IntOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            IntOp::Add => "int_add",
+            IntOp::Sub => "int_sub",
+            IntOp::Mul => "int_mul",
+            IntOp::BitAnd => "int_and",
+        }
+    }
+
+    /// The result, `None` where it leaves the small integers.
+    pub fn apply(self, a: i64, b: i64) -> Option<i64> {
+        let r = match self {
+            IntOp::Add => a.checked_add(b)?,
+            IntOp::Sub => a.checked_sub(b)?,
+            IntOp::Mul => a.checked_mul(b)?,
+            IntOp::BitAnd => a & b,
+        };
+        (Value::MIN_INT..=Value::MAX_INT).contains(&r).then_some(r)
+    }
+
+    /// Whether the result may leave the small integers (the instruction then needs a state).
+    pub fn may_overflow(self) -> bool {
+        !matches!(self, IntOp::BitAnd)
+    }
+}
+
+/// A comparison of small integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntCmp {
+    Less,
+    Greater,
+    LessEq,
+    GreaterEq,
+    Equal,
+    NotEqual,
+}
+
+impl IntCmp {
+    pub fn name(self) -> &'static str {
+        match self {
+            IntCmp::Less => "lt",
+            IntCmp::Greater => "gt",
+            IntCmp::LessEq => "le",
+            IntCmp::GreaterEq => "ge",
+            IntCmp::Equal => "eq",
+            IntCmp::NotEqual => "ne",
+        }
+    }
+
+    pub fn apply(self, a: i64, b: i64) -> bool {
+        match self {
+            IntCmp::Less => a < b,
+            IntCmp::Greater => a > b,
+            IntCmp::LessEq => a <= b,
+            IntCmp::GreaterEq => a >= b,
+            IntCmp::Equal => a == b,
+            IntCmp::NotEqual => a != b,
+        }
+    }
+}
+
+/// What an instruction does. Instructions that may deoptimize, call or collect carry a
+/// frame state ([`InstKind::needs_state`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum InstKind {
+    /// A constant SOM value (an immediate).
+    Const(Value),
+    /// A constant truth value.
+    FlagConst(bool),
+    /// An entry of the VM's literal table (strings, doubles, big integers: references the
+    /// collector may move, so read where used).
+    Literal(u32),
+    /// A global's value; an unknown global sends `unknownGlobal:` (so it carries a state).
+    Global(u32),
+    /// Field `index` of `obj` (an object with fields: the receiver of a method).
+    LoadField {
+        obj: ValueId,
+        index: u16,
+    },
+    /// `obj`'s field `index` := `value` (the write barrier is the lowering's).
+    StoreField {
+        obj: ValueId,
+        index: u16,
+        value: ValueId,
+    },
+    /// A new context for this activation (`context_size` slots, its outer the closure's
+    /// context for a block): allocates.
+    NewContext {
+        size: u16,
+        outer: Option<ValueId>,
+    },
+    /// The context a context was made in.
+    ContextOuter(ValueId),
+    /// The context a closure was made in.
+    ClosureContext(ValueId),
+    /// Slot `index` of a context.
+    LoadContext {
+        ctx: ValueId,
+        index: u16,
+    },
+    StoreContext {
+        ctx: ValueId,
+        index: u16,
+        value: ValueId,
+    },
+    /// A closure over this activation: allocates.
+    MakeBlock {
+        code: CodeId,
+        receiver: ValueId,
+        ctx: Option<ValueId>,
+    },
+    /// `value` if it is a small integer (typed [`Ty::Int`]), else deoptimize.
+    GuardInt(ValueId),
+    /// `value` if its class is `class`, else deoptimize.
+    GuardClass {
+        value: ValueId,
+        class: u32,
+    },
+    /// Whether `value`'s class is `class` (a class switch's test; no deopt).
+    ClassIs {
+        value: ValueId,
+        class: u32,
+    },
+    /// Small-integer arithmetic; deoptimizes where the result would leave the small integers.
+    IntBinary {
+        op: IntOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
+    IntCompare {
+        op: IntCmp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
+    /// Whether two values are the same word (`==` of objects that are not numbers).
+    Identical(ValueId, ValueId),
+    /// `true` or `false` as a SOM value.
+    FlagToBool(ValueId),
+    /// The truth of a SOM Boolean; any other value deoptimizes (the interpreter reports it).
+    Truth(ValueId),
+    /// A send through the VM: lookup, any target, anything may happen.
+    Send {
+        site: SiteId,
+        receiver: ValueId,
+        args: Vec<ValueId>,
+    },
+    /// A super send, whose target is fixed by the holder's superclass.
+    SuperSend {
+        site: SiteId,
+        receiver: ValueId,
+        args: Vec<ValueId>,
+    },
+    /// A call of a known method (the class guard before it fixed the target).
+    CallMethod {
+        code: CodeId,
+        receiver: ValueId,
+        args: Vec<ValueId>,
+    },
+    /// `value…` of a closure (its class guard fixed that it is one).
+    CallBlock {
+        closure: ValueId,
+        args: Vec<ValueId>,
+    },
+    /// `Array>>at:` on an Array (class guarded); an index out of bounds deoptimizes.
+    ArrayAt {
+        array: ValueId,
+        index: ValueId,
+    },
+    ArrayAtPut {
+        array: ValueId,
+        index: ValueId,
+        value: ValueId,
+    },
+    ArrayLength(ValueId),
+    /// A loop's back-edge: the profiler and the controller are served here.
+    Yieldpoint,
+}
+
+impl InstKind {
+    /// The values it reads, in order.
+    pub fn operands(&self) -> Vec<ValueId> {
+        use InstKind::*;
+        match self {
+            Const(_) | FlagConst(_) | Literal(_) | Global(_) | Yieldpoint => vec![],
+            LoadField { obj, .. } => vec![*obj],
+            StoreField { obj, value, .. } => vec![*obj, *value],
+            NewContext { outer, .. } => outer.iter().copied().collect(),
+            ContextOuter(c) | ClosureContext(c) => vec![*c],
+            LoadContext { ctx, .. } => vec![*ctx],
+            StoreContext { ctx, value, .. } => vec![*ctx, *value],
+            MakeBlock { receiver, ctx, .. } => std::iter::once(*receiver)
+                .chain(ctx.iter().copied())
+                .collect(),
+            GuardInt(v) => vec![*v],
+            GuardClass { value, .. } | ClassIs { value, .. } => vec![*value],
+            IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
+            Identical(a, b) => vec![*a, *b],
+            FlagToBool(v) | Truth(v) | ArrayLength(v) => vec![*v],
+            Send { receiver, args, .. }
+            | SuperSend { receiver, args, .. }
+            | CallMethod { receiver, args, .. } => std::iter::once(*receiver)
+                .chain(args.iter().copied())
+                .collect(),
+            CallBlock { closure, args } => std::iter::once(*closure)
+                .chain(args.iter().copied())
+                .collect(),
+            ArrayAt { array, index } => vec![*array, *index],
+            ArrayAtPut {
+                array,
+                index,
+                value,
+            } => vec![*array, *index, *value],
+        }
+    }
+
+    /// Rewrites every operand through `f`.
+    pub fn map_operands(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
+        use InstKind::*;
+        match self {
+            Const(_) | FlagConst(_) | Literal(_) | Global(_) | Yieldpoint => {}
+            LoadField { obj, .. } => *obj = f(*obj),
+            StoreField { obj, value, .. } => {
+                *obj = f(*obj);
+                *value = f(*value);
+            }
+            NewContext { outer, .. } => {
+                if let Some(o) = outer {
+                    *o = f(*o);
+                }
+            }
+            ContextOuter(c) | ClosureContext(c) => *c = f(*c),
+            LoadContext { ctx, .. } => *ctx = f(*ctx),
+            StoreContext { ctx, value, .. } => {
+                *ctx = f(*ctx);
+                *value = f(*value);
+            }
+            MakeBlock { receiver, ctx, .. } => {
+                *receiver = f(*receiver);
+                if let Some(c) = ctx {
+                    *c = f(*c);
+                }
+            }
+            GuardInt(v) | FlagToBool(v) | Truth(v) | ArrayLength(v) => *v = f(*v),
+            GuardClass { value, .. } | ClassIs { value, .. } => *value = f(*value),
+            IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => {
+                *lhs = f(*lhs);
+                *rhs = f(*rhs);
+            }
+            Identical(a, b) => {
+                *a = f(*a);
+                *b = f(*b);
+            }
+            Send { receiver, args, .. }
+            | SuperSend { receiver, args, .. }
+            | CallMethod { receiver, args, .. } => {
+                *receiver = f(*receiver);
+                args.iter_mut().for_each(|a| *a = f(*a));
+            }
+            CallBlock { closure, args } => {
+                *closure = f(*closure);
+                args.iter_mut().for_each(|a| *a = f(*a));
+            }
+            ArrayAt { array, index } => {
+                *array = f(*array);
+                *index = f(*index);
+            }
+            ArrayAtPut {
+                array,
+                index,
+                value,
+            } => {
+                *array = f(*array);
+                *index = f(*index);
+                *value = f(*value);
+            }
+        }
+    }
+
+    /// Whether it may deoptimize, call or collect: it then carries a frame state.
+    pub fn needs_state(&self) -> bool {
+        use InstKind::*;
+        match self {
+            Global(_)
+            | NewContext { .. }
+            | MakeBlock { .. }
+            | GuardInt(_)
+            | GuardClass { .. }
+            | Truth(_)
+            | Send { .. }
+            | SuperSend { .. }
+            | CallMethod { .. }
+            | CallBlock { .. }
+            | ArrayAt { .. }
+            | ArrayAtPut { .. }
+            | Yieldpoint => true,
+            IntBinary { op, .. } => op.may_overflow(),
+            _ => false,
+        }
+    }
+
+    /// Whether removing it, when its result is unused, changes nothing the program can
+    /// see: it neither writes, calls nor allocates. (Deoptimizing is not seen: the
+    /// interpreter then computes what compiled code would have.) Guards stay: what they
+    /// prove is used by other passes without a use of their value (a class switch's test
+    /// below a class guard folds to true).
+    pub fn removable_if_unused(&self) -> bool {
+        use InstKind::*;
+        match self {
+            Const(_)
+            | FlagConst(_)
+            | Literal(_)
+            | LoadField { .. }
+            | ContextOuter(_)
+            | ClosureContext(_)
+            | LoadContext { .. }
+            | ClassIs { .. }
+            | IntBinary { .. }
+            | IntCompare { .. }
+            | Identical(..)
+            | FlagToBool(_)
+            | Truth(_)
+            | ArrayAt { .. }
+            | ArrayLength(_) => true,
+            Global(_)
+            | StoreField { .. }
+            | NewContext { .. }
+            | StoreContext { .. }
+            | MakeBlock { .. }
+            | GuardInt(_)
+            | GuardClass { .. }
+            | Send { .. }
+            | SuperSend { .. }
+            | CallMethod { .. }
+            | CallBlock { .. }
+            | ArrayAtPut { .. }
+            | Yieldpoint => false,
+        }
+    }
+
+    /// Whether it calls out (a send or call: anything may happen, the frames above it are
+    /// real); its frame state then resumes after the call.
+    pub fn is_call(&self) -> bool {
+        matches!(
+            self,
+            InstKind::Send { .. }
+                | InstKind::SuperSend { .. }
+                | InstKind::CallMethod { .. }
+                | InstKind::CallBlock { .. }
+        )
+    }
+}
+
+/// One instruction: what it does, the value it defines, its frame state, and the bytecode
+/// index it comes from (for the pc map).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Inst {
+    pub kind: InstKind,
+    pub result: Option<ValueId>,
+    pub state: Option<FrameStateId>,
+    pub bci: u32,
+}
+
+/// A control-flow edge with the values for the target's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    pub block: BlockId,
+    pub args: Vec<ValueId>,
+}
+
+/// How a block ends.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Terminator {
+    Jump(Edge),
+    /// On a [`Ty::Flag`].
+    Branch {
+        cond: ValueId,
+        then: Edge,
+        otherwise: Edge,
+    },
+    Return(ValueId),
+    /// `^` in a block: returns from the home method, which the interpreter finds (the
+    /// activation is handed to it in this state).
+    ReturnNonLocal {
+        value: ValueId,
+        state: FrameStateId,
+    },
+    /// Hands the activation to the interpreter in this state (what the tier does not compile).
+    Deopt(FrameStateId),
+    /// Not reached (a block under construction, or whose predecessors are gone).
+    Unreachable,
+}
+
+impl Terminator {
+    pub fn edges(&self) -> Vec<&Edge> {
+        match self {
+            Terminator::Jump(e) => vec![e],
+            Terminator::Branch {
+                then, otherwise, ..
+            } => vec![then, otherwise],
+            _ => vec![],
+        }
+    }
+
+    pub fn edges_mut(&mut self) -> Vec<&mut Edge> {
+        match self {
+            Terminator::Jump(e) => vec![e],
+            Terminator::Branch {
+                then, otherwise, ..
+            } => vec![then, otherwise],
+            _ => vec![],
+        }
+    }
+
+    pub fn successors(&self) -> Vec<BlockId> {
+        self.edges().into_iter().map(|e| e.block).collect()
+    }
+
+    /// The values it reads (edge arguments included).
+    pub fn operands(&self) -> Vec<ValueId> {
+        let mut out = match self {
+            Terminator::Branch { cond, .. } => vec![*cond],
+            Terminator::Return(v) | Terminator::ReturnNonLocal { value: v, .. } => vec![*v],
+            _ => vec![],
+        };
+        for e in self.edges() {
+            out.extend(e.args.iter().copied());
+        }
+        out
+    }
+
+    pub fn map_operands(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
+        match self {
+            Terminator::Branch { cond, .. } => *cond = f(*cond),
+            Terminator::Return(v) | Terminator::ReturnNonLocal { value: v, .. } => *v = f(*v),
+            _ => {}
+        }
+        for e in self.edges_mut() {
+            e.args.iter_mut().for_each(|a| *a = f(*a));
+        }
+    }
+
+    pub fn state(&self) -> Option<FrameStateId> {
+        match self {
+            Terminator::ReturnNonLocal { state, .. } | Terminator::Deopt(state) => Some(*state),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub params: Vec<ValueId>,
+    pub insts: Vec<InstId>,
+    pub term: Terminator,
+    /// The bytecode index it starts at (blocks a send's class switch adds have their send's).
+    pub bci: u32,
+}
+
+/// Where the interpreter resumes an activation a frame state describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resume {
+    /// At `bci`, with `stack` as it was before that instruction: the instruction runs again
+    /// (a guard's state: nothing the instruction changes has happened yet).
+    Before,
+    /// Suspended in the call made by the instruction at `bci`: `stack` holds what is below
+    /// the call's receiver and arguments; the call's result is pushed on it and the
+    /// interpreter goes on at `bci + 1`.
+    AfterCall,
+}
+
+/// What the interpreter's frame of an activation holds at one point of compiled code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameState {
+    pub code: CodeId,
+    pub bci: u32,
+    pub resume: Resume,
+    /// The receiver, arguments and stack locals, in slot order; `None` where the bytecode
+    /// reads the slot no more from here on (the frame gets nil).
+    pub locals: Vec<Option<ValueId>>,
+    /// The operand stack above the locals.
+    pub stack: Vec<ValueId>,
+    /// The activation's context (its own, or a block's closure's), if it has one.
+    pub context: Option<ValueId>,
+    /// The closure a block activation runs, if it is one.
+    pub closure: Option<ValueId>,
+    /// The caller this activation was inlined into, suspended in the call.
+    pub outer: Option<FrameStateId>,
+}
+
+impl FrameState {
+    /// Every value it holds, its outer states' not included.
+    pub fn values(&self) -> impl Iterator<Item = ValueId> + '_ {
+        self.locals
+            .iter()
+            .flatten()
+            .chain(self.stack.iter())
+            .chain(self.context.iter())
+            .chain(self.closure.iter())
+            .copied()
+    }
+
+    pub fn map_values(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
+        for l in self.locals.iter_mut().flatten() {
+            *l = f(*l);
+        }
+        for s in &mut self.stack {
+            *s = f(*s);
+        }
+        if let Some(c) = &mut self.context {
+            *c = f(*c);
+        }
+        if let Some(c) = &mut self.closure {
+            *c = f(*c);
+        }
+    }
+}
+
+/// One method or block in SSA form.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Function {
+    pub code: CodeId,
+    /// `Class>>selector` (or `[] in Class>>selector`).
+    pub name: String,
+    pub blocks: Vec<Block>,
+    pub insts: Vec<Inst>,
+    pub values: Vec<ValueData>,
+    pub states: Vec<FrameState>,
+}
+
+impl Function {
+    pub fn new(code: CodeId, name: String) -> Function {
+        Function {
+            code,
+            name,
+            blocks: Vec::new(),
+            insts: Vec::new(),
+            values: Vec::new(),
+            states: Vec::new(),
+        }
+    }
+
+    pub fn entry(&self) -> BlockId {
+        BlockId(0)
+    }
+
+    pub fn add_block(&mut self, bci: u32) -> BlockId {
+        self.blocks.push(Block {
+            params: Vec::new(),
+            insts: Vec::new(),
+            term: Terminator::Unreachable,
+            bci,
+        });
+        BlockId(self.blocks.len() as u32 - 1)
+    }
+
+    pub fn add_param(&mut self, block: BlockId, ty: Ty) -> ValueId {
+        let index = self.blocks[block.index()].params.len() as u32;
+        let v = self.new_value(ValueDef::Param { block, index }, ty);
+        self.blocks[block.index()].params.push(v);
+        v
+    }
+
+    fn new_value(&mut self, def: ValueDef, ty: Ty) -> ValueId {
+        self.values.push(ValueData { def, ty });
+        ValueId(self.values.len() as u32 - 1)
+    }
+
+    /// Appends an instruction to `block`; answers its result (if `ty` is given).
+    pub fn push_inst(
+        &mut self,
+        block: BlockId,
+        kind: InstKind,
+        ty: Option<Ty>,
+        state: Option<FrameStateId>,
+        bci: u32,
+    ) -> Option<ValueId> {
+        let id = InstId(self.insts.len() as u32);
+        let result = ty.map(|t| self.new_value(ValueDef::Inst(id), t));
+        self.insts.push(Inst {
+            kind,
+            result,
+            state,
+            bci,
+        });
+        self.blocks[block.index()].insts.push(id);
+        result
+    }
+
+    pub fn add_state(&mut self, state: FrameState) -> FrameStateId {
+        self.states.push(state);
+        FrameStateId(self.states.len() as u32 - 1)
+    }
+
+    pub fn ty(&self, v: ValueId) -> Ty {
+        self.values[v.index()].ty
+    }
+
+    pub fn def(&self, v: ValueId) -> ValueDef {
+        self.values[v.index()].def
+    }
+
+    /// The instruction that defines `v`, if an instruction does.
+    pub fn def_inst(&self, v: ValueId) -> Option<&Inst> {
+        match self.def(v) {
+            ValueDef::Inst(i) => Some(&self.insts[i.index()]),
+            ValueDef::Param { .. } => None,
+        }
+    }
+
+    /// The constant `v` is, if it is one.
+    pub fn const_value(&self, v: ValueId) -> Option<Value> {
+        match self.def_inst(v)?.kind {
+            InstKind::Const(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The small integer `v` is, if it is a constant one.
+    pub fn const_int(&self, v: ValueId) -> Option<i64> {
+        self.const_value(v)?.as_int()
+    }
+
+    pub fn const_flag(&self, v: ValueId) -> Option<bool> {
+        match self.def_inst(v)?.kind {
+            InstKind::FlagConst(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The blocks each block's edges come from.
+    pub fn predecessors(&self) -> Vec<Vec<BlockId>> {
+        let mut preds = vec![Vec::new(); self.blocks.len()];
+        for (b, block) in self.blocks.iter().enumerate() {
+            for s in block.term.successors() {
+                preds[s.index()].push(BlockId(b as u32));
+            }
+        }
+        preds
+    }
+
+    /// Replaces every use of a value (instructions, terminators, frame states) through `f`.
+    pub fn replace_uses(&mut self, f: impl Fn(ValueId) -> ValueId) {
+        for inst in &mut self.insts {
+            inst.kind.map_operands(&f);
+        }
+        for block in &mut self.blocks {
+            block.term.map_operands(&f);
+        }
+        for state in &mut self.states {
+            state.map_values(&f);
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Constant folding: arithmetic and comparisons of constant small integers, truth tests of
+//! known Booleans (a comparison's `FlagToBool` then `Truth` is the comparison's flag), guards
+//! of values known to pass, and branches on constant flags.
+
+use std::collections::HashMap;
+
+use tally_heap::Value;
+
+use crate::{Edge, Function, InstKind, Terminator, Ty, ValueId};
+
+/// What an instruction folds to.
+enum Folded {
+    /// An existing value.
+    Value(ValueId),
+    /// A constant.
+    Const(InstKind),
+}
+
+pub fn fold(f: &mut Function) {
+    let mut replace: HashMap<ValueId, ValueId> = HashMap::new();
+    // Instructions whose result is another value: gone (a guard among them proves nothing
+    // another guard, or the value's type, does not).
+    let mut gone: std::collections::HashSet<crate::InstId> = Default::default();
+    let resolve = |replace: &HashMap<ValueId, ValueId>, mut v: ValueId| {
+        while let Some(&r) = replace.get(&v) {
+            v = r;
+        }
+        v
+    };
+    for b in crate::dom::reverse_postorder(f) {
+        for k in 0..f.blocks[b.index()].insts.len() {
+            let i = f.blocks[b.index()].insts[k];
+            let mut kind = f.insts[i.index()].kind.clone();
+            kind.map_operands(|v| resolve(&replace, v));
+            f.insts[i.index()].kind = kind.clone();
+            let Some(result) = f.insts[i.index()].result else {
+                continue;
+            };
+            match fold_inst(f, &kind) {
+                Some(Folded::Value(v)) => {
+                    replace.insert(result, v);
+                    gone.insert(i);
+                }
+                Some(Folded::Const(c)) => {
+                    let inst = &mut f.insts[i.index()];
+                    inst.kind = c;
+                    inst.state = None;
+                }
+                None => {}
+            }
+        }
+        let block = &mut f.blocks[b.index()];
+        block.term.map_operands(|v| resolve(&replace, v));
+    }
+    f.replace_uses(|v| resolve(&replace, v));
+    for block in &mut f.blocks {
+        block.insts.retain(|i| !gone.contains(i));
+    }
+    fold_branches(f);
+}
+
+fn fold_inst(f: &Function, kind: &InstKind) -> Option<Folded> {
+    use InstKind::*;
+    match *kind {
+        IntBinary { op, lhs, rhs } => {
+            let r = op.apply(f.const_int(lhs)?, f.const_int(rhs)?)?;
+            Some(Folded::Const(Const(Value::from_small_int(r))))
+        }
+        IntCompare { op, lhs, rhs } => {
+            if lhs == rhs {
+                return Some(Folded::Const(FlagConst(matches!(
+                    op,
+                    crate::IntCmp::Equal | crate::IntCmp::LessEq | crate::IntCmp::GreaterEq
+                ))));
+            }
+            let r = op.apply(f.const_int(lhs)?, f.const_int(rhs)?);
+            Some(Folded::Const(FlagConst(r)))
+        }
+        Identical(a, b) if a == b => Some(Folded::Const(FlagConst(true))),
+        Identical(a, b) => {
+            let (x, y) = (f.const_value(a)?, f.const_value(b)?);
+            Some(Folded::Const(FlagConst(x == y)))
+        }
+        FlagToBool(v) => {
+            let b = f.const_flag(v)?;
+            Some(Folded::Const(Const(Value::from_bool(b))))
+        }
+        Truth(v) => {
+            if let Some(InstKind::FlagToBool(flag)) = f.def_inst(v).map(|i| &i.kind) {
+                return Some(Folded::Value(*flag));
+            }
+            match f.const_value(v)? {
+                c if c == Value::TRUE => Some(Folded::Const(FlagConst(true))),
+                c if c == Value::FALSE => Some(Folded::Const(FlagConst(false))),
+                _ => None,
+            }
+        }
+        GuardInt(v) => (f.ty(v) == Ty::Int || f.const_int(v).is_some()).then_some(Folded::Value(v)),
+        _ => None,
+    }
+}
+
+/// A branch on a constant flag jumps to the side it takes.
+fn fold_branches(f: &mut Function) {
+    for b in 0..f.blocks.len() {
+        let Terminator::Branch {
+            cond,
+            then,
+            otherwise,
+        } = &f.blocks[b].term
+        else {
+            continue;
+        };
+        let Some(taken) = f.const_flag(*cond) else {
+            continue;
+        };
+        let edge: Edge = if taken {
+            then.clone()
+        } else {
+            otherwise.clone()
+        };
+        f.blocks[b].term = Terminator::Jump(edge);
+    }
+}

@@ -1,0 +1,50 @@
+//! Passes over the IR, each small and run in a fixed order by [`optimize`]:
+//!
+//! 1. [`states::trim`]: frame states describe only the locals the bytecode still reads, so
+//!    dead values are neither kept alive nor rebuilt on deoptimization;
+//! 2. [`params::prune`]: block parameters that merge one value (the builder gives every
+//!    bytecode block one per local and stack slot) become that value;
+//! 3. [`fold::fold`]: constant folding of arithmetic, comparisons, truth tests and branches;
+//! 4. [`guards::eliminate`]: guards a dominating guard, or the value's own definition,
+//!    already proves, then folding again;
+//! 5. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
+//!    refers to.
+//!
+//! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
+
+pub mod dce;
+pub mod fold;
+pub mod guards;
+pub mod params;
+pub mod states;
+
+use tally_vm::runtime::Code;
+
+use crate::Function;
+
+/// Runs every pass on `f`, made from `code`.
+pub fn optimize(f: &mut Function, code: &Code) -> Result<(), String> {
+    check(f, "building")?;
+    states::trim(f, code);
+    check(f, "frame-state trimming")?;
+    params::prune(f);
+    check(f, "parameter pruning")?;
+    fold::fold(f);
+    check(f, "folding")?;
+    guards::eliminate(f);
+    check(f, "guard elimination")?;
+    // What the guards proved folds further (a class switch's constant test).
+    fold::fold(f);
+    check(f, "folding what the guards proved")?;
+    dce::dce(f);
+    params::prune(f);
+    check(f, "dead code elimination")
+}
+
+fn check(f: &Function, after: &str) -> Result<(), String> {
+    if cfg!(debug_assertions) {
+        crate::verify::verify(f).map_err(|e| format!("invalid IR after {after}: {e}"))
+    } else {
+        Ok(())
+    }
+}

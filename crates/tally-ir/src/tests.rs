@@ -1,0 +1,471 @@
+//! Functions built from bytecode the compiler makes (as `tally disasm` lists it), checked
+//! through their text form and the verifier.
+
+use std::collections::HashMap;
+
+use tally_heap::Value;
+use tally_vm::bytecode::{Op, SiteId};
+use tally_vm::compiler::{CodeKind, CompiledCode};
+use tally_vm::jit::{ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts};
+use tally_vm::runtime::{Code, IntOp};
+
+use crate::build::{build, Sites};
+use crate::passes::optimize;
+use crate::print::print;
+use crate::verify::verify;
+use crate::{Function, InstKind};
+
+struct Facts(HashMap<SiteId, SiteFacts>);
+
+impl Sites for Facts {
+    fn facts(&self, site: SiteId) -> Option<SiteFacts> {
+        self.0.get(&site).copied()
+    }
+}
+
+fn site(argc: u8, int_op: IntOp, small_ints: bool) -> SiteFacts {
+    SiteFacts {
+        argc,
+        int_op,
+        expects_small_ints: small_ints,
+        expects_receiver: None,
+        cold: false,
+        receiver_table: 0,
+    }
+}
+
+fn code(
+    id: u32,
+    kind: CodeKind,
+    args: u16,
+    locals: u16,
+    context: u16,
+    captured: Vec<(u16, u16)>,
+    ops: Vec<Op>,
+) -> &'static Code {
+    let positions = vec![(1, 1); ops.len()];
+    let compiled = CompiledCode {
+        kind,
+        selector: 0,
+        holder: 0,
+        ops,
+        positions,
+        num_args: args,
+        num_locals: locals,
+        context_size: context,
+        captured_args: captured,
+        source_line: 1,
+        source: 0,
+    };
+    Box::leak(Box::new(Code::from_compiled(id, compiled, 16)))
+}
+
+fn names(id: u32) -> String {
+    match id {
+        1 => "T>>sum:".into(),
+        2 => "[] in T>>each:".into(),
+        n => format!("code{n}"),
+    }
+}
+
+/// Builds, optimizes and verifies; answers the function and its text.
+fn compile(c: &Code, sites: &[(SiteId, SiteFacts)]) -> (Function, String) {
+    let facts = Facts(sites.iter().copied().collect());
+    let mut f = build(c, &names(c.id), &facts).expect("builds");
+    verify(&f).unwrap_or_else(|e| panic!("built IR invalid: {e}\n{}", print(&f, &names)));
+    optimize(&mut f, c).unwrap_or_else(|e| panic!("{e}\n{}", print(&f, &names)));
+    verify(&f).unwrap_or_else(|e| panic!("optimized IR invalid: {e}\n{}", print(&f, &names)));
+    let text = print(&f, &names);
+    (f, text)
+}
+
+fn count(f: &Function, pred: impl Fn(&InstKind) -> bool) -> usize {
+    f.blocks
+        .iter()
+        .flat_map(|b| b.insts.iter())
+        .filter(|&&i| pred(&f.insts[i.index()].kind))
+        .count()
+}
+
+/// `sum: n = ( | s | s := 0. 1 to: n do: [:i | s := s + i]. ^s )`
+fn sum() -> &'static Code {
+    let int = |v| Value::from_small_int(v);
+    code(
+        1,
+        CodeKind::Method,
+        1,
+        3,
+        0,
+        vec![],
+        vec![
+            Op::PushConst(int(0)),
+            Op::PopLocal(2),
+            Op::PushConst(int(1)),
+            Op::Dup,
+            Op::PopLocal(3),
+            Op::PushLocal(1),
+            Op::PopLocal(4),
+            Op::PushLocal2(3, 4),
+            Op::SendCompareJumpIfFalse(0, 17),
+            Op::JumpIfFalse(17),
+            Op::PushLocal2(2, 3),
+            Op::SendBinary(1),
+            Op::PopLocal(2),
+            Op::PushLocal(3),
+            Op::PushConstSendBinary(int(1), 2),
+            Op::PopLocal(3),
+            Op::JumpBack(7),
+            Op::PopPushLocal(2),
+            Op::Return,
+        ],
+    )
+}
+
+fn int(v: i64) -> Value {
+    Value::from_small_int(v)
+}
+
+fn small_ints(argc: u8, op: IntOp) -> SiteFacts {
+    site(argc, op, true)
+}
+
+#[test]
+fn a_counting_loop_keeps_its_values_in_ssa_with_no_guard_left_inside() {
+    let sites = [
+        (0, small_ints(1, IntOp::LessEq)),
+        (1, small_ints(1, IntOp::Add)),
+        (2, small_ints(1, IntOp::Add)),
+    ];
+    let (f, text) = compile(sum(), &sites);
+    // The loop head merges `s` and `i`, both proven small integers by what flows in.
+    assert!(text.contains("(v12: int, v13: int):"), "{text}");
+    // One guard, on the argument `n`; `s + i` and `i + 1` deoptimize only on overflow.
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("int_add v12, v13: int"), "{text}");
+    assert!(text.contains("yieldpoint"), "{text}");
+    // The comparison's Boolean never exists: the branch tests its flag.
+    assert_eq!(
+        count(&f, |k| matches!(
+            k,
+            InstKind::FlagToBool(_) | InstKind::Truth(_)
+        )),
+        0,
+        "{text}"
+    );
+    // Frame states: `n` is dead once the limit is copied, `s` dead where `s + i` redoes.
+    assert!(
+        text.contains("fs1: T>>sum: @11 before  locals [v0, -, -, v13, v1]  stack [v9, v12, v13]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fs3: T>>sum: @7 before  locals [v0, -, v42, v46, v1]  stack [v9]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_feedback_every_send_goes_through_the_vm_and_resumes_after_the_call() {
+    let sites = [
+        (0, site(1, IntOp::LessEq, false)),
+        (1, site(1, IntOp::Add, false)),
+        (2, site(1, IntOp::Add, false)),
+    ];
+    let (f, text) = compile(sum(), &sites);
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::Send { .. })),
+        3,
+        "{text}"
+    );
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        0,
+        "{text}"
+    );
+    // The comparison's answer is tested as a SOM Boolean (anything else deoptimizes).
+    assert_eq!(count(&f, |k| matches!(k, InstKind::Truth(_))), 1, "{text}");
+    // A send's state resumes after it, without its receiver and argument on the stack.
+    let sends: Vec<_> = f
+        .states
+        .iter()
+        .filter(|s| s.resume == crate::Resume::AfterCall)
+        .collect();
+    assert_eq!(sends.len(), 3, "{text}");
+    assert!(sends.iter().all(|s| s.stack.len() == 1), "{text}");
+}
+
+/// `max: a with: b = ( ^a > b ifTrue: [a] ifFalse: [b] )`
+#[test]
+fn a_conditional_merges_its_arms_into_one_parameter() {
+    let c = code(
+        3,
+        CodeKind::Method,
+        2,
+        0,
+        0,
+        vec![],
+        vec![
+            Op::PushLocal2(1, 2),
+            Op::SendCompareJumpIfFalse(0, 5),
+            Op::JumpIfFalse(5),
+            Op::PushLocal(1),
+            Op::Jump(6),
+            Op::PushLocal(2),
+            Op::Return,
+        ],
+    );
+    let (f, text) = compile(c, &[(0, small_ints(1, IntOp::Greater))]);
+    let join = f
+        .blocks
+        .iter()
+        .find(|b| matches!(b.term, crate::Terminator::Return(_)))
+        .unwrap();
+    assert_eq!(join.params.len(), 1, "{text}");
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        2,
+        "{text}"
+    );
+}
+
+/// `bump = ( count := count + 1. ^count )`
+#[test]
+fn fields_are_loaded_and_stored_on_the_receiver() {
+    let c = code(
+        4,
+        CodeKind::Method,
+        0,
+        0,
+        0,
+        vec![],
+        vec![
+            Op::PushField(0),
+            Op::PushConstSendBinary(int(1), 0),
+            Op::PopField(0),
+            Op::ReturnField(0),
+        ],
+    );
+    let (_, text) = compile(c, &[(0, small_ints(1, IntOp::Add))]);
+    assert!(text.contains("load_field v0.0"), "{text}");
+    assert!(text.contains("store_field v0.0"), "{text}");
+    // The guard's state is before the fused instruction: its constant not yet pushed.
+    assert!(
+        text.contains("fs0: code4 @1 before  locals [v0]  stack [v"),
+        "{text}"
+    );
+    assert!(!text.contains("stack [v1, v"), "{text}");
+}
+
+/// `each: arr = ( | t | t := 0. arr do: [:x | t := t + x]. ^t )` and its block.
+#[test]
+fn contexts_and_closures_are_values_of_the_activation() {
+    let method = code(
+        5,
+        CodeKind::Method,
+        1,
+        0,
+        3,
+        vec![],
+        vec![
+            Op::PushConst(int(0)),
+            Op::PopCtx { level: 0, index: 2 },
+            Op::PushLocal(1),
+            Op::PushBlock(2),
+            Op::Send(0),
+            Op::Pop,
+            Op::PushCtx { level: 0, index: 2 },
+            Op::Return,
+        ],
+    );
+    let (f, text) = compile(method, &[(0, site(1, IntOp::None, false))]);
+    assert!(text.contains("new_context 3"), "{text}");
+    assert!(text.contains("make_block [] in T>>each:"), "{text}");
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::LoadContext { .. })),
+        1,
+        "{text}"
+    );
+    // Every state of the activation names its context.
+    assert!(
+        f.states.iter().skip(1).all(|s| s.context.is_some()),
+        "{text}"
+    );
+    let block = code(
+        2,
+        CodeKind::Block,
+        1,
+        0,
+        0,
+        vec![],
+        vec![
+            Op::PushCtx { level: 0, index: 2 },
+            Op::PushLocalSendBinary(1, 0),
+            Op::StoreCtx { level: 0, index: 2 },
+            Op::Return,
+        ],
+    );
+    let (f, text) = compile(block, &[(0, small_ints(1, IntOp::Add))]);
+    // A block's entry takes its closure after its arguments, and its context is the closure's.
+    assert!(
+        text.contains("block0(v0: word, v1: word, v2: word):"),
+        "{text}"
+    );
+    assert!(text.contains("closure_context v2"), "{text}");
+    assert!(f.states.iter().all(|s| s.closure.is_some()), "{text}");
+}
+
+#[test]
+fn constants_fold_and_a_dominating_guard_is_not_repeated() {
+    // ^(3 + 4) + (a + 1) + (a + 2), all speculated small integers.
+    let c = code(
+        6,
+        CodeKind::Method,
+        1,
+        0,
+        0,
+        vec![],
+        vec![
+            Op::PushConst(int(3)),
+            Op::PushConstSendBinary(int(4), 0),
+            Op::PushLocal(1),
+            Op::PushConstSendBinary(int(1), 1),
+            Op::SendBinary(2),
+            Op::PushLocal(1),
+            Op::PushConstSendBinary(int(2), 3),
+            Op::SendBinary(4),
+            Op::Return,
+        ],
+    );
+    let add = small_ints(1, IntOp::Add);
+    let (f, text) = compile(c, &[(0, add), (1, add), (2, add), (3, add), (4, add)]);
+    assert!(text.contains("const 7"), "{text}");
+    // `a` is checked once; the sums are small integers by their own definition.
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::IntBinary { .. })),
+        4,
+        "{text}"
+    );
+}
+
+fn receiver(class: u32, target: ExpectedTarget) -> ExpectedReceiver {
+    ExpectedReceiver { class, target }
+}
+
+#[test]
+fn a_monomorphic_site_is_guarded_and_a_polymorphic_one_switches_on_the_class() {
+    // `^x foo` twice over: the first site saw class 7 only (a getter of field 1), the second
+    // classes 7 and 8 (the getter, and a method called directly).
+    let callee = code(9, CodeKind::Method, 0, 0, 0, vec![], vec![Op::ReturnSelf]);
+    let c = code(
+        10,
+        CodeKind::Method,
+        1,
+        0,
+        0,
+        vec![],
+        vec![
+            Op::PushLocal(1),
+            Op::Send(0),
+            Op::Pop,
+            Op::PushLocal(1),
+            Op::Send(1),
+            Op::Return,
+        ],
+    );
+    let getter = receiver(
+        7,
+        ExpectedTarget::Trivial {
+            kind: tally_vm::runtime::TRIVIAL_GETTER,
+            operand: 1,
+        },
+    );
+    let mut one = site(0, IntOp::None, false);
+    one.expects_receiver = Some(ExpectedReceivers::One(getter));
+    let mut two = site(0, IntOp::None, false);
+    two.expects_receiver = Some(ExpectedReceivers::Two([
+        getter,
+        receiver(8, ExpectedTarget::Method(callee)),
+    ]));
+    let (f, text) = compile(c, &[(0, one), (1, two)]);
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::GuardClass { .. })),
+        1,
+        "{text}"
+    );
+    // The guard proved class 7 for the second site: its first test is constant, so the
+    // getter is taken; the rest of the switch is dead.
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::ClassIs { .. })),
+        0,
+        "{text}"
+    );
+    assert_eq!(
+        count(&f, |k| matches!(
+            k,
+            InstKind::CallMethod { .. } | InstKind::Send { .. }
+        )),
+        0,
+        "{text}"
+    );
+    // Without the first site's guard, the switch stays: class 7's getter, class 8's call,
+    // the send for the rest.
+    let c2 = code(
+        11,
+        CodeKind::Method,
+        1,
+        0,
+        0,
+        vec![],
+        vec![Op::PushLocal(1), Op::Send(1), Op::Return],
+    );
+    let (f, text) = compile(c2, &[(1, two)]);
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::ClassIs { .. })),
+        2,
+        "{text}"
+    );
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::CallMethod { .. })),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::Send { .. })),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("call code9, v"), "{text}");
+}
+
+#[test]
+fn the_verifier_catches_a_use_its_definition_does_not_dominate() {
+    let (mut f, _) = compile(
+        sum(),
+        &[
+            (0, small_ints(1, IntOp::LessEq)),
+            (1, small_ints(1, IntOp::Add)),
+            (2, small_ints(1, IntOp::Add)),
+        ],
+    );
+    // Return, from the loop's exit, a value the loop body defines.
+    let body_value = f.insts.iter().rev().find_map(|i| match i.kind {
+        InstKind::IntBinary { .. } => i.result,
+        _ => None,
+    });
+    let exit = f
+        .blocks
+        .iter()
+        .position(|b| matches!(b.term, crate::Terminator::Return(_)))
+        .unwrap();
+    f.blocks[exit].term = crate::Terminator::Return(body_value.unwrap());
+    let err = verify(&f).unwrap_err();
+    assert!(err.contains("does not dominate"), "{err}");
+}

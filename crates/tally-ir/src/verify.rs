@@ -1,0 +1,111 @@
+//! The IR's invariants, checked: run after building and after every pass in tests and debug
+//! builds, so a pass that breaks one fails where it did, not in the machine code.
+
+use crate::dom::DomTree;
+use crate::{BlockId, Function, Terminator, ValueDef, ValueId};
+
+/// Where each value is defined: its block and its position there (parameters before every
+/// instruction).
+fn definitions(f: &Function) -> Vec<Option<(BlockId, usize)>> {
+    let mut at = vec![None; f.values.len()];
+    for (b, block) in f.blocks.iter().enumerate() {
+        for &p in &block.params {
+            at[p.index()] = Some((BlockId(b as u32), 0));
+        }
+        for (k, &i) in block.insts.iter().enumerate() {
+            if let Some(v) = f.insts[i.index()].result {
+                at[v.index()] = Some((BlockId(b as u32), k + 1));
+            }
+        }
+    }
+    at
+}
+
+/// The first broken invariant, described, if any.
+pub fn verify(f: &Function) -> Result<(), String> {
+    let dom = DomTree::new(f);
+    let defs = definitions(f);
+    let name = |v: ValueId| v.to_string();
+    for (v, data) in f.values.iter().enumerate() {
+        let listed = match data.def {
+            ValueDef::Param { block, index } => f.blocks[block.index()]
+                .params
+                .get(index as usize)
+                .is_some_and(|&p| p.index() == v),
+            ValueDef::Inst(i) => f.insts[i.index()].result.is_some_and(|r| r.index() == v),
+        };
+        let placed = defs[v].is_some();
+        if placed && !listed {
+            return Err(format!("v{v}'s definition does not list it"));
+        }
+    }
+    // A use at position `pos` of block `b` (instructions 1.., the terminator after them).
+    let check = |v: ValueId, b: BlockId, pos: usize, what: &str| -> Result<(), String> {
+        let Some((db, dpos)) = defs.get(v.index()).copied().flatten() else {
+            return Err(format!(
+                "{what} in {b} uses {}, which nothing defines",
+                name(v)
+            ));
+        };
+        let ok = if db == b {
+            dpos < pos
+        } else {
+            dom.dominates(db, b)
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!(
+                "{what} in {b} uses {}, defined where it does not dominate",
+                name(v)
+            ))
+        }
+    };
+    for (b, block) in f.blocks.iter().enumerate() {
+        let b = BlockId(b as u32);
+        if !dom.is_reachable(b) {
+            continue;
+        }
+        for (k, &i) in block.insts.iter().enumerate() {
+            let inst = &f.insts[i.index()];
+            for v in inst.kind.operands() {
+                check(v, b, k + 1, &format!("{i}"))?;
+            }
+            if inst.kind.needs_state() != inst.state.is_some() {
+                return Err(format!(
+                    "{i} ({:?}) {} a frame state",
+                    inst.kind,
+                    if inst.state.is_some() { "has" } else { "lacks" }
+                ));
+            }
+            if let Some(s) = inst.state {
+                for v in f.states[s.index()].values() {
+                    check(v, b, k + 1, &format!("{s} of {i}"))?;
+                }
+            }
+        }
+        let end = block.insts.len() + 1;
+        for v in block.term.operands() {
+            check(v, b, end, "the terminator")?;
+        }
+        if let Some(s) = block.term.state() {
+            for v in f.states[s.index()].values() {
+                check(v, b, end, &format!("{s} of the terminator"))?;
+            }
+        }
+        if block.term == Terminator::Unreachable {
+            return Err(format!("{b} is reachable but has no terminator"));
+        }
+        for e in block.term.edges() {
+            let want = f.blocks[e.block.index()].params.len();
+            if e.args.len() != want {
+                return Err(format!(
+                    "{b} passes {} values to {}, which takes {want}",
+                    e.args.len(),
+                    e.block
+                ));
+            }
+        }
+    }
+    Ok(())
+}
