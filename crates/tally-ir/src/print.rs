@@ -19,8 +19,26 @@ use tally_heap::Value;
 
 use crate::{FrameState, Function, InstKind, Resume, Terminator, ValueId};
 
-/// The function as text; `name_of` names the code of frame states and calls.
-pub fn print(f: &Function, name_of: &dyn Fn(u32) -> String) -> String {
+/// What a listing calls codes and send sites.
+pub trait Names {
+    /// A code's name (`Class>>selector`, `[] in Class>>selector`).
+    fn code(&self, id: u32) -> String;
+    /// A send site, as a listing shows it (its selector, where known).
+    fn site(&self, site: u32) -> String {
+        format!("site{site}")
+    }
+}
+
+impl<F: Fn(u32) -> String> Names for F {
+    fn code(&self, id: u32) -> String {
+        self(id)
+    }
+}
+
+/// The function as text, codes and sites named by `names`.
+pub fn print(f: &Function, names: &dyn Names) -> String {
+    let name_of = |id: u32| names.code(id);
+    let name_of = &name_of;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -41,8 +59,8 @@ pub fn print(f: &Function, name_of: &dyn Fn(u32) -> String) -> String {
         for &i in &block.insts {
             let inst = &f.insts[i.index()];
             let text = match inst.result {
-                Some(v) => format!("    {v} = {}", inst_text(&inst.kind, name_of)),
-                None => format!("    {}", inst_text(&inst.kind, name_of)),
+                Some(v) => format!("    {v} = {}", inst_text(&inst.kind, names)),
+                None => format!("    {}", inst_text(&inst.kind, names)),
             };
             let ty = inst
                 .result
@@ -81,7 +99,8 @@ fn value_text(v: Value) -> String {
     }
 }
 
-fn inst_text(k: &InstKind, name_of: &dyn Fn(u32) -> String) -> String {
+fn inst_text(k: &InstKind, names: &dyn Names) -> String {
+    let name_of = |id: u32| names.code(id);
     use InstKind::*;
     match k {
         Const(v) => format!("const {}", value_text(*v)),
@@ -119,7 +138,8 @@ fn inst_text(k: &InstKind, name_of: &dyn Fn(u32) -> String) -> String {
             receiver,
             args,
         } => format!(
-            "send site{site}, {}",
+            "send {}, {}",
+            names.site(*site),
             list(&[vec![*receiver], args.clone()].concat())
         ),
         SuperSend {
@@ -127,7 +147,8 @@ fn inst_text(k: &InstKind, name_of: &dyn Fn(u32) -> String) -> String {
             receiver,
             args,
         } => format!(
-            "super_send site{site}, {}",
+            "super_send {}, {}",
+            names.site(*site),
             list(&[vec![*receiver], args.clone()].concat())
         ),
         CallMethod {

@@ -28,9 +28,11 @@ pub fn verify(f: &Function) -> Result<(), String> {
     let name = |v: ValueId| v.to_string();
     for (v, data) in f.values.iter().enumerate() {
         let listed = match data.def {
-            ValueDef::Param { block, index } => f.blocks[block.index()]
-                .params
-                .get(index as usize)
+            // A parameter of a block dead code elimination dropped names no block now.
+            ValueDef::Param { block, index } => f
+                .blocks
+                .get(block.index())
+                .and_then(|b| b.params.get(index as usize))
                 .is_some_and(|&p| p.index() == v),
             ValueDef::Inst(i) => f.insts[i.index()].result.is_some_and(|r| r.index() == v),
         };

@@ -3,6 +3,7 @@
 //! this crate makes the machine code, so the VM itself never depends on a compiler back end.
 
 mod compiler;
+mod lower;
 
 pub use compiler::{Compiler, ListingParts};
 

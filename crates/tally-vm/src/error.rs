@@ -38,6 +38,9 @@ pub enum VmError {
     StackOverflow {
         depth: usize,
         trace: Vec<TraceEntry>,
+        /// The native stack ran out first (compiled code nests calls on it), at `depth`
+        /// SOM frames.
+        native: bool,
     },
     OutOfMemory {
         message: String,
@@ -116,9 +119,21 @@ impl fmt::Display for VmError {
                 write_trace(f, trace)?;
                 write!(f, "{message}")
             }
-            VmError::StackOverflow { depth, trace } => {
+            VmError::StackOverflow {
+                depth,
+                trace,
+                native: false,
+            } => {
                 write_trace(f, trace)?;
                 write!(f, "stack overflow: the SOM call stack exceeded {depth} frames (set --max-stack-depth to allow more)")
+            }
+            VmError::StackOverflow {
+                depth,
+                trace,
+                native: true,
+            } => {
+                write_trace(f, trace)?;
+                write!(f, "stack overflow: the native stack is exhausted at a SOM call depth of {depth} (compiled code nests calls on the thread's stack; run deep recursion on a thread with a larger one, or in the interpreter)")
             }
             VmError::OutOfMemory { message, trace } => {
                 write_trace(f, trace)?;

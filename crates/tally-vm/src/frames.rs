@@ -35,6 +35,31 @@ pub struct Frame {
     pub closure: Value,
 }
 
+/// What the collector needs of an activation that the `ir` tier's native code runs: its
+/// references live across a call are in its native frame (Cranelift's stack maps), not in
+/// the value stack. One per frame, beside the frame array at the same index (the same
+/// size, so native code finds its record at a fixed distance from its frame); `fp` is 0
+/// while no native code runs the frame, so only records of suspended native activations
+/// are read. Native code writes `fp` and `table` at entry, `safepoint` before each call
+/// that may collect, and clears `fp` on every way out.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NativeActivation {
+    /// The native frame pointer of the activation's code.
+    pub fp: usize,
+    /// Its version's `jit::SafepointTable` (kept alive for the VM's life).
+    pub table: usize,
+    /// The safepoint (an index into the table) of the call it is suspended in.
+    pub safepoint: u32,
+    _pad: u32,
+    _pad2: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<NativeActivation>() == std::mem::size_of::<Frame>());
+
+// SAFETY: integers only.
+unsafe impl bytemuck::Zeroable for NativeActivation {}
+
 // Compiled code writes `bp` and `mark` with one 64-bit store.
 const _: () = assert!(std::mem::offset_of!(Frame, mark) == std::mem::offset_of!(Frame, bp) + 4);
 
@@ -72,6 +97,10 @@ pub struct FrameStack {
     /// The first frame of `frames`, for compiled code.
     base: *mut Frame,
     frames: Box<[Frame]>,
+    /// The native activation records, one per frame slot.
+    native: Box<[NativeActivation]>,
+    /// `native`'s address less `frames`'s: a frame's record is at its address plus this.
+    native_delta: isize,
     /// How many frames `push_within_limit` allows: the capacity, or 0 while tripped.
     limit: TripWord,
     /// The depth at or below which a return leaves the running dispatch loop (its base
@@ -84,10 +113,14 @@ impl FrameStack {
     pub fn with_capacity(capacity: usize) -> Box<FrameStack> {
         let capacity = capacity.max(1);
         let mut frames: Box<[Frame]> = bytemuck::zeroed_slice_box(capacity);
+        let native: Box<[NativeActivation]> = bytemuck::zeroed_slice_box(capacity);
+        let native_delta = native.as_ptr() as isize - frames.as_ptr() as isize;
         Box::new(FrameStack {
             len: 0,
             base: frames.as_mut_ptr(),
             frames,
+            native,
+            native_delta,
             limit: TripWord::new(capacity, 0),
             exit_depth: TripWord::new(0, usize::MAX),
         })
@@ -96,6 +129,8 @@ impl FrameStack {
     /// Where compiled code finds the first frame and the number of live frames.
     pub(crate) const BASE_OFFSET: usize = std::mem::offset_of!(FrameStack, base);
     pub(crate) const LEN_OFFSET: usize = std::mem::offset_of!(FrameStack, len);
+    /// Where native code finds the distance from a frame to its `NativeActivation`.
+    pub(crate) const NATIVE_DELTA_OFFSET: usize = std::mem::offset_of!(FrameStack, native_delta);
     /// The push limit's and the exit depth's current values (`TripWord`s).
     pub(crate) const LIMIT_OFFSET: usize =
         std::mem::offset_of!(FrameStack, limit) + TripWord::VALUE_OFFSET;
@@ -225,6 +260,26 @@ impl FrameStack {
 
     pub fn live_mut(&mut self) -> &mut [Frame] {
         &mut self.frames[..self.len]
+    }
+
+    /// Visits the references that suspended native activations of live frames hold in
+    /// their native frames, in place (a moving collector updates them there).
+    pub(crate) fn visit_native_roots(&mut self, visit: &mut dyn FnMut(&mut Value)) {
+        for n in &self.native[..self.len] {
+            if n.fp == 0 {
+                continue;
+            }
+            // SAFETY: a non-zero `fp` is written by native code that is suspended in a call
+            // (it clears it on every way out), with `table` its version's table, which the
+            // VM keeps for its life; the table's slots are that frame's stack-map slots at
+            // the safepoint it stored.
+            unsafe {
+                let table = &*(n.table as *const crate::jit::SafepointTable);
+                for slot in table.slots(n.safepoint, n.fp) {
+                    visit(&mut *(slot as *mut Value));
+                }
+            }
+        }
     }
 
     /// Where a sampler finds these frames.

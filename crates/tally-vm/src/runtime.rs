@@ -502,6 +502,7 @@ impl RootSet for Runtime {
             visit(&mut f.ctx);
             visit(&mut f.closure);
         }
+        self.frames.visit_native_roots(visit);
         for v in self.globals.iter_mut() {
             visit(v);
         }

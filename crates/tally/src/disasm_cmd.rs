@@ -28,7 +28,8 @@ struct DisasmArgs {
     tier: crate::TierChoice,
     /// Which parts to print, comma-separated: `bytecode`; with `--tier=baseline` also `ir`
     /// (Cranelift's IR, which does not depend on the instruction set) and `machine` (machine
-    /// code, which does). Default: all the tier has. Stubs and the yieldpoint flag, whose addresses change
+    /// code, which does); with `--tier=ir` also `tally-ir` (Tally's IR of the method, with
+    /// its frame states). Default: all the tier has. Stubs and the yieldpoint flag, whose addresses change
     /// from run to run, are printed by name (`stub:send`, `addr:yieldpoint_flag`).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PART,…")]
     show: Vec<Part>,
@@ -42,6 +43,8 @@ struct DisasmArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Part {
     Bytecode,
+    /// Tally's own IR (`--tier=ir`): SSA values, guards, frame states.
+    TallyIr,
     Ir,
     Machine,
 }
@@ -61,7 +64,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         ..VmOptions::default()
     };
     let shows = |part| args.show.is_empty() || args.show.contains(&part);
-    let compiled = shows(Part::Ir) || shows(Part::Machine);
+    let compiled = shows(Part::TallyIr) || shows(Part::Ir) || shows(Part::Machine);
     if args.tier == crate::TierChoice::Interp && !args.show.is_empty() && compiled {
         say!("error: --show=ir and --show=machine need a compiling tier (--tier=baseline or opt)");
         return ExitCode::from(2);
@@ -72,11 +75,13 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             // `adaptive` shows the first tier it compiles to.
             let tier = match tier {
                 crate::TierChoice::Opt => tally_vm::jit::Tier::Opt,
+                crate::TierChoice::Ir => tally_vm::jit::Tier::Ir,
                 _ => tally_vm::jit::Tier::Baseline,
             };
             let mut generator = tally_jit::Compiler::new(tier)
                 .map_err(|e| tally_vm::VmError::Fatal(format!("--tier={}: {e}", tier.name())))?;
             generator.set_listing_parts(tally_jit::ListingParts {
+                tally_ir: shows(Part::TallyIr),
                 ir: shows(Part::Ir),
                 machine: shows(Part::Machine),
             });

@@ -255,7 +255,8 @@ struct Cli {
     /// the same with the optimizing compiler (operand values in registers between calls,
     /// Cranelift's optimisations, speculation on what the send sites saw so far, with guards
     /// that deoptimize: at a first call the sites have seen nothing but small integers);
-    /// `adaptive`, methods start interpreted and a controller fed by samples recompiles the
+    /// `ir`, the optimizing tier being rebuilt on Tally's IR (SOM values in SSA, frame
+    /// states; experimental, compiled at first call like `opt`); `adaptive`, methods start interpreted and a controller fed by samples recompiles the
     /// hot ones on a compiler thread when the predicted gain outweighs the compile (Jikes
     /// RVM's cost/benefit model, with this machine's figures from `tally calibrate`)
     /// [default: adaptive; interp with `--exhaustive`, which counts bytecodes as the
@@ -350,6 +351,9 @@ pub(crate) enum TierChoice {
     Interp,
     Baseline,
     Opt,
+    /// The optimizing tier being rebuilt on Tally's IR (issue 41): values in SSA, frame
+    /// states; every method and block compiled at its first call.
+    Ir,
     Adaptive,
 }
 
@@ -747,7 +751,25 @@ fn class_path(values: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The native stack of the thread that runs everything: compiled code of the `ir` tier
+/// nests SOM calls on it, about 1 KiB a call, so this lets recursion reach the default
+/// `--max-stack-depth` before the native stack runs out (the pages are reserved, and only
+/// touched as the stack grows).
+const VM_THREAD_STACK: usize = 256 << 20;
+
 fn main() -> ExitCode {
+    let runs = std::thread::Builder::new()
+        .name("tally".into())
+        .stack_size(VM_THREAD_STACK)
+        .spawn(main_on_vm_thread);
+    match runs {
+        Ok(thread) => thread.join().unwrap_or(ExitCode::from(101)),
+        // Too large a stack for this machine's limits: the main thread's will do.
+        Err(_) => main_on_vm_thread(),
+    }
+}
+
+fn main_on_vm_thread() -> ExitCode {
     // Subcommands have their own parsers; a program class is never named like them.
     if let Some(command) = std::env::args().nth(1) {
         if let Some(code) = profile_cmd::dispatch(&command, std::env::args_os().skip(2).collect()) {
@@ -846,6 +868,7 @@ fn main() -> ExitCode {
                 TierChoice::Interp => "interp",
                 TierChoice::Baseline => "baseline",
                 TierChoice::Opt => "opt",
+                TierChoice::Ir => "ir",
                 TierChoice::Adaptive => "adaptive",
             },
         },
@@ -952,6 +975,11 @@ fn main() -> ExitCode {
             TierChoice::Opt => {
                 let generator = tally_jit::Compiler::optimizing()
                     .map_err(|e| VmError::Fatal(format!("--tier=opt: {e}")))?;
+                vm.set_code_generator(Box::new(generator), cli.tier_log);
+            }
+            TierChoice::Ir => {
+                let generator = tally_jit::Compiler::new(tally_vm::jit::Tier::Ir)
+                    .map_err(|e| VmError::Fatal(format!("--tier=ir: {e}")))?;
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
             TierChoice::Adaptive => {

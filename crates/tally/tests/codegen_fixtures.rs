@@ -32,6 +32,8 @@ enum Listing {
     BaselineIr,
     /// The same under SemiSpace (`--gc=semispace`), a collector without a write barrier.
     SemispaceBaselineIr,
+    /// `tally disasm --tier=ir --show=tally-ir TARGET`: Tally's IR with its frame states.
+    TallyIr,
 }
 
 impl Listing {
@@ -40,6 +42,7 @@ impl Listing {
             "bytecode" => Some(Listing::Bytecode),
             "baseline-ir" => Some(Listing::BaselineIr),
             "semispace-baseline-ir" => Some(Listing::SemispaceBaselineIr),
+            "tally-ir" => Some(Listing::TallyIr),
             _ => None,
         }
     }
@@ -49,6 +52,7 @@ impl Listing {
             Listing::Bytecode => "bytecode",
             Listing::BaselineIr => "baseline-ir",
             Listing::SemispaceBaselineIr => "semispace-baseline-ir",
+            Listing::TallyIr => "tally-ir",
         }
     }
 
@@ -57,6 +61,7 @@ impl Listing {
             Listing::Bytecode => &[],
             Listing::BaselineIr => &["--tier=baseline", "--show=ir"],
             Listing::SemispaceBaselineIr => &["--gc=semispace", "--tier=baseline", "--show=ir"],
+            Listing::TallyIr => &["--tier=ir", "--show=tally-ir"],
         }
     }
 }

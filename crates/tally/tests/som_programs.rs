@@ -171,6 +171,20 @@ fn som_programs_give_the_same_output_in_the_opt_tier() {
     run_all(&["--tier=opt", "--gc-stress", "400"]);
 }
 
+/// The optimizing tier being rebuilt on Tally's IR (values in SSA, references across calls in
+/// stack maps) at every first call; with objects moving under its native frames every few
+/// allocations, and under SemiSpace, where every collection moves every object.
+#[test]
+fn som_programs_give_the_same_output_in_the_ir_tier() {
+    run_all(&["--tier=ir"]);
+}
+
+#[test]
+fn som_programs_in_the_ir_tier_survive_gc_stress() {
+    run_all(&["--tier=ir", "--gc-stress", "400"]);
+    run_all(&["--tier=ir", "--gc=semispace", "--gc-stress", "50"]);
+}
+
 /// The adaptive tier, with a controller that compiles whatever it sees run (on its compiler
 /// thread, while the program goes on) in the optimizing tier, speculating on what the
 /// interpreter saw, prints what the interpreter prints; also with objects moving every few

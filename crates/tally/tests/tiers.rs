@@ -134,12 +134,15 @@ fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
 fn generated_programs_print_the_same_in_every_tier() {
     let dir = tempfile::tempdir().expect("temp dir");
     let eager = eager_opt_calibration(dir.path());
-    let tiers: [&[&str]; 7] = [
+    let tiers: [&[&str]; 10] = [
         &["--tier=baseline"],
         &["--tier=baseline", "--gc-stress", "50"],
         &["--tier=opt"],
         &["--tier=opt", "--gc-stress", "50"],
         &["--tier=opt", "--no-speculation"],
+        &["--tier=ir"],
+        &["--tier=ir", "--gc-stress", "50"],
+        &["--tier=ir", "--gc=semispace", "--gc-stress", "3"],
         &["--tier=adaptive", "--calibration", &eager],
         &[
             "--tier=adaptive",
@@ -607,7 +610,7 @@ fn run_main(dir: &std::path::Path, flags: &[&str]) -> (String, String) {
     (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
 }
 
-/// The optimizing tier speculates that arithmetic sites that never saw anything else keep
+/// The optimizing tiers speculate that arithmetic sites that never saw anything else keep
 /// seeing small integers with small-integer results. A sum that overflows into a big
 /// integer inside a loop and a double that enters an integer loop both fail that guard:
 /// the frame goes back to the interpreter at the send, which gives its answer, and the
@@ -618,18 +621,12 @@ fn failing_small_integer_guards_deoptimize_and_keep_the_interpreters_answers() {
     std::fs::write(
         dir.path().join("Main.som"),
         "Main = (\n\
-         \x20   run = (\n\
-         \x20       | sum p x |\n\
-         \x20       sum := 0.\n\
-         \x20       1 to: 100 do: [:i | sum := sum + (i * 1000000000000000)].\n\
-         \x20       sum println.\n\
-         \x20       p := 1.\n\
-         \x20       1 to: 70 do: [:i | p := p * 3].\n\
-         \x20       p println.\n\
-         \x20       x := 0.\n\
-         \x20       1 to: 10 do: [:i | x := x + (i = 5 ifTrue: [0.5] ifFalse: [1])].\n\
-         \x20       x println\n\
-         \x20   )\n\
+         \x20   sum = ( | sum | sum := 0.\n\
+         \x20       1 to: 100 do: [:i | sum := sum + (i * 1000000000000000)]. ^sum )\n\
+         \x20   power = ( | p | p := 1. 1 to: 70 do: [:i | p := p * 3]. ^p )\n\
+         \x20   mixed = ( | x | x := 0.\n\
+         \x20       1 to: 10 do: [:i | x := x + (i = 5 ifTrue: [0.5] ifFalse: [1])]. ^x )\n\
+         \x20   run = ( self sum println. self power println. self mixed println )\n\
          )\n",
     )
     .unwrap();
@@ -638,28 +635,31 @@ fn failing_small_integer_guards_deoptimize_and_keep_the_interpreters_answers() {
         want,
         "5050000000000000000\n2503155504993241601315571986085849\n9.5\n"
     );
-    let (got, log) = run_main(dir.path(), &["--tier=opt", "--tier-log"]);
-    assert_eq!(got, want, "{log}");
-    assert!(
-        log.contains("[tier] deopt Main>>run @") && log.contains("(#+): small-integer overflow"),
-        "{log}"
-    );
-    assert!(log.contains("(#*): small-integer overflow"), "{log}");
-    assert!(log.contains("(#+): small-integer guard failed"), "{log}");
-    let (got, log) = run_main(
-        dir.path(),
-        &["--tier=opt", "--gc-stress", "20", "--tier-log"],
-    );
-    assert_eq!(got, want, "{log}");
-    let (got, log) = run_main(
-        dir.path(),
-        &["--tier=opt", "--no-speculation", "--tier-log"],
-    );
-    assert_eq!(got, want, "{log}");
-    assert!(
-        !log.contains("deopt") && !log.contains("speculating"),
-        "{log}"
-    );
+    for tier in ["--tier=opt", "--tier=ir"] {
+        let (got, log) = run_main(dir.path(), &[tier, "--tier-log"]);
+        assert_eq!(got, want, "{tier}: {log}");
+        assert!(
+            log.contains("[tier] deopt Main>>sum @")
+                && log.contains("(#+): small-integer overflow"),
+            "{tier}: {log}"
+        );
+        assert!(
+            log.contains("(#*): small-integer overflow"),
+            "{tier}: {log}"
+        );
+        assert!(
+            log.contains("(#+): small-integer guard failed"),
+            "{tier}: {log}"
+        );
+        let (got, log) = run_main(dir.path(), &[tier, "--gc-stress", "20", "--tier-log"]);
+        assert_eq!(got, want, "{tier}: {log}");
+        let (got, log) = run_main(dir.path(), &[tier, "--no-speculation", "--tier-log"]);
+        assert_eq!(got, want, "{tier}: {log}");
+        assert!(
+            !log.contains("deopt") && !log.contains("speculating"),
+            "{tier}: {log}"
+        );
+    }
 }
 
 /// A Main whose `sum:and:times:` adds the areas of two shapes `n` times through one send

@@ -33,6 +33,8 @@ pub struct Compiler {
 /// one target to the next, while the IR does not, so fixtures compare the IR alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListingParts {
+    /// Tally's IR with its frame states (the `ir` tier).
+    pub tally_ir: bool,
     /// Cranelift's IR, each instruction marked with its bytecode index.
     pub ir: bool,
     /// The machine code's ranges by bytecode index and its instructions.
@@ -62,7 +64,7 @@ impl Compiler {
                 },
                 "none",
             ),
-            Tier::Opt => (
+            Tier::Opt | Tier::Ir => (
                 Shape {
                     mode: Mode::Registers,
                     speculate: true,
@@ -102,6 +104,7 @@ impl Compiler {
             context,
             builder_context: FunctionBuilderContext::new(),
             listing_parts: ListingParts {
+                tally_ir: true,
                 ir: true,
                 machine: true,
             },
@@ -114,17 +117,38 @@ impl Compiler {
     }
 }
 
+/// What writing a function made besides it.
+enum Built {
+    /// Today's translators (baseline, opt).
+    Translated(translate::Translated),
+    /// The `ir` tier: its IR and what lowering it made.
+    Lowered(Box<tally_ir::Function>, crate::lower::Lowered),
+}
+
 /// Writes `code`'s function into `context` (signature, name, body).
 fn build(
+    tier: Tier,
     shape: translate::Shape,
     module: &JITModule,
     builder_context: &mut FunctionBuilderContext,
     context: &mut Context,
     request: &CompileRequest,
     layout: &Layout,
-) -> Result<translate::Translated, String> {
+) -> Result<Built, String> {
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
+    if tier == Tier::Ir {
+        let ir = crate::lower::ir_of(request)?;
+        let lowered = crate::lower::lower(
+            &mut context.func,
+            builder_context,
+            module,
+            request,
+            layout,
+            &ir,
+        )?;
+        return Ok(Built::Lowered(Box::new(ir), lowered));
+    }
     translate::translate(
         &mut context.func,
         builder_context,
@@ -133,6 +157,7 @@ fn build(
         layout,
         shape,
     )
+    .map(Built::Translated)
 }
 
 /// The compiled function's pc map ([`pc_map::pc_map`]) from Cranelift's source-location
@@ -173,7 +198,8 @@ impl CodeGenerator for Compiler {
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         self.module.clear_context(&mut self.context);
-        let translated = build(
+        let built = build(
+            self.tier,
             self.shape,
             &self.module,
             &mut self.builder_context,
@@ -190,8 +216,13 @@ impl CodeGenerator for Compiler {
             .define_function(id, &mut self.context)
             .map_err(|e| format!("{e:?}"))?;
         let (size, pc_map) = match self.context.compiled_code() {
-            Some(c) => (c.code_info().total_size as usize, pc_map(c)),
-            None => (0, Vec::new()),
+            Some(c) => {
+                if let Built::Lowered(_, lowered) = &built {
+                    crate::lower::fill_safepoints(c, lowered)?;
+                }
+                (c.code_info().total_size as usize, pc_map(c))
+            }
+            None => return Err("Cranelift kept no compiled code".into()),
         };
         self.module
             .finalize_definitions()
@@ -200,12 +231,17 @@ impl CodeGenerator for Compiler {
         // SAFETY: the function was declared with the `EntryPoint` signature
         // (`entry_signature`, the platform's C calling convention) and is finalized.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(address) };
+        let (speculations, inlined, safepoints) = match built {
+            Built::Translated(t) => (t.speculations, t.inlined, None),
+            Built::Lowered(_, l) => (l.speculations, Vec::new(), Some(l.table)),
+        };
         Ok(NativeCode {
             entry,
             size,
             pc_map,
-            speculations: translated.speculations,
-            inlined: translated.inlined,
+            speculations,
+            inlined,
+            safepoints,
         })
     }
 
@@ -215,7 +251,8 @@ impl CodeGenerator for Compiler {
         let tier = self.tier.name();
         let mut context = self.module.make_context();
         context.set_disasm(parts.machine);
-        build(
+        let built = build(
+            self.tier,
             self.shape,
             &self.module,
             &mut self.builder_context,
@@ -225,6 +262,17 @@ impl CodeGenerator for Compiler {
         )?;
         let names = address_names(layout);
         let mut out = String::new();
+        if let (Built::Lowered(ir, _), true) = (&built, parts.tally_ir) {
+            let _ = writeln!(
+                out,
+                "--- {tier}: Tally IR (vN: values; fsN: frame states, what deoptimization \
+                 rebuilds; @N: bytecode index)"
+            );
+            out.push_str(&tally_ir::print::print(
+                ir,
+                &crate::lower::RequestNames(request),
+            ));
+        }
         if parts.ir {
             let _ = writeln!(
                 out,

@@ -172,6 +172,17 @@ impl Vm {
         VmError::StackOverflow {
             depth: self.options.max_stack_depth,
             trace: self.stack_trace(),
+            native: false,
+        }
+    }
+
+    /// The native stack reached `Jit::native_stack_limit` before the SOM stack its bound.
+    #[cold]
+    pub(crate) fn native_stack_overflow(&self) -> VmError {
+        VmError::StackOverflow {
+            depth: self.rt.frames.len(),
+            trace: self.stack_trace(),
+            native: true,
         }
     }
 

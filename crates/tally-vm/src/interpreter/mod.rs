@@ -568,7 +568,7 @@ impl Vm {
         }
     }
 
-    fn block_class_for(&self, id: CodeId) -> u32 {
+    pub(crate) fn block_class_for(&self, id: CodeId) -> u32 {
         let n = self.rt.codes[id as usize].num_args as usize;
         self.rt
             .block_classes

@@ -51,6 +51,9 @@ pub(crate) struct Installer {
     /// A phases run's counters of the compiling thread: each compilation is an interval of
     /// the compilation phase.
     pub(crate) compile_counting: Option<crate::phases::CompileCounting>,
+    /// Every installed version's safepoint table: an activation of a version may be
+    /// suspended in a call long after a newer one is installed.
+    safepoint_tables: Vec<Arc<super::SafepointTable>>,
 }
 
 /// Locks `m` whatever became of an earlier holder: everything behind these locks only ever
@@ -175,6 +178,9 @@ impl Installer {
         }
         if let Some(c) = &self.controller {
             lock(c).code_installed(version, method, tier.profile_tier());
+        }
+        if let Some(t) = &native.safepoints {
+            self.safepoint_tables.push(t.clone());
         }
         if native.speculations > 0 {
             self.speculative.insert(code.id);

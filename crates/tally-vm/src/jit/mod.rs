@@ -14,8 +14,11 @@
 
 mod adaptive;
 mod install;
+mod ir_stubs;
 mod jitdump;
+mod native_stack;
 mod request;
+mod safepoints;
 mod stub_report;
 mod stubs;
 mod values;
@@ -34,6 +37,7 @@ pub use adaptive::{AdaptiveConfig, GeneratorFactory};
 pub use request::{
     CompileRequest, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts, Speculation,
 };
+pub use safepoints::{SafepointMap, SafepointTable};
 pub use stubs::Stubs;
 
 use install::{lock, Installer};
@@ -48,6 +52,11 @@ pub enum Tier {
     Baseline,
     /// The optimizing compiler (values in registers, Cranelift's optimisations).
     Opt,
+    /// The optimizing tier being rebuilt on `tally-ir` (issue 41), compiling every method
+    /// and block at its first call: SOM values in SSA (references across calls in
+    /// Cranelift's stack maps), frame states for deoptimization, calls through stubs that
+    /// run the callee to completion.
+    Ir,
 }
 
 impl Tier {
@@ -56,6 +65,7 @@ impl Tier {
             Tier::Interp => "interp",
             Tier::Baseline => "baseline",
             Tier::Opt => "opt",
+            Tier::Ir => "ir",
         }
     }
 
@@ -64,7 +74,7 @@ impl Tier {
         match self {
             Tier::Interp => tally_profile::Tier::Interpreter,
             Tier::Baseline => tally_profile::Tier::Baseline,
-            Tier::Opt => tally_profile::Tier::Optimizing,
+            Tier::Opt | Tier::Ir => tally_profile::Tier::Optimizing,
         }
     }
 
@@ -97,6 +107,11 @@ pub enum Status {
     /// guard failed), the site and reason are in [`Layout::deopt_site`] and
     /// [`Layout::deopt_reason`], and the interpreter takes over.
     Deopt = 5,
+    /// An error parked in `Vm::jit_error`, or (without one) a non-local return passed
+    /// through the frame and popped it (and maybe frames below it, down to its home, whose
+    /// result is on top of its caller's stack): run the frames from the new top, or leave
+    /// when the loop's base frame has returned.
+    Unwound = 6,
 }
 
 /// Why compiled code deoptimized (`Layout::deopt_reason`).
@@ -174,6 +189,10 @@ pub struct Layout {
     /// And the u32 id of the code whose compiled version holds the guard (with inlining,
     /// not always the top frame's).
     pub deopt_code: i32,
+    /// The u8 an `ir_*` stub sets when its call restarted the calling frame.
+    pub restarted: i32,
+    /// Where native code finds its frame's `NativeActivation`.
+    pub native: NativeLayout,
     /// Class ids speculative code tests for.
     pub array_class: u32,
     /// `--count-calls`: compiled code counts its direct calls and inlined bodies in
@@ -192,6 +211,19 @@ pub struct Layout {
     /// The byte that is 1 while hooked methods' compiled code must call the `method_hook`
     /// stub at their entry and exit (`method_hooks::METHOD_HOOKS_ARMED`).
     pub method_hooks_armed: usize,
+}
+
+/// Offsets for the `ir` tier's native activations (`frames::NativeActivation`).
+#[derive(Clone, Debug)]
+pub struct NativeLayout {
+    /// In the frame stack: the distance (an `isize`) from a frame to its record.
+    pub delta: i32,
+    /// In a record: `fp` and `table` (`usize`s), `safepoint` (u32).
+    pub fp: i32,
+    pub table: i32,
+    pub safepoint: i32,
+    /// In a frame: `closure` (a Value).
+    pub frame_closure: i32,
 }
 
 /// What compiled code needs to do a send itself: probe the site's inline cache, find the
@@ -298,9 +330,17 @@ impl Layout {
             yieldpoint_flag: crate::profiling::YIELDPOINT.bits_address() as usize,
             yieldpoint_bits: flag::ALL_YIELDPOINTS,
             stubs: Stubs::new(),
+            native: NativeLayout {
+                delta: crate::frames::FrameStack::NATIVE_DELTA_OFFSET as i32,
+                fp: offset_of!(crate::frames::NativeActivation, fp) as i32,
+                table: offset_of!(crate::frames::NativeActivation, table) as i32,
+                safepoint: offset_of!(crate::frames::NativeActivation, safepoint) as i32,
+                frame_closure: frame(offset_of!(crate::frames::Frame, closure)),
+            },
             deopt_site: offset_of!(Vm, jit.deopt.site) as i32,
             deopt_reason: offset_of!(Vm, jit.deopt.reason) as i32,
             deopt_code: offset_of!(Vm, jit.deopt.code) as i32,
+            restarted: offset_of!(Vm, jit.restarted) as i32,
             array_class: rt.core.array,
             count_calls: rt.count_calls,
             mark_frames: rt.mark_frames,
@@ -335,6 +375,10 @@ pub struct NativeCode {
     /// The methods inlined into the code: scope `k` of a packed location
     /// ([`NativeCode::chain`]) is `inlined[k - 1]`; scope 0 is the compiled code's own.
     pub inlined: Vec<InlinedScope>,
+    /// The stack maps of code that keeps references in its native frame across calls (the
+    /// `ir` tier); the VM keeps the table as long as it runs, since activations of an
+    /// invalidated version may still be suspended.
+    pub safepoints: Option<Arc<SafepointTable>>,
 }
 
 /// Bits of bytecode index in a packed pc-map location of code with inlined methods; the bits
@@ -523,10 +567,15 @@ pub(crate) struct Jit {
     pub(crate) error: Option<VmError>,
     /// Below this native stack pointer, compiled code stops calling compiled code directly
     /// and lets the dispatcher run the callee, which unwinds the chain of native frames: SOM
-    /// recursion may go far deeper than the native stack. Set when the generator is set.
+    /// recursion may go far deeper than the native stack; the `ir` tier's calls, which nest,
+    /// end in a stack overflow (`native_stack`). Set when the generator is set.
     pub(crate) native_stack_limit: usize,
     /// Written by a failing guard (`Status::Deopt`).
     pub(crate) deopt: DeoptRecord,
+    /// 1 when an `ir_*` stub answered `Value::NONE` because the call restarted the calling
+    /// frame (`Block>>restart`): its native code hands the frame, at its start with its
+    /// locals, to the interpreter, and clears this.
+    pub(crate) restarted: u8,
     /// `--no-speculation`: compiles never speculate.
     pub(crate) no_speculation: bool,
     /// Receiver-class value profiles, when on.
@@ -555,10 +604,6 @@ pub(crate) struct DeoptRecord {
 
 /// Speculative compiles of one code under a compile-at-first-call tier, at most.
 const MAX_SPECULATIVE_COMPILES: u32 = 4;
-
-/// Native stack that chains of direct calls between compiled functions may use below the
-/// point where the code generator was set (the program's start).
-const NATIVE_STACK_BUDGET: usize = 1 << 20;
 
 /// How [`Vm::run_compiled`] hands back to the interpreter.
 pub(crate) enum Exit {
@@ -700,7 +745,7 @@ impl Vm {
         self.jit.layout = Some(layout.clone());
         let here = std::hint::black_box(0u8);
         self.jit.native_stack_limit =
-            (std::ptr::addr_of!(here) as usize).saturating_sub(NATIVE_STACK_BUDGET);
+            native_stack::native_stack_limit(std::ptr::addr_of!(here) as usize);
         let mut installer = lock(&self.jit.installer);
         installer.log = log;
         installer.profile = self.profiler.as_deref().map(|p| install::ProfileLink {
@@ -843,6 +888,16 @@ impl Vm {
                     }
                 }
                 s if s == Status::Interpret as u32 => return Ok(Exit::Interpret),
+                s if s == Status::Unwound as u32 => {
+                    // Native code leaves the same way for an error its call met.
+                    if let Some(e) = self.jit.error.take() {
+                        return Err(e);
+                    }
+                    if self.rt.frames.len() <= base_depth {
+                        let result = *self.rt.stack.last().expect("a returned value");
+                        return Ok(Exit::Returned(result));
+                    }
+                }
                 s if s == Status::Deopt as u32 => {
                     self.deoptimized();
                     return Ok(Exit::Interpret);

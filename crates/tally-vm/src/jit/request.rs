@@ -7,7 +7,7 @@ use rustc_hash::FxHashSet;
 
 use tally_profile::values::TableSnapshot;
 
-use crate::bytecode::{Op, SiteId};
+use crate::bytecode::{CodeId, Op, SiteId};
 use crate::runtime::{Code, IntOp, Runtime, NO_CLASS, TRIVIAL_NONE};
 
 /// Counts a site's value table needs before its distribution replaces the inline cache's.
@@ -126,6 +126,10 @@ pub struct CompileRequest {
     /// Methods to inline at the code's sends, sorted by bytecode index (several per send at
     /// a polymorphic one, each behind its receiver-class guard).
     inlined: Vec<(u32, CompileRequest)>,
+    /// The selector of each site, sorted by site, and the names of the codes the code
+    /// creates closures of or may call directly: what listings call them.
+    selectors: Vec<(SiteId, String)>,
+    code_names: Vec<(CodeId, String)>,
 }
 
 /// Whether a compile may speculate, and on what not: sites whose guard failed before.
@@ -181,13 +185,72 @@ impl CompileRequest {
             .collect();
         sites.sort_unstable_by_key(|&(s, _)| s);
         sites.dedup_by_key(|&mut (s, _)| s);
+        let selectors = sites
+            .iter()
+            .map(|&(s, _)| {
+                let selector = rt.symbols.name(rt.sites[s as usize].selector);
+                (s, format!("#{selector}"))
+            })
+            .collect();
+        let mut named: Vec<CodeId> = code
+            .ops
+            .iter()
+            .filter_map(|op| match *op {
+                Op::PushBlock(c) => Some(c),
+                _ => None,
+            })
+            .chain(
+                sites
+                    .iter()
+                    .filter_map(|(_, f)| f.expects_receiver)
+                    .flat_map(|r| {
+                        r.classes()
+                            .iter()
+                            .filter_map(|e| match e.target {
+                                ExpectedTarget::Method(c) => Some(c.id),
+                                _ => None,
+                            })
+                            .collect::<Vec<_>>()
+                    }),
+            )
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        let code_names = named
+            .into_iter()
+            .map(|c| (c, rt.code_name(rt.codes[c as usize])))
+            .collect();
         CompileRequest {
             code,
             name: rt.code_name(code),
             file: rt.source_path(code),
             sites,
             inlined: Vec::new(),
+            selectors,
+            code_names,
         }
+    }
+
+    /// The selector of `site` as a listing shows it (`#at:put:`).
+    pub fn selector(&self, site: SiteId) -> Option<&str> {
+        let k = self
+            .selectors
+            .binary_search_by_key(&site, |(s, _)| *s)
+            .ok()?;
+        Some(&self.selectors[k].1)
+    }
+
+    /// The name of a code the request's code refers to (the code itself, a block it
+    /// creates, a method a site calls).
+    pub fn code_name(&self, id: CodeId) -> Option<&str> {
+        if id == self.code.id {
+            return Some(&self.name);
+        }
+        let k = self
+            .code_names
+            .binary_search_by_key(&id, |(c, _)| *c)
+            .ok()?;
+        Some(&self.code_names[k].1)
     }
 
     /// Gives each plain send (not a super send, not a binary or nil-test send) a value

@@ -47,6 +47,15 @@ pub struct Stubs {
     /// is on top, at its entry (`kind` 0) or before its return (1), while
     /// `method_hooks_armed` is set.
     pub method_hook: usize,
+    /// The `ir` tier's calls, each run to completion (`ir_stubs`), answering the result or
+    /// `Value::NONE` (leave): `(vm, site, operands, argc)` a send, a super send;
+    /// `(vm, code, operands, argc)` a method's call; `(vm, operands, argc)` a block's.
+    pub ir_send: usize,
+    pub ir_super_send: usize,
+    pub ir_call_method: usize,
+    pub ir_call_block: usize,
+    /// `(vm, code, receiver, context) -> Value`: a new closure (`Value::NONE`: an error).
+    pub ir_make_block: usize,
 }
 
 impl Stubs {
@@ -65,13 +74,18 @@ impl Stubs {
             string_equal: string_equal as *const () as usize,
             write_barrier: write_barrier as *const () as usize,
             method_hook: method_hook as *const () as usize,
+            ir_send: super::ir_stubs::send as *const () as usize,
+            ir_super_send: super::ir_stubs::super_send as *const () as usize,
+            ir_call_method: super::ir_stubs::call_method as *const () as usize,
+            ir_call_block: super::ir_stubs::call_block as *const () as usize,
+            ir_make_block: super::ir_stubs::make_block as *const () as usize,
         }
     }
 
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 13] {
+    pub fn named(&self) -> [(&'static str, usize); 18] {
         let Stubs {
             send,
             super_send,
@@ -86,6 +100,11 @@ impl Stubs {
             string_equal,
             write_barrier,
             method_hook,
+            ir_send,
+            ir_super_send,
+            ir_call_method,
+            ir_call_block,
+            ir_make_block,
         } = self;
         [
             ("send", *send),
@@ -101,6 +120,11 @@ impl Stubs {
             ("string_equal", *string_equal),
             ("write_barrier", *write_barrier),
             ("method_hook", *method_hook),
+            ("ir_send", *ir_send),
+            ("ir_super_send", *ir_super_send),
+            ("ir_call_method", *ir_call_method),
+            ("ir_call_block", *ir_call_block),
+            ("ir_make_block", *ir_make_block),
         ]
     }
 }

@@ -1,0 +1,474 @@
+//! IR instructions → Cranelift: heap access, guards, small-integer arithmetic, and the
+//! calls to the `ir_*` stubs (safepoints).
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};
+use tally_heap::object::HEADER_BYTES;
+use tally_ir::{Inst, InstKind, IntCmp, IntOp};
+use tally_vm::jit::DeoptReason;
+use tally_vm::objects::{block, context};
+
+use super::{flags, ExitKind, Lowerer, I32, I64, I8};
+
+const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
+const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
+/// Symbols' tag (`tally_heap::value`).
+const SYMBOL_TAG: i64 = 0b010;
+
+fn slot_offset(index: usize) -> i32 {
+    (HEADER_BYTES + index * 8) as i32
+}
+
+impl Lowerer<'_, '_> {
+    pub(super) fn inst(&mut self, inst: &Inst) -> Result<(), String> {
+        let state = || {
+            inst.state
+                .ok_or_else(|| format!("{:?} without a frame state", inst.kind))
+        };
+        let result: Option<Value> = match &inst.kind {
+            InstKind::Const(v) => Some(self.iconst(I64, v.0 as i64)),
+            InstKind::FlagConst(b) => Some(self.iconst(I8, i64::from(*b))),
+            InstKind::Literal(n) => {
+                let stub = self.iconst(I64, self.layout.stubs.literal as i64);
+                let n = self.iconst(I32, *n as i64);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.sigs.value1, stub, &[self.vm, n]);
+                Some(self.b.inst_results(call)[0])
+            }
+            InstKind::Global(slot) => {
+                let stub = self.iconst(I64, self.layout.stubs.global as i64);
+                let n = self.iconst(I32, *slot as i64);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.sigs.value1, stub, &[self.vm, n]);
+                let v = self.b.inst_results(call)[0];
+                // Undefined: the interpreter sends `unknownGlobal:`.
+                let defined = self.cmp_imm(IntCC::NotEqual, v, 0);
+                self.check(defined, state()?)?;
+                Some(v)
+            }
+            InstKind::LoadField { obj, index } => {
+                let o = self.val(*obj)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), o, slot_offset(*index as usize)),
+                )
+            }
+            InstKind::StoreField { obj, index, value } => {
+                let (o, v) = (self.val(*obj)?, self.val(*value)?);
+                self.store_into(o, slot_offset(*index as usize), None, v);
+                None
+            }
+            InstKind::NewContext { .. } => {
+                // The frame's set-up made it (the entry contract).
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), self.frame, self.layout.frame_ctx),
+                )
+            }
+            InstKind::ContextOuter(c) => {
+                let c = self.val(*c)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), c, slot_offset(context::OUTER)),
+                )
+            }
+            InstKind::ClosureContext(c) => {
+                let c = self.val(*c)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), c, slot_offset(block::CONTEXT)),
+                )
+            }
+            InstKind::LoadContext { ctx, index } => {
+                let c = self.val(*ctx)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), c, slot_offset(*index as usize)),
+                )
+            }
+            InstKind::StoreContext { ctx, index, value } => {
+                let (c, v) = (self.val(*ctx)?, self.val(*value)?);
+                self.store_into(c, slot_offset(*index as usize), None, v);
+                None
+            }
+            InstKind::MakeBlock {
+                code,
+                receiver,
+                ctx,
+            } => {
+                let r = self.val(*receiver)?;
+                let c = match ctx {
+                    Some(c) => self.val(*c)?,
+                    None => self.iconst(I64, super::NIL),
+                };
+                let k = self.safepoint(inst.bci);
+                let stub = self.iconst(I64, self.layout.stubs.ir_make_block as i64);
+                let code = self.iconst(I32, *code as i64);
+                let call =
+                    self.b
+                        .ins()
+                        .call_indirect(self.sigs.make_block, stub, &[self.vm, code, r, c]);
+                self.tag(call, k);
+                let v = self.b.inst_results(call)[0];
+                self.left_if_none(v, None)?;
+                Some(v)
+            }
+            InstKind::GuardInt(v) => {
+                let x = self.val(*v)?;
+                let is_int = self.and_imm(x, 1);
+                self.guard(is_int, state()?, DeoptReason::NotSmallInts)?;
+                Some(x)
+            }
+            InstKind::GuardClass { value, class } => {
+                let x = self.val(*value)?;
+                let ok = self.class_is(x, *class);
+                self.guard(ok, state()?, DeoptReason::ReceiverClass)?;
+                Some(x)
+            }
+            InstKind::ClassIs { value, class } => {
+                let x = self.val(*value)?;
+                Some(self.class_is(x, *class))
+            }
+            InstKind::IntBinary { op, lhs, rhs } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                Some(self.int_binary(*op, a, b, inst.state)?)
+            }
+            InstKind::IntCompare { op, lhs, rhs } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                let cc = match op {
+                    IntCmp::Less => IntCC::SignedLessThan,
+                    IntCmp::Greater => IntCC::SignedGreaterThan,
+                    IntCmp::LessEq => IntCC::SignedLessThanOrEqual,
+                    IntCmp::GreaterEq => IntCC::SignedGreaterThanOrEqual,
+                    IntCmp::Equal => IntCC::Equal,
+                    IntCmp::NotEqual => IntCC::NotEqual,
+                };
+                Some(self.b.ins().icmp(cc, a, b))
+            }
+            InstKind::Identical(a, b) => {
+                let (a, b) = (self.val(*a)?, self.val(*b)?);
+                Some(self.b.ins().icmp(IntCC::Equal, a, b))
+            }
+            InstKind::FlagToBool(f) => {
+                let f = self.val(*f)?;
+                let t = self.iconst(I64, TRUE);
+                let e = self.iconst(I64, FALSE);
+                Some(self.b.ins().select(f, t, e))
+            }
+            InstKind::Truth(v) => {
+                let x = self.val(*v)?;
+                let is_true = self.cmp_imm(IntCC::Equal, x, TRUE);
+                let is_false = self.cmp_imm(IntCC::Equal, x, FALSE);
+                let boolean = self.b.ins().bor(is_true, is_false);
+                // Not a Boolean: the interpreter sends what it sends.
+                self.check(boolean, state()?)?;
+                Some(is_true)
+            }
+            InstKind::Send {
+                site,
+                receiver,
+                args,
+            }
+            | InstKind::SuperSend {
+                site,
+                receiver,
+                args,
+            } => {
+                let stub = if matches!(inst.kind, InstKind::SuperSend { .. }) {
+                    self.layout.stubs.ir_super_send
+                } else {
+                    self.layout.stubs.ir_send
+                };
+                Some(self.call(stub, Some(*site), *receiver, args, inst)?)
+            }
+            InstKind::CallMethod {
+                code,
+                receiver,
+                args,
+            } => Some(self.call(
+                self.layout.stubs.ir_call_method,
+                Some(*code),
+                *receiver,
+                args,
+                inst,
+            )?),
+            InstKind::CallBlock { closure, args } => {
+                Some(self.call(self.layout.stubs.ir_call_block, None, *closure, args, inst)?)
+            }
+            InstKind::ArrayAt { array, index } => {
+                let (a, i) = (self.val(*array)?, self.val(*index)?);
+                let address = self.element_address(a, i, state()?)?;
+                Some(self.b.ins().load(I64, flags(), address, 0))
+            }
+            InstKind::ArrayAtPut {
+                array,
+                index,
+                value,
+            } => {
+                let (a, i, v) = (self.val(*array)?, self.val(*index)?, self.val(*value)?);
+                let address = self.element_address(a, i, state()?)?;
+                self.store_into(a, 0, Some(address), v);
+                None
+            }
+            InstKind::ArrayLength(a) => {
+                let a = self.val(*a)?;
+                let len = self.b.ins().uload32(flags(), a, 8);
+                let one = self.iconst(I64, 1);
+                let shifted = self.b.ins().ishl(len, one);
+                Some(self.b.ins().bor(shifted, one))
+            }
+            InstKind::Yieldpoint => {
+                self.yieldpoint(state()?, inst.bci)?;
+                None
+            }
+        };
+        match (inst.result, result) {
+            (Some(r), Some(x)) => self.define(r, x),
+            (None, _) => {}
+            (Some(r), None) => return Err(format!("{r} has no lowering")),
+        }
+        Ok(())
+    }
+
+    /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
+    /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
+    /// header's class id for heap objects (immediate doubles are never expected).
+    fn class_is(&mut self, x: Value, class: u32) -> Value {
+        let calls = &self.layout.calls;
+        if class == calls.integer_class {
+            let bit = self.and_imm(x, 1);
+            return self.cmp_imm(IntCC::NotEqual, bit, 0);
+        }
+        if class == calls.symbol_class {
+            let tag = self.and_imm(x, 7);
+            return self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+        }
+        if let Some(&(_, word)) = calls.immediate_classes.iter().find(|(c, _)| *c == class) {
+            return self.cmp_imm(IntCC::Equal, x, word as i64);
+        }
+        // A heap object (tag 0, not NONE) whose header names the class.
+        let object = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.append_block_param(join, I8);
+        let tag = self.and_imm(x, 7);
+        let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
+        let not_none = self.cmp_imm(IntCC::NotEqual, x, 0);
+        let is_object = self.b.ins().band(is_ref, not_none);
+        let no = self.iconst(I8, 0);
+        self.b
+            .ins()
+            .brif(is_object, object, &[], join, &[no.into()]);
+        self.b.switch_to_block(object);
+        let actual = self.b.ins().load(I32, flags(), x, 4);
+        let same = self.cmp_imm(IntCC::Equal, actual, class as i64);
+        self.b.ins().jump(join, &[same.into()]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
+    /// Tagged small-integer arithmetic; an overflow deoptimizes to `state`.
+    fn int_binary(
+        &mut self,
+        op: IntOp,
+        a: Value,
+        b: Value,
+        state: Option<tally_ir::FrameStateId>,
+    ) -> Result<Value, String> {
+        let checked = |l: &mut Self, (r, overflow): (Value, Value)| -> Result<Value, String> {
+            let state = state.ok_or("arithmetic that may overflow without a frame state")?;
+            let no = l.cmp_imm(IntCC::Equal, overflow, 0);
+            l.guard(no, state, DeoptReason::Overflow)?;
+            Ok(r)
+        };
+        Ok(match op {
+            // (2x+1) + 2y = 2(x+y)+1: the i64 operation overflows exactly when x+y needs
+            // more than 63 bits.
+            IntOp::Add => {
+                let b2 = self.add_imm(b, -1);
+                let r = self.b.ins().sadd_overflow(a, b2);
+                checked(self, r)?
+            }
+            IntOp::Sub => {
+                let b2 = self.add_imm(b, -1);
+                let r = self.b.ins().ssub_overflow(a, b2);
+                checked(self, r)?
+            }
+            // x * 2y = 2xy, then the tag.
+            IntOp::Mul => {
+                let one = self.iconst(I64, 1);
+                let x = self.b.ins().sshr(a, one);
+                let b2 = self.add_imm(b, -1);
+                let r = self.b.ins().smul_overflow(x, b2);
+                let r = checked(self, r)?;
+                self.b.ins().bor(r, one)
+            }
+            IntOp::BitAnd => self.b.ins().band(a, b),
+        })
+    }
+
+    /// The address of element `index` (a small integer, 1-based) of Array `array`; an index
+    /// out of bounds hands the frame to the interpreter in `state` (which raises the error).
+    fn element_address(
+        &mut self,
+        array: Value,
+        index: Value,
+        state: tally_ir::FrameStateId,
+    ) -> Result<Value, String> {
+        let one = self.iconst(I64, 1);
+        let n = self.b.ins().sshr(index, one);
+        let zero_based = self.add_imm(n, -1);
+        let len = self.b.ins().uload32(flags(), array, 8);
+        let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
+        self.check(within, state)?;
+        let eight = self.iconst(I64, 8);
+        let byte = self.b.ins().imul(zero_based, eight);
+        let address = self.b.ins().iadd(array, byte);
+        Ok(self.add_imm(address, HEADER_BYTES as i64))
+    }
+
+    /// Stores `v` into `object` at `offset` (or at `address`, inside it) with the write
+    /// barrier of the generational plans: a reference stored into an old object not yet
+    /// remembered calls `write_barrier` (which neither allocates nor touches frames).
+    fn store_into(&mut self, object: Value, offset: i32, address: Option<Value>, v: Value) {
+        match address {
+            Some(a) => self.b.ins().store(flags(), v, a, 0),
+            None => self.b.ins().store(flags(), v, object, offset),
+        };
+        let Some(table) = self.layout.unlog_table else {
+            return;
+        };
+        let check = self.b.create_block();
+        let remember = self.b.create_block();
+        let done = self.b.create_block();
+        // Immediates (a non-zero tag) cannot make an old object point to a young one.
+        let tag = self.and_imm(v, 7);
+        self.b.ins().brif(tag, done, &[], check, &[]);
+        self.b.switch_to_block(check);
+        let granule = self.b.ins().ushr_imm_u(object, 6);
+        let byte_address = self.add_imm(granule, table as i64);
+        let byte = self.b.ins().uload8(I64, flags(), byte_address, 0);
+        let shift = self.b.ins().ushr_imm_u(object, 3);
+        let shift = self.and_imm(shift, 7);
+        let bits = self.b.ins().ushr(byte, shift);
+        let unlogged = self.and_imm(bits, 1);
+        self.b.ins().brif(unlogged, remember, &[], done, &[]);
+        self.b.set_cold_block(remember);
+        self.b.switch_to_block(remember);
+        let stub = self.iconst(I64, self.layout.stubs.write_barrier as i64);
+        self.b
+            .ins()
+            .call_indirect(self.sigs.remember, stub, &[self.vm, object]);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    /// A call through an `ir_*` stub (a safepoint): the receiver (or closure) and the
+    /// arguments in a stack slot, `what` (a site or code id) first when the stub takes one.
+    fn call(
+        &mut self,
+        stub: usize,
+        what: Option<u32>,
+        receiver: tally_ir::ValueId,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let bci = inst.bci;
+        let n = args.len() + 1;
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            8 * n as u32,
+            3,
+        ));
+        let operands = std::iter::once(receiver).chain(args.iter().copied());
+        for (k, v) in operands.enumerate() {
+            let x = self.val(v)?;
+            let address = self.b.ins().stack_addr(I64, slot, 8 * k as i32);
+            self.b.ins().store(flags(), x, address, 0);
+        }
+        let k = self.safepoint(bci);
+        let pointer = self.b.ins().stack_addr(I64, slot, 0);
+        let argc = self.iconst(I32, args.len() as i64);
+        let stub = self.iconst(I64, stub as i64);
+        let call = match what {
+            Some(w) => {
+                let w = self.iconst(I32, w as i64);
+                self.b
+                    .ins()
+                    .call_indirect(self.sigs.call, stub, &[self.vm, w, pointer, argc])
+            }
+            None => {
+                self.b
+                    .ins()
+                    .call_indirect(self.sigs.call_block, stub, &[self.vm, pointer, argc])
+            }
+        };
+        self.tag(call, k);
+        let v = self.b.inst_results(call)[0];
+        self.left_if_none(v, inst.state)?;
+        Ok(v)
+    }
+
+    /// Leaves when a stub answered `Value::NONE`; for a call (with its frame state after
+    /// the call), to the interpreter at the frame's start when the call restarted it.
+    fn left_if_none(
+        &mut self,
+        v: Value,
+        after: Option<tally_ir::FrameStateId>,
+    ) -> Result<(), String> {
+        let leave = self.leave();
+        let go_on = self.b.create_block();
+        let Some(state) = after else {
+            self.b.ins().brif(v, go_on, &[], leave, &[]);
+            self.b.switch_to_block(go_on);
+            return Ok(());
+        };
+        let none = self.b.create_block();
+        self.b.set_cold_block(none);
+        self.b.ins().brif(v, go_on, &[], none, &[]);
+        self.b.switch_to_block(none);
+        let restart = self.exit(state, ExitKind::Restart)?;
+        let flag = self
+            .b
+            .ins()
+            .uload8(I32, flags(), self.vm, self.layout.restarted);
+        self.b.ins().brif(flag, restart, &[], leave, &[]);
+        self.b.switch_to_block(go_on);
+        Ok(())
+    }
+
+    /// A loop's back-edge: when the yieldpoint flag has a bit raised, the `back_edge` stub
+    /// serves it (a safepoint); a status other than `Continue` writes the frame at the loop
+    /// head and returns it.
+    fn yieldpoint(&mut self, state: tally_ir::FrameStateId, bci: u32) -> Result<(), String> {
+        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), address, 0);
+        let raised = self.and_imm(flag, self.layout.yieldpoint_bits as i64);
+        let serve = self.b.create_block();
+        let go_on = self.b.create_block();
+        self.b.set_cold_block(serve);
+        self.b.ins().brif(raised, serve, &[], go_on, &[]);
+        self.b.switch_to_block(serve);
+        let exit = self.exit(state, ExitKind::Status)?;
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, self.layout.stubs.back_edge as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.sigs.status0, stub, &[self.vm]);
+        self.tag(call, k);
+        let status = self.b.inst_results(call)[0];
+        let done = self.cmp_imm(IntCC::Equal, status, tally_vm::jit::Status::Continue as i64);
+        self.b.ins().brif(done, go_on, &[], exit, &[status.into()]);
+        self.b.switch_to_block(go_on);
+        Ok(())
+    }
+}

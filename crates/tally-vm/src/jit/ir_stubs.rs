@@ -1,0 +1,155 @@
+//! The stubs of the `ir` tier's native code. Unlike `stubs.rs`'s, a call runs to completion
+//! here: the stub pushes the receiver and arguments on the value stack above the calling
+//! frame, makes the send (a primitive or trivial method answers in place, a method or block
+//! gets its frame) and runs the callee in a nested dispatch loop, then answers its result.
+//! The calling activation stays suspended in its native frame meanwhile; its references are
+//! in the frame's stack-map slots, which the collector finds through its `NativeActivation`.
+//!
+//! A stub answers `Value::NONE` (0) when native code must leave: an error is then parked in
+//! `Vm::jit.error`; or `Vm::jit.restarted` is set (the call restarted the calling frame);
+//! or, without either, a non-local return unwound the calling frame.
+
+use tally_heap::Value;
+
+use crate::bytecode::CodeId;
+use crate::objects::{block, Kind};
+use crate::{Vm, VmError};
+
+/// Runs `body` (which answers the call's result, `None` when the caller's frame was
+/// unwound) on the VM behind `vm` and answers the word native code gets. A panic (a VM bug)
+/// must not unwind through native frames: it becomes a fatal error.
+fn run(vm: *mut Vm, body: impl FnOnce(&mut Vm) -> Result<Option<Value>, VmError>) -> u64 {
+    // SAFETY: native code passes on the `*mut Vm` the dispatcher gave it, which points at
+    // the live VM; nothing else holds a reference into the VM while native code runs.
+    let vm = unsafe { &mut *vm };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&mut *vm)));
+    match outcome {
+        Ok(Ok(Some(v))) => v.0,
+        Ok(Ok(None)) => Value::NONE.0,
+        Ok(Err(e)) => {
+            vm.jit.error = Some(e);
+            Value::NONE.0
+        }
+        Err(_) => {
+            vm.jit.error = Some(VmError::Fatal("the VM failed inside compiled code".into()));
+            Value::NONE.0
+        }
+    }
+}
+
+/// A call from the top frame: its receiver and `argc` arguments (at `operands`, which native
+/// code wrote just before the call and the collector does not see: they are read before
+/// anything may collect) go on the value stack, `start` begins the call, and a callee frame
+/// it pushed runs to its return. `None`: a non-local return unwound the caller's frame.
+fn call(
+    vm: &mut Vm,
+    operands: *const u64,
+    argc: u32,
+    start: impl FnOnce(&mut Vm) -> Result<(), VmError>,
+) -> Result<Option<Value>, VmError> {
+    let here = std::hint::black_box(0u8);
+    if (std::ptr::addr_of!(here) as usize) < vm.jit.native_stack_limit {
+        return Err(vm.native_stack_overflow());
+    }
+    let depth = vm.rt.frames.len();
+    let ip = vm.rt.frames.top().ip;
+    for k in 0..=argc as usize {
+        // SAFETY: native code passes `argc + 1` words at `operands`.
+        let v = Value(unsafe { *operands.add(k) });
+        vm.rt.stack.push(v);
+    }
+    // No dispatch loop runs this call, so nothing in it may ask one to hand over; a loop
+    // that asks anyway does so with the callee's frame complete, which runs below.
+    let outer = vm.running_loop.take();
+    let started = start(vm);
+    vm.running_loop = outer;
+    match started {
+        Ok(()) | Err(VmError::SwitchLoop) => {}
+        Err(e) => return Err(e),
+    }
+    if vm.rt.frames.len() > depth {
+        vm.execute(depth)?;
+    }
+    if vm.rt.frames.len() < depth {
+        return Ok(None);
+    }
+    if vm.rt.frames.top().ip != ip {
+        // `restart` (the only primitive that moves its caller) emptied the frame's operand
+        // stack and set it to start again, keeping its locals, which native code holds.
+        vm.jit.restarted = 1;
+        return Ok(None);
+    }
+    Ok(Some(vm.rt.stack.pop().expect("a result")))
+}
+
+fn count_stub_send(vm: &mut Vm, site: u32) {
+    if let Some(s) = vm.rt.sites.get_mut(site as usize) {
+        s.stub_sends += 1;
+    }
+}
+
+/// `(vm, site, operands, argc) -> Value`: a send from `site`.
+pub(super) extern "C" fn send(vm: *mut Vm, site: u32, operands: *const u64, argc: u32) -> u64 {
+    run(vm, |vm| {
+        count_stub_send(vm, site);
+        call(vm, operands, argc, |vm| vm.send(site, false))
+    })
+}
+
+/// `(vm, site, operands, argc) -> Value`: a super send from `site`.
+pub(super) extern "C" fn super_send(
+    vm: *mut Vm,
+    site: u32,
+    operands: *const u64,
+    argc: u32,
+) -> u64 {
+    run(vm, |vm| {
+        count_stub_send(vm, site);
+        call(vm, operands, argc, |vm| vm.send(site, true))
+    })
+}
+
+/// `(vm, code, operands, argc) -> Value`: a call of method `code` (its receiver's class was
+/// checked).
+pub(super) extern "C" fn call_method(
+    vm: *mut Vm,
+    code: u32,
+    operands: *const u64,
+    argc: u32,
+) -> u64 {
+    run(vm, |vm| {
+        call(vm, operands, argc, |vm| {
+            vm.invoke(code as CodeId, argc as usize)
+        })
+    })
+}
+
+/// `(vm, operands, argc) -> Value`: `value…` of the closure in `operands[0]`.
+pub(super) extern "C" fn call_block(vm: *mut Vm, operands: *const u64, argc: u32) -> u64 {
+    run(vm, |vm| {
+        call(vm, operands, argc, |vm| vm.invoke_block(argc as usize))
+    })
+}
+
+/// `(vm, code, receiver, context) -> Value`: a new closure of block `code`.
+pub(super) extern "C" fn make_block(vm: *mut Vm, code: u32, receiver: u64, ctx: u64) -> u64 {
+    run(vm, |vm| {
+        // The receiver and context are roots while the closure is allocated.
+        vm.rt.stack.push(Value(receiver));
+        vm.rt.stack.push(Value(ctx));
+        let allocated = vm.alloc(
+            vm.block_class_for(code as CodeId),
+            Kind::Block,
+            block::SLOTS,
+            Value::NIL,
+            0,
+        );
+        let ctx = vm.rt.stack.pop().expect("pushed");
+        let receiver = vm.rt.stack.pop().expect("pushed");
+        let b = allocated?;
+        b.init_slot(block::CODE, Value::from_small_int(code as i64));
+        b.init_slot(block::CONTEXT, ctx);
+        b.init_slot(block::RECEIVER, receiver);
+        Ok(Some(b))
+    })
+}

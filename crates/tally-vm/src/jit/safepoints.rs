@@ -1,0 +1,77 @@
+//! Where the `ir` tier's native code keeps references across calls: for each call that may
+//! collect (a safepoint), the slots of its native frame that hold live references, from
+//! Cranelift's user stack maps. The collector reads them through the frame's
+//! [`crate::frames::NativeActivation`] and updates the slots in place; the code reloads
+//! them after the call.
+
+use std::sync::OnceLock;
+
+/// The slots of one safepoint: `span` is the frame pointer less the stack pointer at the
+/// call, each offset is from that stack pointer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SafepointMap {
+    pub span: u32,
+    pub offsets: Vec<u32>,
+}
+
+/// The safepoints of one compiled version, indexed by the number its code stores in
+/// `NativeActivation::safepoint`. Made empty before the code is generated (the code embeds
+/// its address) and filled once the stack maps are known, before the code can run.
+#[derive(Debug, Default)]
+pub struct SafepointTable {
+    maps: OnceLock<Vec<SafepointMap>>,
+}
+
+impl SafepointTable {
+    pub fn new() -> SafepointTable {
+        SafepointTable::default()
+    }
+
+    /// Sets the maps; an error if they were set already.
+    pub fn set(&self, maps: Vec<SafepointMap>) -> Result<(), String> {
+        self.maps
+            .set(maps)
+            .map_err(|_| "the safepoint table is set already".to_string())
+    }
+
+    /// The addresses of the live references of the activation whose frame pointer is `fp`,
+    /// suspended at `safepoint`. None for a safepoint the table does not know (a bug in the
+    /// code generator): no slot is guessed.
+    pub(crate) fn slots(&self, safepoint: u32, fp: usize) -> impl Iterator<Item = usize> + '_ {
+        let map = self.maps.get().and_then(|m| m.get(safepoint as usize));
+        debug_assert!(map.is_some(), "safepoint {safepoint} has no map");
+        map.into_iter().flat_map(move |m| {
+            let sp = fp - m.span as usize;
+            m.offsets.iter().map(move |&o| sp + o as usize)
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.maps.get().map_or(0, Vec::len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_below_the_frame_pointer_by_the_span() {
+        let t = SafepointTable::new();
+        t.set(vec![
+            SafepointMap {
+                span: 64,
+                offsets: vec![0, 16],
+            },
+            SafepointMap::default(),
+        ])
+        .unwrap();
+        assert_eq!(t.slots(0, 1000).collect::<Vec<_>>(), vec![936, 952]);
+        assert_eq!(t.slots(1, 1000).count(), 0);
+        assert!(t.set(Vec::new()).is_err(), "set once");
+    }
+}
