@@ -143,9 +143,20 @@ impl Builder<'_> {
         if code.kind == CodeKind::Block {
             self.closure = Some(self.f.add_param(entry, Ty::Word));
         }
-        let nil = self.constant(entry, Value::NIL, 0);
         let mut locals = params.clone();
-        locals.resize(slots, nil);
+        for k in locals.len()..slots {
+            let v = self
+                .f
+                .push_inst(
+                    entry,
+                    InstKind::InitialLocal(k as u16),
+                    Some(Ty::Word),
+                    None,
+                    0,
+                )
+                .expect("a value");
+            locals.push(v);
+        }
         let outer = self.closure.map(|c| {
             self.f
                 .push_inst(entry, InstKind::ClosureContext(c), Some(Ty::Word), None, 0)

@@ -158,6 +158,10 @@ pub enum InstKind {
     Const(Value),
     /// A constant truth value.
     FlagConst(bool),
+    /// Stack local `slot`'s value as the activation starts: nil in a new activation; what
+    /// the frame holds in one the interpreter set up or handed back at its first
+    /// instruction (a loop starting there may have given it a value).
+    InitialLocal(u16),
     /// An entry of the VM's literal table (strings, doubles, big integers: references the
     /// collector may move, so read where used).
     Literal(u32),
@@ -272,7 +276,9 @@ impl InstKind {
     pub fn operands(&self) -> Vec<ValueId> {
         use InstKind::*;
         match self {
-            Const(_) | FlagConst(_) | Literal(_) | Global(_) | Yieldpoint => vec![],
+            Const(_) | FlagConst(_) | InitialLocal(_) | Literal(_) | Global(_) | Yieldpoint => {
+                vec![]
+            }
             LoadField { obj, .. } => vec![*obj],
             StoreField { obj, value, .. } => vec![*obj, *value],
             NewContext { outer, .. } => outer.iter().copied().collect(),
@@ -308,7 +314,7 @@ impl InstKind {
     pub fn map_operands(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
         use InstKind::*;
         match self {
-            Const(_) | FlagConst(_) | Literal(_) | Global(_) | Yieldpoint => {}
+            Const(_) | FlagConst(_) | InitialLocal(_) | Literal(_) | Global(_) | Yieldpoint => {}
             LoadField { obj, .. } => *obj = f(*obj),
             StoreField { obj, value, .. } => {
                 *obj = f(*obj);
@@ -399,6 +405,7 @@ impl InstKind {
         match self {
             Const(_)
             | FlagConst(_)
+            | InitialLocal(_)
             | Literal(_)
             | LoadField { .. }
             | ContextOuter(_)

@@ -115,6 +115,7 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
         },
         ContextOuter(c) => format!("context_outer {c}"),
         ClosureContext(c) => format!("closure_context {c}"),
+        InitialLocal(k) => format!("initial_local {k}"),
         LoadContext { ctx, index } => format!("load_context {ctx}.{index}"),
         StoreContext { ctx, index, value } => format!("store_context {ctx}.{index}, {value}"),
         MakeBlock {

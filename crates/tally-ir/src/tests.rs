@@ -138,14 +138,14 @@ fn a_counting_loop_keeps_its_values_in_ssa_with_no_guard_left_inside() {
     ];
     let (f, text) = compile(sum(), &sites);
     // The loop head merges `s` and `i`, both proven small integers by what flows in.
-    assert!(text.contains("(v12: int, v13: int):"), "{text}");
+    assert!(text.contains("(v14: int, v15: int):"), "{text}");
     // One guard, on the argument `n`; `s + i` and `i + 1` deoptimize only on overflow.
     assert_eq!(
         count(&f, |k| matches!(k, InstKind::GuardInt(_))),
         1,
         "{text}"
     );
-    assert!(text.contains("int_add v12, v13: int"), "{text}");
+    assert!(text.contains("int_add v14, v15: int"), "{text}");
     assert!(text.contains("yieldpoint"), "{text}");
     // The comparison's Boolean never exists: the branch tests its flag.
     assert_eq!(
@@ -158,11 +158,11 @@ fn a_counting_loop_keeps_its_values_in_ssa_with_no_guard_left_inside() {
     );
     // Frame states: `n` is dead once the limit is copied, `s` dead where `s + i` redoes.
     assert!(
-        text.contains("fs1: T>>sum: @11 before  locals [v0, -, -, v13, v1]  stack [v9, v12, v13]"),
+        text.contains("fs1: T>>sum: @11 before  locals [v0, -, -, v15, v1]  stack [v11, v14, v15]"),
         "{text}"
     );
     assert!(
-        text.contains("fs3: T>>sum: @7 before  locals [v0, -, v42, v46, v1]  stack [v9]"),
+        text.contains("fs3: T>>sum: @7 before  locals [v0, -, v44, v48, v1]  stack [v11]"),
         "{text}"
     );
 }

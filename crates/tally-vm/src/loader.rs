@@ -441,6 +441,7 @@ impl Vm {
                     plain_frame: false,
                     max_height: 0,
                     compiled: Default::default(),
+                    direct: Default::default(),
                     calls: Default::default(),
                     trivial_kind: crate::runtime::TRIVIAL_NONE,
                     trivial_operand: 0,

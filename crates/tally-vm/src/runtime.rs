@@ -138,6 +138,9 @@ pub struct Code {
     pub room_above_arguments: u32,
     /// Compiled code for this method or block, or whether to compile it at its next call.
     pub compiled: crate::jit::CompiledSlot,
+    /// The `ir` tier's direct entry of the installed version (0: none), which native code
+    /// calls with the receiver and arguments in registers (`jit::DirectEntry`).
+    pub direct: std::sync::atomic::AtomicUsize,
     /// Calls per tier while `--count-calls` is on (`crate::jit::TierCallCounter`).
     pub calls: crate::jit::TierCallCounter,
     /// `trivial` as two plain words, for compiled code that does trivial methods inline:
@@ -197,6 +200,7 @@ impl Code {
             trivial_operand,
             hooks: Default::default(),
             compiled: Default::default(),
+            direct: Default::default(),
             calls: Default::default(),
             max_height: max_height as u32,
             room_above_arguments: room as u32,

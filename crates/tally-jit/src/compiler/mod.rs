@@ -224,13 +224,48 @@ impl CodeGenerator for Compiler {
             }
             None => return Err("Cranelift kept no compiled code".into()),
         };
+        // The `ir` tier's body is called directly by native code; the dispatcher enters it
+        // through an adapter with the `EntryPoint` signature.
+        let adapter = match &built {
+            Built::Lowered(..) => {
+                self.module.clear_context(&mut self.context);
+                self.context.func.signature = entry_signature(&self.module);
+                self.context.func.name = UserFuncName::user(1, request.code.id);
+                let body = self.module.declare_func_in_func(id, &mut self.context.func);
+                crate::lower::lower_adapter(
+                    &mut self.context.func,
+                    &mut self.builder_context,
+                    request,
+                    layout,
+                    body,
+                    self.module.target_config(),
+                );
+                let adapter = self
+                    .module
+                    .declare_anonymous_function(&self.context.func.signature.clone())
+                    .map_err(|e| e.to_string())?;
+                self.module
+                    .define_function(adapter, &mut self.context)
+                    .map_err(|e| format!("{e:?}"))?;
+                Some(adapter)
+            }
+            Built::Translated(_) => None,
+        };
         self.module
             .finalize_definitions()
             .map_err(|e| e.to_string())?;
         let address = self.module.get_finalized_function(id);
-        // SAFETY: the function was declared with the `EntryPoint` signature
-        // (`entry_signature`, the platform's C calling convention) and is finalized.
-        let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(address) };
+        let (entry_address, direct) = match adapter {
+            Some(a) => (
+                self.module.get_finalized_function(a),
+                Some(address as usize),
+            ),
+            None => (address, None),
+        };
+        // SAFETY: the function (the adapter, for the `ir` tier) was declared with the
+        // `EntryPoint` signature (`entry_signature`, the platform's C calling convention) and
+        // is finalized.
+        let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(entry_address) };
         let (speculations, inlined, safepoints) = match built {
             Built::Translated(t) => (t.speculations, t.inlined, None),
             Built::Lowered(_, l) => (l.speculations, Vec::new(), Some(l.table)),
@@ -242,6 +277,8 @@ impl CodeGenerator for Compiler {
             speculations,
             inlined,
             safepoints,
+            direct,
+            code_start: direct,
         })
     }
 

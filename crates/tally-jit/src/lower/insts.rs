@@ -15,7 +15,7 @@ const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
 /// Symbols' tag (`tally_heap::value`).
 const SYMBOL_TAG: i64 = 0b010;
 
-fn slot_offset(index: usize) -> i32 {
+pub(super) fn slot_offset(index: usize) -> i32 {
     (HEADER_BYTES + index * 8) as i32
 }
 
@@ -63,13 +63,13 @@ impl Lowerer<'_, '_> {
                 self.store_into(o, slot_offset(*index as usize), None, v);
                 None
             }
-            InstKind::NewContext { .. } => {
-                // The frame's set-up made it (the entry contract).
-                Some(
-                    self.b
-                        .ins()
-                        .load(I64, flags(), self.frame, self.layout.frame_ctx),
-                )
+            InstKind::NewContext { .. } => Some(self.new_context(inst.bci)),
+            InstKind::InitialLocal(k) => {
+                // Read whatever the mode: in a directly called activation the slot may hold
+                // anything, and the select takes nil.
+                let slot = self.b.ins().load(I64, flags(), self.slots, 8 * *k as i32);
+                let nil = self.iconst(I64, super::NIL);
+                Some(self.b.ins().select(self.framed, slot, nil))
             }
             InstKind::ContextOuter(c) => {
                 let c = self.val(*c)?;
@@ -188,21 +188,21 @@ impl Lowerer<'_, '_> {
                 } else {
                     self.layout.stubs.ir_send
                 };
-                Some(self.call(stub, Some(*site), *receiver, args, inst)?)
+                let v = if matches!(inst.kind, InstKind::SuperSend { .. }) {
+                    self.call(stub, Some(*site), *receiver, args, inst)?
+                } else {
+                    self.send_through_cache(*site, *receiver, args, inst)?
+                };
+                self.left_if_none(v, inst.state)?;
+                Some(v)
             }
             InstKind::CallMethod {
                 code,
                 receiver,
                 args,
-            } => Some(self.call(
-                self.layout.stubs.ir_call_method,
-                Some(*code),
-                *receiver,
-                args,
-                inst,
-            )?),
+            } => Some(self.call_direct(Some(*code), *receiver, args, inst)?),
             InstKind::CallBlock { closure, args } => {
-                Some(self.call(self.layout.stubs.ir_call_block, None, *closure, args, inst)?)
+                Some(self.call_direct(None, *closure, args, inst)?)
             }
             InstKind::ArrayAt { array, index } => {
                 let (a, i) = (self.val(*array)?, self.val(*index)?);
@@ -373,6 +373,7 @@ impl Lowerer<'_, '_> {
 
     /// A call through an `ir_*` stub (a safepoint): the receiver (or closure) and the
     /// arguments in a stack slot, `what` (a site or code id) first when the stub takes one.
+    /// The caller tests for `Value::NONE` (`left_if_none`).
     fn call(
         &mut self,
         stub: usize,
@@ -412,9 +413,203 @@ impl Lowerer<'_, '_> {
             }
         };
         self.tag(call, k);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// The activation's context: for the dispatcher, the one the frame's set-up made; for a
+    /// direct call, a new one (a safepoint: it allocates).
+    fn new_context(&mut self, bci: u32) -> Value {
+        let framed = self.b.create_block();
+        let direct = self.b.create_block();
+        let join = self.b.create_block();
+        let ctx = self.b.append_block_param(join, I64);
+        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+        self.b.switch_to_block(framed);
+        let made = self
+            .b
+            .ins()
+            .load(I64, flags(), self.frame, self.layout.frame_ctx);
+        self.b.ins().jump(join, &[made.into()]);
+        self.b.switch_to_block(direct);
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, self.layout.stubs.ir_new_context as i64);
+        let code = self.iconst(I32, self.request.code.id as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.sigs.new_context, stub, &[self.vm, code]);
+        self.tag(call, k);
+        let new = self.b.inst_results(call)[0];
+        let leave = self.leave();
+        self.b.ins().brif(new, join, &[new.into()], leave, &[]);
+        self.b.switch_to_block(join);
+        ctx
+    }
+
+    /// A call of a known method (`code`) or of a closure's block (`None`, `receiver` the
+    /// closure, whose class guard fixed its arity): straight into the callee's body with the
+    /// receiver and arguments in registers when its code has one installed, else through
+    /// the stub. Both are safepoints.
+    fn call_direct(
+        &mut self,
+        code: Option<u32>,
+        receiver: tally_ir::ValueId,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let calls = &self.layout.calls;
+        let (target, mut operands) = match code {
+            Some(c) => {
+                let callee: &tally_vm::runtime::Code = self.request.callee(c).ok_or_else(|| {
+                    format!("a call of code {c}, which the request does not name")
+                })?;
+                let address = self.iconst(I64, callee as *const _ as i64);
+                (address, vec![self.val(receiver)?])
+            }
+            None => {
+                let closure = self.val(receiver)?;
+                let id = self
+                    .b
+                    .ins()
+                    .load(I64, flags(), closure, slot_offset(block::CODE));
+                let id = self.b.ins().sshr_imm_s(id, 1);
+                let codes = self.b.ins().load(I64, flags(), self.vm, calls.codes_base);
+                let eight = self.iconst(I64, 8);
+                let offset = self.b.ins().imul(id, eight);
+                let entry = self.b.ins().iadd(codes, offset);
+                let address = self.b.ins().load(I64, flags(), entry, 0);
+                let recv = self
+                    .b
+                    .ins()
+                    .load(I64, flags(), closure, slot_offset(block::RECEIVER));
+                (address, vec![recv])
+            }
+        };
+        for &a in args {
+            operands.push(self.val(a)?);
+        }
+        if code.is_none() {
+            operands.push(self.val(receiver)?);
+        }
+        let direct = self
+            .b
+            .ins()
+            .load(I64, flags(), target, self.layout.code_direct);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let result = self.b.append_block_param(join, I64);
+        self.b.ins().brif(direct, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        let k = self.safepoint(inst.bci);
+        let sig = self.body_sig(args.len(), code.is_none());
+        let zero = self.iconst(I32, 0);
+        let mut call_args = vec![self.vm, zero];
+        call_args.extend(operands.iter().copied());
+        let call = self.b.ins().call_indirect(sig, direct, &call_args);
+        self.tag(call, k);
         let v = self.b.inst_results(call)[0];
-        self.left_if_none(v, inst.state)?;
-        Ok(v)
+        self.b.ins().jump(join, &[v.into()]);
+
+        self.b.switch_to_block(slow);
+        let stub = match code {
+            Some(_) => self.layout.stubs.ir_call_method,
+            None => self.layout.stubs.ir_call_block,
+        };
+        let v = self.call(stub, code, receiver, args, inst)?;
+        self.b.ins().jump(join, &[v.into()]);
+        self.b.switch_to_block(join);
+        self.left_if_none(result, inst.state)?;
+        Ok(result)
+    }
+
+    /// A send whose receiver class the compile did not know: the site's inline cache is
+    /// probed at run time (a small integer's class or a heap object's header against its two
+    /// entries), and a hit on a method with a direct entry is called straight; anything else
+    /// goes through the send stub, which fills the cache. Both are safepoints.
+    fn send_through_cache(
+        &mut self,
+        site: u32,
+        receiver: tally_ir::ValueId,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let calls = &self.layout.calls;
+        let recv = self.val(receiver)?;
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let result = self.b.append_block_param(join, I64);
+        // The receiver's class id: small integers by their tag, objects by their header.
+        let classed = self.b.create_block();
+        self.b.append_block_param(classed, I32);
+        let not_int = self.b.create_block();
+        let int_class = self.iconst(I32, calls.integer_class as i64);
+        let bit = self.and_imm(recv, 1);
+        self.b
+            .ins()
+            .brif(bit, classed, &[int_class.into()], not_int, &[]);
+        self.b.switch_to_block(not_int);
+        let tag = self.and_imm(recv, 7);
+        let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
+        let not_none = self.cmp_imm(IntCC::NotEqual, recv, 0);
+        let is_object = self.b.ins().band(is_ref, not_none);
+        let object = self.b.create_block();
+        self.b.ins().brif(is_object, object, &[], slow, &[]);
+        self.b.switch_to_block(object);
+        let header_class = self.b.ins().load(I32, flags(), recv, 4);
+        self.b.ins().jump(classed, &[header_class.into()]);
+        self.b.switch_to_block(classed);
+        let class = self.b.block_params(classed)[0];
+        // The site's two entries.
+        let sites = self.b.ins().load(I64, flags(), self.vm, calls.sites_base);
+        let entry = self.add_imm(sites, site as i64 * calls.site_size as i64);
+        let found = self.b.create_block();
+        self.b.append_block_param(found, I32);
+        let second = self.b.create_block();
+        let c1 = self.b.ins().load(I32, flags(), entry, calls.site_class1);
+        let code1 = self.b.ins().load(I32, flags(), entry, calls.site_code1);
+        let hit1 = self.b.ins().icmp(IntCC::Equal, class, c1);
+        self.b.ins().brif(hit1, found, &[code1.into()], second, &[]);
+        self.b.switch_to_block(second);
+        let c2 = self.b.ins().load(I32, flags(), entry, calls.site_class2);
+        let code2 = self.b.ins().load(I32, flags(), entry, calls.site_code2);
+        let hit2 = self.b.ins().icmp(IntCC::Equal, class, c2);
+        self.b.ins().brif(hit2, found, &[code2.into()], slow, &[]);
+        self.b.switch_to_block(found);
+        let code = self.b.block_params(found)[0];
+        let codes = self.b.ins().load(I64, flags(), self.vm, calls.codes_base);
+        let code = self.b.ins().uextend(I64, code);
+        let eight = self.iconst(I64, 8);
+        let offset = self.b.ins().imul(code, eight);
+        let slot = self.b.ins().iadd(codes, offset);
+        let target = self.b.ins().load(I64, flags(), slot, 0);
+        let direct = self
+            .b
+            .ins()
+            .load(I64, flags(), target, self.layout.code_direct);
+        let fast = self.b.create_block();
+        self.b.ins().brif(direct, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        let k = self.safepoint(inst.bci);
+        let sig = self.body_sig(args.len(), false);
+        let zero = self.iconst(I32, 0);
+        let mut call_args = vec![self.vm, zero, recv];
+        for &a in args {
+            call_args.push(self.val(a)?);
+        }
+        let call = self.b.ins().call_indirect(sig, direct, &call_args);
+        self.tag(call, k);
+        let v = self.b.inst_results(call)[0];
+        self.b.ins().jump(join, &[v.into()]);
+
+        self.b.switch_to_block(slow);
+        self.b.set_cold_block(slow);
+        let v = self.call(self.layout.stubs.ir_send, Some(site), receiver, args, inst)?;
+        self.b.ins().jump(join, &[v.into()]);
+        self.b.switch_to_block(join);
+        Ok(result)
     }
 
     /// Leaves when a stub answered `Value::NONE`; for a call (with its frame state after

@@ -4,23 +4,28 @@
 //! entry.
 //!
 //! Contract with the VM (`tally_vm::jit`):
-//! - The function is an `EntryPoint` called for a frame that is set up (receiver and
-//!   arguments in its value-stack slots, locals nil, its context made): a new one (`resume`
-//!   0, or the top frame at `ip` 0). A frame left at any other `ip` is handed back to the
-//!   interpreter (`Status::Interpret`): this tier has no resume points.
-//! - At entry the code writes its frame pointer and its version's `SafepointTable` into the
+//! - Each version is two functions. The body, `(vm, framed, receiver, arguments…[, closure])
+//!   -> Value`, is what native code calls directly (`framed` 0: it pushes its frame, or,
+//!   at the frame stack's limit, without value-stack room or native stack, makes the call
+//!   through the stub instead) and what the adapter runs for the dispatcher (`framed` 1:
+//!   the top frame is set up, its locals and context read from it). The adapter is the
+//!   `EntryPoint`: a frame left at any `ip` but 0 goes back to the interpreter
+//!   (`Status::Interpret`): this tier has no resume points.
+//! - At entry the body writes its frame pointer and its version's `SafepointTable` into the
 //!   frame's `NativeActivation`; before each call that may collect it writes the call's
 //!   safepoint number there (and the frame's `ip`, one past the call, as the interpreter
 //!   does). Every reference live across such a call is in Cranelift's stack map of the call,
-//!   whose slots the collector updates; the code clears `fp` on every way out.
-//! - Calls go through the `ir_*` stubs, which run the callee to completion and answer its
-//!   result, or `Value::NONE` to leave (`Status::Unwound`: an error parked, or a non-local
-//!   return that popped the frame).
+//!   whose slots the collector updates; the body clears `fp` on every way out.
+//! - Calls: a known method, a closure's block, or a send whose inline cache holds a method
+//!   with a body go straight to that body; the rest go through the `ir_*` stubs, which run
+//!   the callee to completion. `Value::NONE` from either means leave (an error parked, a
+//!   non-local return that popped the frame, or the frame restarted).
 //! - A guard that fails, or an instruction the tier leaves to the interpreter, writes the
-//!   frame its state describes (locals and operand stack into the value stack, `ip`) and
-//!   answers `Status::Deopt` (the speculation is recorded and the version invalidated) or
-//!   `Status::Interpret`. One exit per frame state and status, shared by its guards.
-//! - A return pushes the result and answers `Status::Returned`.
+//!   frame its state describes (locals and operand stack into the value stack, `ip`); for
+//!   the dispatcher the body leaves the status (`Status::Deopt`: the speculation is recorded
+//!   and the version invalidated; `Status::Interpret`) in `Layout::exit_status`, for a direct
+//!   call `ir_interpret` runs the frame in the interpreter to its return. One exit per frame
+//!   state and status, shared by its guards.
 
 mod insts;
 
@@ -83,7 +88,24 @@ pub(crate) struct Lowered {
     pub safepoints: u32,
 }
 
-/// Writes `ir`'s function into `func` (whose signature is the entry point's).
+/// The signature of a body: `(vm, framed, receiver, arguments…[, closure]) -> Value`.
+pub(crate) fn body_signature(
+    call_conv: cranelift_codegen::isa::CallConv,
+    argc: usize,
+    is_block: bool,
+) -> Signature {
+    let mut sig = Signature::new(call_conv);
+    sig.params.push(AbiParam::new(I64));
+    sig.params.push(AbiParam::new(I32));
+    for _ in 0..=argc + usize::from(is_block) {
+        sig.params.push(AbiParam::new(I64));
+    }
+    sig.returns.push(AbiParam::new(I64));
+    sig
+}
+
+/// Writes the body of `ir`'s function into `func`: what the dispatcher runs through the
+/// adapter ([`lower_adapter`]) and what native code calls directly.
 pub(crate) fn lower(
     func: &mut Function,
     builder_context: &mut FunctionBuilderContext,
@@ -96,6 +118,13 @@ pub(crate) fn lower(
         return Err("--count-calls is not counted by this tier yet".into());
     }
     let table = Arc::new(SafepointTable::new());
+    let code = request.code;
+    let call_conv = module.isa().default_call_conv();
+    func.signature = body_signature(
+        call_conv,
+        code.num_args as usize,
+        code.kind == tally_vm::compiler::CodeKind::Block,
+    );
     let sigs = Signatures::declare(func, module);
     let b = FunctionBuilder::new(func, builder_context);
     let mut l = Lowerer {
@@ -104,7 +133,10 @@ pub(crate) fn lower(
         request,
         ir,
         sigs,
+        call_conv,
         vm: Value::from_u32(0),
+        framed: Value::from_u32(0),
+        params: Vec::new(),
         frame: Value::from_u32(0),
         bp: Value::from_u32(0),
         slots: Value::from_u32(0),
@@ -177,6 +209,14 @@ struct Signatures {
     status0: SigRef,
     /// `(vm, u64) -> u32`: `write_barrier`.
     remember: SigRef,
+    /// `(vm, u32) -> u64`: `ir_new_context`.
+    new_context: SigRef,
+    /// `(vm, u64, u32) -> u64`: `ir_interpret`.
+    interpret: SigRef,
+    /// `(vm, u64) -> u64`: `ir_left`.
+    left: SigRef,
+    /// The bodies' signatures, by argument count (methods, then blocks): direct calls.
+    bodies: HashMap<(usize, bool), SigRef>,
 }
 
 impl Signatures {
@@ -194,6 +234,10 @@ impl Signatures {
             make_block: make(&[I64, I32, I64, I64], I64),
             status0: make(&[I64], I32),
             remember: make(&[I64, I64], I32),
+            new_context: make(&[I64, I32], I64),
+            interpret: make(&[I64, I64, I32], I64),
+            left: make(&[I64, I64], I64),
+            bodies: HashMap::new(),
         }
     }
 }
@@ -207,8 +251,8 @@ enum ExitKind {
     Interpret,
     /// A yieldpoint's stub answered this status (an error, or frames to run).
     Status,
-    /// A call restarted the frame (`Block>>restart`): its locals are written, the rest is
-    /// as the primitive left it (operand stack empty, `ip` 0).
+    /// A call restarted the frame (`Block>>restart`): its receiver, arguments and locals
+    /// are written, an empty operand stack; `ip` is as the primitive left it (0).
     Restart,
 }
 
@@ -218,9 +262,14 @@ struct Lowerer<'a, 'f> {
     request: &'a CompileRequest,
     ir: &'a tally_ir::Function,
     sigs: Signatures,
+    call_conv: cranelift_codegen::isa::CallConv,
     /// The entry point's `*mut Vm`, the frame, its base (slot index) and the address of its
     /// first value-stack slot, and its `NativeActivation`.
     vm: Value,
+    /// 1 (an I32) when the dispatcher runs the body through the adapter, 0 for a direct call.
+    framed: Value,
+    /// The receiver and arguments as the body got them.
+    params: Vec<Value>,
     frame: Value,
     bp: Value,
     slots: Value,
@@ -286,10 +335,15 @@ impl Lowerer<'_, '_> {
         self.values[v.index()] = Some(x);
     }
 
-    /// The entry: finds the frame, hands frames left elsewhere than `ip` 0 back, registers
-    /// the native activation, reads the receiver and arguments, and jumps to the IR's entry.
+    /// The body's entry. For the dispatcher (`framed` 1, through the adapter) the frame is
+    /// the top one, set up; for a direct call (`framed` 0) this pushes it, after checking
+    /// the frame stack's limit (a raised yieldpoint flag trips it), the value stack's room
+    /// and the native stack, or else makes the call through the stub instead (which takes
+    /// the interpreter's way in: the prologue hook, the stack-overflow error). Then it
+    /// registers the native activation and jumps to the IR's entry.
     fn entry(&mut self, table: &Arc<SafepointTable>) -> Result<(), String> {
         let layout = self.layout;
+        let code = self.request.code;
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
         for _ in 0..self.ir.blocks.len() {
@@ -299,17 +353,24 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(entry);
         self.b.set_srcloc(SourceLoc::new(0));
         let params = self.b.block_params(entry).to_vec();
-        let (vm, frame_in, bp_in, resume) = (params[0], params[1], params[2], params[3]);
-        self.vm = vm;
-        let resumed = self.b.create_block();
+        self.vm = params[0];
+        self.framed = params[1];
+        let operands = params[2..].to_vec();
+        self.params = operands[..=code.num_args as usize].to_vec();
+        for &p in &self.params {
+            self.b.declare_value_needs_stack_map(p);
+        }
+        let vm = self.vm;
+        let framed_blk = self.b.create_block();
+        let direct_blk = self.b.create_block();
         let join = self.b.create_block();
         self.b.append_block_param(join, I64);
         self.b.append_block_param(join, I64);
         self.b
             .ins()
-            .brif(resume, resumed, &[], join, &[frame_in.into(), bp_in.into()]);
+            .brif(self.framed, framed_blk, &[], direct_blk, &[]);
 
-        self.b.switch_to_block(resumed);
+        self.b.switch_to_block(framed_blk);
         let frame_stack = self.b.ins().load(I64, flags(), vm, layout.frame_stack);
         let depth = self
             .b
@@ -323,16 +384,86 @@ impl Lowerer<'_, '_> {
         let size = self.iconst(I64, layout.frame_size as i64);
         let offset = self.b.ins().imul(top, size);
         let frame = self.b.ins().iadd(frames, offset);
-        let ip = self.b.ins().load(I32, flags(), frame, layout.frame_ip);
         let bp = self.b.ins().uload32(flags(), frame, layout.frame_bp);
-        let elsewhere = self.b.create_block();
-        self.b.set_cold_block(elsewhere);
+        self.b.ins().jump(join, &[frame.into(), bp.into()]);
+
+        self.b.switch_to_block(direct_blk);
+        let c = &layout.calls;
+        let frame_stack = self.b.ins().load(I64, flags(), vm, layout.frame_stack);
+        let depth = self
+            .b
+            .ins()
+            .load(I64, flags(), frame_stack, layout.frames_len);
+        let limit = self.b.ins().load(I64, flags(), frame_stack, c.frames_limit);
+        let below_limit = self.b.ins().icmp(IntCC::UnsignedLessThan, depth, limit);
+        let stack_len = self.b.ins().load(I64, flags(), vm, layout.stack_len);
+        let capacity = self.b.ins().load(I64, flags(), vm, c.stack_capacity);
+        let needed = self.add_imm(stack_len, code.max_height as i64 + 1);
+        let room = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, needed, capacity);
+        let sp = self.b.ins().get_stack_pointer(I64);
+        let native_limit = self.b.ins().load(I64, flags(), vm, c.native_stack_limit);
+        let native_room = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThan, sp, native_limit);
+        let ok = self.b.ins().band(below_limit, room);
+        let ok = self.b.ins().band(ok, native_room);
+        let push = self.b.create_block();
+        let slow = self.b.create_block();
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(ok, push, &[], slow, &[]);
+
+        self.b.switch_to_block(slow);
+        let result = self.call_through_stub(&operands)?;
+        self.b.ins().return_(&[result]);
+
+        self.b.switch_to_block(push);
+        let frames = self
+            .b
+            .ins()
+            .load(I64, flags(), frame_stack, layout.frames_base);
+        let size = self.iconst(I64, layout.frame_size as i64);
+        let offset = self.b.ins().imul(depth, size);
+        let frame = self.b.ins().iadd(frames, offset);
+        // `code` and `ip` (0) in one store, `bp` and `mark` in another (`Frame`'s layout).
+        let code_ip = self.iconst(I64, code.id as i64);
+        self.b.ins().store(flags(), code_ip, frame, 0);
+        let mark = if layout.mark_frames {
+            tally_vm::tally_profile::FrameMark::of(
+                tally_vm::tally_profile::Tier::Optimizing.column() as u8,
+                false,
+            ) as i64
+        } else {
+            0
+        };
+        let mark = self.iconst(I64, mark << 32);
+        let bp_mark = self.b.ins().bor(stack_len, mark);
+        self.b.ins().store(flags(), bp_mark, frame, layout.frame_bp);
+        let is_block = code.kind == tally_vm::compiler::CodeKind::Block;
+        let (ctx, closure) = if is_block {
+            let closure = *operands.last().expect("a closure");
+            let ctx = self.b.ins().load(
+                I64,
+                flags(),
+                closure,
+                insts::slot_offset(tally_vm::objects::block::CONTEXT),
+            );
+            (ctx, closure)
+        } else {
+            (self.iconst(I64, NIL), self.iconst(I64, 0))
+        };
+        self.b.ins().store(flags(), ctx, frame, layout.frame_ctx);
         self.b
             .ins()
-            .brif(ip, elsewhere, &[], join, &[frame.into(), bp.into()]);
-        self.b.switch_to_block(elsewhere);
-        let status = self.iconst(I32, Status::Interpret as i64);
-        self.b.ins().return_(&[status]);
+            .store(flags(), closure, frame, layout.native.frame_closure);
+        let depth = self.add_imm(depth, 1);
+        self.b
+            .ins()
+            .store(flags(), depth, frame_stack, layout.frames_len);
+        self.b.ins().jump(join, &[frame.into(), stack_len.into()]);
 
         self.b.switch_to_block(join);
         let jp = self.b.block_params(join).to_vec();
@@ -357,32 +488,63 @@ impl Lowerer<'_, '_> {
             .ins()
             .store(flags(), table_address, self.native, layout.native.table);
 
-        let code = self.request.code;
         let ir_entry = self.ir.entry();
-        let entry_params = self.ir.blocks[ir_entry.index()].params.clone();
-        let mut args = Vec::with_capacity(entry_params.len());
-        for k in 0..=code.num_args as usize {
-            let v = self.b.ins().load(I64, flags(), self.slots, 8 * k as i32);
-            args.push(v);
-        }
-        if code.kind == tally_vm::compiler::CodeKind::Block {
-            let closure = self
-                .b
-                .ins()
-                .load(I64, flags(), self.frame, layout.native.frame_closure);
-            args.push(closure);
-        }
-        if args.len() != entry_params.len() {
+        let entry_params = &self.ir.blocks[ir_entry.index()].params;
+        if operands.len() != entry_params.len() {
             return Err(format!(
                 "the IR's entry takes {} values, the activation has {}",
                 entry_params.len(),
-                args.len()
+                operands.len()
             ));
         }
         let target = self.blocks[ir_entry.index()];
-        let args: Vec<_> = args.into_iter().map(Into::into).collect();
+        let args: Vec<_> = operands.into_iter().map(Into::into).collect();
         self.b.ins().jump(target, &args);
         Ok(())
+    }
+
+    /// The call of this method or block through the stub (the receiver and arguments, a
+    /// block's closure last, as the body takes them): what a direct call that cannot push
+    /// its frame does instead.
+    fn call_through_stub(&mut self, operands: &[Value]) -> Result<Value, String> {
+        let code = self.request.code;
+        let is_block = code.kind == tally_vm::compiler::CodeKind::Block;
+        // The stubs take a block's closure in the receiver's place.
+        let words: Vec<Value> = if is_block {
+            let closure = *operands.last().expect("a closure");
+            std::iter::once(closure)
+                .chain(operands[1..operands.len() - 1].iter().copied())
+                .collect()
+        } else {
+            operands.to_vec()
+        };
+        let argc = words.len() - 1;
+        let slot = self
+            .b
+            .create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
+                cranelift_codegen::ir::StackSlotKind::ExplicitSlot,
+                8 * words.len() as u32,
+                3,
+            ));
+        for (k, &w) in words.iter().enumerate() {
+            let address = self.b.ins().stack_addr(I64, slot, 8 * k as i32);
+            self.b.ins().store(flags(), w, address, 0);
+        }
+        let pointer = self.b.ins().stack_addr(I64, slot, 0);
+        let argc = self.iconst(I32, argc as i64);
+        let call = if is_block {
+            let stub = self.iconst(I64, self.layout.stubs.ir_call_block as i64);
+            self.b
+                .ins()
+                .call_indirect(self.sigs.call_block, stub, &[self.vm, pointer, argc])
+        } else {
+            let stub = self.iconst(I64, self.layout.stubs.ir_call_method as i64);
+            let id = self.iconst(I32, code.id as i64);
+            self.b
+                .ins()
+                .call_indirect(self.sigs.call, stub, &[self.vm, id, pointer, argc])
+        };
+        Ok(self.b.inst_results(call)[0])
     }
 
     /// Lowers one IR block: its parameters, instructions and terminator.
@@ -451,20 +613,27 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
-    /// Pushes `v` on the value stack and answers `Status::Returned`.
+    /// Returns `v`: for the dispatcher the adapter pushes it and answers
+    /// `Status::Returned` (the dispatcher pops the frame); a direct call pops its frame.
     fn return_value(&mut self, v: Value) {
         let layout = self.layout;
-        let stack = self.b.ins().load(I64, flags(), self.vm, layout.stack_base);
-        let len = self.b.ins().load(I64, flags(), self.vm, layout.stack_len);
-        let eight = self.iconst(I64, 8);
-        let offset = self.b.ins().imul(len, eight);
-        let slot = self.b.ins().iadd(stack, offset);
-        self.b.ins().store(flags(), v, slot, 0);
-        let len = self.add_imm(len, 1);
-        self.b.ins().store(flags(), len, self.vm, layout.stack_len);
         self.clear_native();
-        let status = self.iconst(I32, Status::Returned as i64);
-        self.b.ins().return_(&[status]);
+        let framed = self.b.create_block();
+        let direct = self.b.create_block();
+        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+        self.b.switch_to_block(direct);
+        let frame_stack = self.b.ins().load(I64, flags(), self.vm, layout.frame_stack);
+        let depth = self
+            .b
+            .ins()
+            .load(I64, flags(), frame_stack, layout.frames_len);
+        let depth = self.add_imm(depth, -1);
+        self.b
+            .ins()
+            .store(flags(), depth, frame_stack, layout.frames_len);
+        self.b.ins().return_(&[v]);
+        self.b.switch_to_block(framed);
+        self.b.ins().return_(&[v]);
     }
 
     fn clear_native(&mut self) {
@@ -475,7 +644,8 @@ impl Lowerer<'_, '_> {
     }
 
     /// Where a call that answered `Value::NONE` goes: the frame is gone or an error is
-    /// parked; `Status::Unwound` tells the dispatcher, which looks for the error first.
+    /// parked; this answers `Value::NONE` too (the adapter makes it `Status::Unwound`, and
+    /// the dispatcher looks for the error first).
     /// Filled by [`Lowerer::finish`] (Cranelift fills one block at a time).
     fn leave(&mut self) -> Block {
         if let Some(b) = self.leave {
@@ -517,10 +687,25 @@ impl Lowerer<'_, '_> {
     /// Fills the exits and the leave block.
     fn finish(&mut self) -> Result<(), String> {
         if let Some(leave) = self.leave {
+            // For the dispatcher, `Value::NONE` (the dispatcher sorts errors from
+            // unwinding); for a direct call, the value of a non-local return that ended at
+            // this frame, or `Value::NONE`.
             self.b.switch_to_block(leave);
             self.clear_native();
-            let status = self.iconst(I32, Status::Unwound as i64);
-            self.b.ins().return_(&[status]);
+            let framed = self.b.create_block();
+            let direct = self.b.create_block();
+            self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+            self.b.switch_to_block(framed);
+            let none = self.iconst(I64, 0);
+            self.b.ins().return_(&[none]);
+            self.b.switch_to_block(direct);
+            let stub = self.iconst(I64, self.layout.stubs.ir_left as i64);
+            let call = self
+                .b
+                .ins()
+                .call_indirect(self.sigs.left, stub, &[self.vm, self.frame]);
+            let v = self.b.inst_results(call)[0];
+            self.b.ins().return_(&[v]);
         }
         let mut exits: Vec<_> = self.exits.iter().map(|(&k, &b)| (k, b)).collect();
         exits.sort_by_key(|&((s, _), b)| (s, b));
@@ -542,23 +727,24 @@ impl Lowerer<'_, '_> {
         let param = self.b.block_params(exit).first().copied();
         let layout = self.layout;
         let mut k = 0i32;
-        let args = 1 + self.request.code.num_args as usize;
         for (slot, l) in fs.locals.iter().enumerate() {
             k += 1;
-            let v = match (l, kind) {
-                // The frame runs again from its start, which reads what the bytecode after
-                // the call did not: the receiver and arguments, still in their slots (never
-                // written, and SOM does not assign them), and the locals as they are.
-                (None, ExitKind::Restart) => continue,
-                (Some(_), ExitKind::Restart) if slot < args => continue,
+            // The receiver and arguments never change (SOM does not assign them): the
+            // interpreter may read them where the bytecode does not (an escaped block's
+            // receiver, a restarted method's arguments).
+            let v = match (l, self.params.get(slot)) {
                 (Some(v), _) => self.val(*v)?,
-                (None, _) => self.iconst(I64, NIL),
+                (None, Some(&p)) => p,
+                (None, None) => self.iconst(I64, NIL),
             };
             self.b.ins().store(flags(), v, self.slots, 8 * (k - 1));
         }
         if kind == ExitKind::Restart {
+            // The primitive emptied the operand stack and set `ip` 0.
             let zero = self.iconst(I8, 0);
             self.b.ins().store(flags(), zero, self.vm, layout.restarted);
+            let len = self.add_imm(self.bp, k as i64);
+            self.b.ins().store(flags(), len, self.vm, layout.stack_len);
         } else {
             for &s in &fs.stack {
                 let v = self.val(s)?;
@@ -595,7 +781,25 @@ impl Lowerer<'_, '_> {
                 self.iconst(I32, Status::Deopt as i64)
             }
         };
-        self.b.ins().return_(&[status]);
+        // For the dispatcher: the status, through the adapter. For a direct call: the
+        // interpreter runs the frame to its return here.
+        let framed = self.b.create_block();
+        let direct = self.b.create_block();
+        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+        self.b.switch_to_block(framed);
+        self.b
+            .ins()
+            .store(flags(), status, self.vm, layout.exit_status);
+        let none = self.iconst(I64, 0);
+        self.b.ins().return_(&[none]);
+        self.b.switch_to_block(direct);
+        let stub = self.iconst(I64, layout.stubs.ir_interpret as i64);
+        let call =
+            self.b
+                .ins()
+                .call_indirect(self.sigs.interpret, stub, &[self.vm, self.frame, status]);
+        let result = self.b.inst_results(call)[0];
+        self.b.ins().return_(&[result]);
         Ok(())
     }
 
@@ -636,6 +840,18 @@ impl Lowerer<'_, '_> {
         k
     }
 
+    /// The signature of a body taking `argc` arguments (and a closure).
+    fn body_sig(&mut self, argc: usize, is_block: bool) -> SigRef {
+        if let Some(&s) = self.sigs.bodies.get(&(argc, is_block)) {
+            return s;
+        }
+        let sig = self
+            .b
+            .import_signature(body_signature(self.call_conv, argc, is_block));
+        self.sigs.bodies.insert((argc, is_block), sig);
+        sig
+    }
+
     /// Tags call `inst` with safepoint `k`, so its stack map can be found.
     fn tag(&mut self, inst: cranelift_codegen::ir::Inst, k: u32) {
         self.b
@@ -643,4 +859,95 @@ impl Lowerer<'_, '_> {
             .debug_tags
             .set(inst, [cranelift_codegen::ir::DebugTag::User(k)]);
     }
+}
+
+/// Writes the adapter the dispatcher calls (an `EntryPoint`) into `func`: for a new frame
+/// (`resume` 0, or the top frame at `ip` 0) it reads the receiver and arguments from the
+/// frame's slots and runs `body` for the frame; a frame left elsewhere goes back to the
+/// interpreter. The body's value is pushed for `Status::Returned`; `Value::NONE` gives the
+/// status its exit left in `Layout::exit_status`, or `Status::Unwound`.
+pub(crate) fn lower_adapter(
+    func: &mut Function,
+    builder_context: &mut FunctionBuilderContext,
+    request: &CompileRequest,
+    layout: &Layout,
+    body: cranelift_codegen::ir::FuncRef,
+    target: cranelift_codegen::isa::TargetFrontendConfig,
+) {
+    let code = request.code;
+    let mut b = FunctionBuilder::new(func, builder_context);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (vm, frame_in, bp_in, resume) = (params[0], params[1], params[2], params[3]);
+    let resumed = b.create_block();
+    let join = b.create_block();
+    b.append_block_param(join, I64);
+    b.append_block_param(join, I64);
+    b.ins()
+        .brif(resume, resumed, &[], join, &[frame_in.into(), bp_in.into()]);
+    b.switch_to_block(resumed);
+    let frame_stack = b.ins().load(I64, flags(), vm, layout.frame_stack);
+    let depth = b.ins().load(I64, flags(), frame_stack, layout.frames_len);
+    let frames = b.ins().load(I64, flags(), frame_stack, layout.frames_base);
+    let minus_one = b.ins().iconst(I64, -1);
+    let top = b.ins().iadd(depth, minus_one);
+    let size = b.ins().iconst(I64, layout.frame_size as i64);
+    let offset = b.ins().imul(top, size);
+    let frame = b.ins().iadd(frames, offset);
+    let ip = b.ins().load(I32, flags(), frame, layout.frame_ip);
+    let bp = b.ins().uload32(flags(), frame, layout.frame_bp);
+    let elsewhere = b.create_block();
+    b.set_cold_block(elsewhere);
+    b.ins()
+        .brif(ip, elsewhere, &[], join, &[frame.into(), bp.into()]);
+    b.switch_to_block(elsewhere);
+    let status = b.ins().iconst(I32, Status::Interpret as i64);
+    b.ins().return_(&[status]);
+
+    b.switch_to_block(join);
+    let frame = b.block_params(join)[0];
+    let bp = b.block_params(join)[1];
+    let stack = b.ins().load(I64, flags(), vm, layout.stack_base);
+    let eight = b.ins().iconst(I64, 8);
+    let bp_bytes = b.ins().imul(bp, eight);
+    let slots = b.ins().iadd(stack, bp_bytes);
+    let one = b.ins().iconst(I32, 1);
+    let mut args = vec![vm, one];
+    for k in 0..=code.num_args as i32 {
+        args.push(b.ins().load(I64, flags(), slots, 8 * k));
+    }
+    if code.kind == tally_vm::compiler::CodeKind::Block {
+        args.push(
+            b.ins()
+                .load(I64, flags(), frame, layout.native.frame_closure),
+        );
+    }
+    let call = b.ins().call(body, &args);
+    let result = b.inst_results(call)[0];
+    let returned = b.create_block();
+    let left = b.create_block();
+    b.ins().brif(result, returned, &[], left, &[]);
+
+    b.switch_to_block(returned);
+    let len = b.ins().load(I64, flags(), vm, layout.stack_len);
+    let offset = b.ins().imul(len, eight);
+    let slot = b.ins().iadd(stack, offset);
+    b.ins().store(flags(), result, slot, 0);
+    let one64 = b.ins().iconst(I64, 1);
+    let len = b.ins().iadd(len, one64);
+    b.ins().store(flags(), len, vm, layout.stack_len);
+    let status = b.ins().iconst(I32, Status::Returned as i64);
+    b.ins().return_(&[status]);
+
+    b.switch_to_block(left);
+    let status = b.ins().load(I32, flags(), vm, layout.exit_status);
+    let zero = b.ins().iconst(I32, 0);
+    b.ins().store(flags(), zero, vm, layout.exit_status);
+    let unwound = b.ins().iconst(I32, Status::Unwound as i64);
+    let status = b.ins().select(status, status, unwound);
+    b.ins().return_(&[status]);
+    b.seal_all_blocks();
+    b.finalize(target);
 }

@@ -136,7 +136,7 @@ impl Installer {
         self.compiles += 1;
         let version = CodeVersionId(self.compiles);
         let method = MethodId(code.id);
-        let start = native.entry as usize;
+        let start = native.start();
         // The range is known to samples before the code can run.
         let mut inlined: Vec<MethodId> = native.inlined.iter().map(|s| MethodId(s.code)).collect();
         inlined.sort_unstable();
@@ -190,6 +190,10 @@ impl Installer {
         }
         code.calls.set_tier(tier);
         code.compiled.install(native.entry);
+        code.direct.store(
+            native.direct.unwrap_or(0),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let name = &request.name;
         let tier_name = tier.name();
         if let Some(pattern) = self.print_code.as_deref() {
@@ -294,6 +298,7 @@ impl Installer {
         if !self.speculative.remove(&code.id) {
             return None;
         }
+        code.direct.store(0, std::sync::atomic::Ordering::Relaxed);
         let now = match self.fallback.get(&code.id) {
             Some(&(tier, entry)) => {
                 code.compiled.install(entry);

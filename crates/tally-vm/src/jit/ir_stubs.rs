@@ -12,7 +12,7 @@
 use tally_heap::Value;
 
 use crate::bytecode::CodeId;
-use crate::objects::{block, Kind};
+use crate::objects::{block, context, Kind};
 use crate::{Vm, VmError};
 
 /// Runs `body` (which answers the call's result, `None` when the caller's frame was
@@ -151,5 +151,67 @@ pub(super) extern "C" fn make_block(vm: *mut Vm, code: u32, receiver: u64, ctx: 
         b.init_slot(block::CONTEXT, ctx);
         b.init_slot(block::RECEIVER, receiver);
         Ok(Some(b))
+    })
+}
+
+/// `(vm, code) -> Value`: the context of the top frame, an activation of `code` that native
+/// code called directly (its outer context the frame's, its frame index for a method's home);
+/// native code stores the captured arguments into it.
+pub(super) extern "C" fn new_context(vm: *mut Vm, code: u32) -> u64 {
+    run(vm, |vm| {
+        let size = vm.rt.codes[code as usize].context_size as usize;
+        let ctx = vm.alloc(vm.rt.core.object, Kind::Context, size, Value::NIL, 0)?;
+        let depth = vm.rt.frames.len() - 1;
+        let f = vm.rt.frames.top_mut();
+        ctx.init_slot(context::OUTER, f.ctx);
+        if f.closure == Value::NONE {
+            ctx.init_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
+        }
+        f.ctx = ctx;
+        Ok(Some(ctx))
+    })
+}
+
+/// `(vm, frame, status) -> Value`: native code that native code called directly left its
+/// frame (`frame`, the top one) to the interpreter, with `status` (`Status::Deopt`: a guard
+/// failed, recorded as for the dispatcher; `Interpret`; or what a yieldpoint's stub
+/// answered): the interpreter runs it to its return, whose value this answers.
+pub(super) extern "C" fn interpret(vm: *mut Vm, frame: u64, status: u32) -> u64 {
+    run(vm, |vm| {
+        let base = vm.rt.frames.live().as_ptr() as u64;
+        let index = ((frame - base) / std::mem::size_of::<crate::frames::Frame>() as u64) as usize;
+        if status == super::Status::Deopt as u32 {
+            vm.deoptimized();
+        } else if status == super::Status::Error as u32 {
+            // A dispatch loop's hand-over is not an error here: the frame is exact, and the
+            // loop below runs it in whatever loop is due.
+            match vm.jit.error.take() {
+                Some(VmError::SwitchLoop) | None => {}
+                Some(e) => return Err(e),
+            }
+        }
+        vm.execute(index)?;
+        if vm.rt.frames.len() < index {
+            return Ok(None);
+        }
+        Ok(Some(vm.rt.stack.pop().expect("a result")))
+    })
+}
+
+/// `(vm, frame) -> Value`: a directly called activation (its frame at `frame`) whose call
+/// answered `Value::NONE` without a restart: the value it returns when a non-local return
+/// popped exactly its frame (it is the home; the value is on the stack), else `Value::NONE`
+/// (an error is parked, or the return goes on below it).
+pub(super) extern "C" fn left(vm: *mut Vm, frame: u64) -> u64 {
+    run(vm, |vm| {
+        if vm.jit.error.is_some() {
+            return Ok(None);
+        }
+        let base = vm.rt.frames.live().as_ptr() as u64;
+        let index = ((frame - base) / std::mem::size_of::<crate::frames::Frame>() as u64) as usize;
+        if vm.rt.frames.len() == index {
+            return Ok(vm.rt.stack.pop());
+        }
+        Ok(None)
     })
 }

@@ -191,6 +191,11 @@ pub struct Layout {
     pub deopt_code: i32,
     /// The u8 an `ir_*` stub sets when its call restarted the calling frame.
     pub restarted: i32,
+    /// The u32 an `ir` body run for the dispatcher leaves the status of an exit in (it
+    /// answers `Value::NONE` then); 0 when it left for an error or an unwinding.
+    pub exit_status: i32,
+    /// In a `Code`: `direct` (a `usize`).
+    pub code_direct: i32,
     /// Where native code finds its frame's `NativeActivation`.
     pub native: NativeLayout,
     /// Class ids speculative code tests for.
@@ -341,6 +346,8 @@ impl Layout {
             deopt_reason: offset_of!(Vm, jit.deopt.reason) as i32,
             deopt_code: offset_of!(Vm, jit.deopt.code) as i32,
             restarted: offset_of!(Vm, jit.restarted) as i32,
+            exit_status: offset_of!(Vm, jit.exit_status) as i32,
+            code_direct: offset_of!(Code, direct) as i32,
             array_class: rt.core.array,
             count_calls: rt.count_calls,
             mark_frames: rt.mark_frames,
@@ -379,6 +386,17 @@ pub struct NativeCode {
     /// `ir` tier); the VM keeps the table as long as it runs, since activations of an
     /// invalidated version may still be suspended.
     pub safepoints: Option<Arc<SafepointTable>>,
+    /// The `ir` tier's direct entry (`Code::direct`), and where the machine code that
+    /// samples and symbols describe starts, when `entry` is a small adapter elsewhere.
+    pub direct: Option<usize>,
+    pub code_start: Option<usize>,
+}
+
+impl NativeCode {
+    /// The first byte of the code `size` and `pc_map` describe.
+    pub fn start(&self) -> usize {
+        self.code_start.unwrap_or(self.entry as usize)
+    }
 }
 
 /// Bits of bytecode index in a packed pc-map location of code with inlined methods; the bits
@@ -576,6 +594,8 @@ pub(crate) struct Jit {
     /// frame (`Block>>restart`): its native code hands the frame, at its start with its
     /// locals, to the interpreter, and clears this.
     pub(crate) restarted: u8,
+    /// See `Layout::exit_status`.
+    pub(crate) exit_status: u32,
     /// `--no-speculation`: compiles never speculate.
     pub(crate) no_speculation: bool,
     /// Receiver-class value profiles, when on.
@@ -679,7 +699,7 @@ impl Vm {
     /// decides again (adaptive).
     #[cold]
     #[inline(never)]
-    fn deoptimized(&mut self) {
+    pub(crate) fn deoptimized(&mut self) {
         let DeoptRecord { site, reason, code } = std::mem::take(&mut self.jit.deopt);
         let frame = self.rt.frames.top();
         // The frame the interpreter takes over (an inlined method's, when the guard was in

@@ -231,6 +231,19 @@ impl CompileRequest {
         }
     }
 
+    /// The method `id` when a site expects to call it (`ExpectedTarget::Method`): compiled
+    /// code calls it directly.
+    pub fn callee(&self, id: CodeId) -> Option<&'static Code> {
+        self.sites
+            .iter()
+            .filter_map(|(_, f)| f.expects_receiver)
+            .flat_map(|r| r.classes().to_vec())
+            .find_map(|e| match e.target {
+                ExpectedTarget::Method(c) if c.id == id => Some(c),
+                _ => None,
+            })
+    }
+
     /// The selector of `site` as a listing shows it (`#at:put:`).
     pub fn selector(&self, site: SiteId) -> Option<&str> {
         let k = self

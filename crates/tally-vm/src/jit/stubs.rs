@@ -56,6 +56,14 @@ pub struct Stubs {
     pub ir_call_block: usize,
     /// `(vm, code, receiver, context) -> Value`: a new closure (`Value::NONE`: an error).
     pub ir_make_block: usize,
+    /// `(vm, code) -> Value`: the context of a directly called activation of `code`.
+    pub ir_new_context: usize,
+    /// `(vm, frame, status) -> Value`: a directly called activation's frame, left to the
+    /// interpreter, run to its return.
+    pub ir_interpret: usize,
+    /// `(vm, frame) -> Value`: what a directly called activation whose call answered
+    /// `Value::NONE` returns (its own value when a non-local return ended at it).
+    pub ir_left: usize,
 }
 
 impl Stubs {
@@ -79,13 +87,16 @@ impl Stubs {
             ir_call_method: super::ir_stubs::call_method as *const () as usize,
             ir_call_block: super::ir_stubs::call_block as *const () as usize,
             ir_make_block: super::ir_stubs::make_block as *const () as usize,
+            ir_new_context: super::ir_stubs::new_context as *const () as usize,
+            ir_interpret: super::ir_stubs::interpret as *const () as usize,
+            ir_left: super::ir_stubs::left as *const () as usize,
         }
     }
 
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 18] {
+    pub fn named(&self) -> [(&'static str, usize); 21] {
         let Stubs {
             send,
             super_send,
@@ -105,6 +116,9 @@ impl Stubs {
             ir_call_method,
             ir_call_block,
             ir_make_block,
+            ir_new_context,
+            ir_interpret,
+            ir_left,
         } = self;
         [
             ("send", *send),
@@ -125,6 +139,9 @@ impl Stubs {
             ("ir_call_method", *ir_call_method),
             ("ir_call_block", *ir_call_block),
             ("ir_make_block", *ir_make_block),
+            ("ir_new_context", *ir_new_context),
+            ("ir_interpret", *ir_interpret),
+            ("ir_left", *ir_left),
         ]
     }
 }
