@@ -139,8 +139,12 @@ pub struct Code {
     /// Compiled code for this method or block, or whether to compile it at its next call.
     pub compiled: crate::jit::CompiledSlot,
     /// The `ir` tier's direct entry of the installed version (0: none), which native code
-    /// calls with the receiver and arguments in registers (`jit::DirectEntry`).
+    /// calls with the receiver and arguments in registers.
     pub direct: std::sync::atomic::AtomicUsize,
+    /// What compiled code may do in place of calling this code when an inline cache names
+    /// it at run time (`INTRINSIC_*`, set as the code is added: the core library's
+    /// primitives for Array's `at:`, `at:put:`, `length` and the blocks' `value…`).
+    pub intrinsic: std::sync::atomic::AtomicU8,
     /// Calls per tier while `--count-calls` is on (`crate::jit::TierCallCounter`).
     pub calls: crate::jit::TierCallCounter,
     /// `trivial` as two plain words, for compiled code that does trivial methods inline:
@@ -162,6 +166,18 @@ pub const HOOK_AT_EXIT: u8 = 2;
 pub const HOOK_KEEPS_FRAME: u8 = 4;
 
 /// `Code::trivial_kind` values.
+/// `Code::intrinsic`: nothing, a block's `value…` with as many arguments as the block takes,
+/// `Array>>at:`, `Array>>at:put:`, `Array>>length` (on instances of Array itself), String's.
+pub const INTRINSIC_NONE: u8 = 0;
+pub const INTRINSIC_BLOCK_VALUE: u8 = 1;
+pub const INTRINSIC_ARRAY_AT: u8 = 2;
+pub const INTRINSIC_ARRAY_AT_PUT: u8 = 3;
+pub const INTRINSIC_ARRAY_LENGTH: u8 = 4;
+/// `String>>length` (of an ASCII string: its byte length) and `String>>=` (String's own
+/// primitive, `jit::Stubs::string_equal`).
+pub const INTRINSIC_STRING_LENGTH: u8 = 5;
+pub const INTRINSIC_STRING_EQUAL: u8 = 6;
+
 pub const TRIVIAL_NONE: u8 = 0;
 pub const TRIVIAL_GETTER: u8 = 1;
 pub const TRIVIAL_SETTER: u8 = 2;
@@ -201,6 +217,7 @@ impl Code {
             hooks: Default::default(),
             compiled: Default::default(),
             direct: Default::default(),
+            intrinsic: Default::default(),
             calls: Default::default(),
             max_height: max_height as u32,
             room_above_arguments: room as u32,

@@ -14,6 +14,9 @@ const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
 const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
 /// Symbols' tag (`tally_heap::value`).
 const SYMBOL_TAG: i64 = 0b010;
+/// A class id no inline cache holds (not even an empty one's `NO_CLASS`): the receiver's
+/// class is not known inline.
+const UNCACHED_CLASS: i64 = (u32::MAX - 1) as i64;
 
 pub(super) fn slot_offset(index: usize) -> i32 {
     (HEADER_BYTES + index * 8) as i32
@@ -555,10 +558,27 @@ impl Lowerer<'_, '_> {
         let not_none = self.cmp_imm(IntCC::NotEqual, recv, 0);
         let is_object = self.b.ins().band(is_ref, not_none);
         let object = self.b.create_block();
-        self.b.ins().brif(is_object, object, &[], slow, &[]);
+        let immediate = self.b.create_block();
+        self.b.ins().brif(is_object, object, &[], immediate, &[]);
         self.b.switch_to_block(object);
         let header_class = self.b.ins().load(I32, flags(), recv, 4);
         self.b.ins().jump(classed, &[header_class.into()]);
+        // nil, true and false by their words, symbols by their tag; anything else (an
+        // immediate double) takes the stub.
+        self.b.switch_to_block(immediate);
+        let mut class = self.iconst(I32, UNCACHED_CLASS);
+        let is_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+        let symbol = self.iconst(I32, calls.symbol_class as i64);
+        class = self.b.ins().select(is_symbol, symbol, class);
+        for &(c, word) in &calls.immediate_classes {
+            let is = self.cmp_imm(IntCC::Equal, recv, word as i64);
+            let this = self.iconst(I32, c as i64);
+            class = self.b.ins().select(is, this, class);
+        }
+        let known = self.cmp_imm(IntCC::NotEqual, class, UNCACHED_CLASS);
+        self.b
+            .ins()
+            .brif(known, classed, &[class.into()], slow, &[]);
         self.b.switch_to_block(classed);
         let class = self.b.block_params(classed)[0];
         // The site's two entries.
@@ -589,7 +609,18 @@ impl Lowerer<'_, '_> {
             .ins()
             .load(I64, flags(), target, self.layout.code_direct);
         let fast = self.b.create_block();
-        self.b.ins().brif(direct, fast, &[], slow, &[]);
+        let frameless = self.b.create_block();
+        self.b.ins().brif(direct, fast, &[], frameless, &[]);
+
+        // A primitive compiled code does itself (a block's `value…`, Array's `at:`,
+        // `at:put:`, `length`), or a trivial method (getter, setter, constant, `^self`) done
+        // in place, as the interpreter does when no profiler hook is due (a raised flag
+        // takes the stub).
+        self.b.switch_to_block(frameless);
+        let trivial = self.b.create_block();
+        self.intrinsic(target, class, recv, args, inst, join, slow, trivial)?;
+        self.b.switch_to_block(trivial);
+        self.trivial_in_place(target, recv, args, join, slow)?;
 
         self.b.switch_to_block(fast);
         let k = self.safepoint(inst.bci);
@@ -610,6 +641,282 @@ impl Lowerer<'_, '_> {
         self.b.ins().jump(join, &[v.into()]);
         self.b.switch_to_block(join);
         Ok(result)
+    }
+
+    /// The primitive at `code` (an address), found in the cache for receivers of `class`,
+    /// done by compiled code where `Code::intrinsic` names it: its value passed to `join`;
+    /// a case it cannot do goes to `slow`, a code that is no intrinsic to `other`.
+    #[allow(clippy::too_many_arguments)]
+    fn intrinsic(
+        &mut self,
+        code: Value,
+        class: Value,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+        join: cranelift_codegen::ir::Block,
+        slow: cranelift_codegen::ir::Block,
+        other: cranelift_codegen::ir::Block,
+    ) -> Result<(), String> {
+        use tally_vm::runtime::{
+            INTRINSIC_ARRAY_AT, INTRINSIC_ARRAY_AT_PUT, INTRINSIC_ARRAY_LENGTH,
+            INTRINSIC_BLOCK_VALUE, INTRINSIC_STRING_EQUAL, INTRINSIC_STRING_LENGTH,
+        };
+        let kind = self
+            .b
+            .ins()
+            .uload8(I32, flags(), code, self.layout.code_intrinsic);
+        let cases: &[u8] = match args.len() {
+            0 => &[
+                INTRINSIC_BLOCK_VALUE,
+                INTRINSIC_ARRAY_LENGTH,
+                INTRINSIC_STRING_LENGTH,
+            ],
+            1 => &[
+                INTRINSIC_BLOCK_VALUE,
+                INTRINSIC_ARRAY_AT,
+                INTRINSIC_STRING_EQUAL,
+            ],
+            2 => &[INTRINSIC_BLOCK_VALUE, INTRINSIC_ARRAY_AT_PUT],
+            _ => &[INTRINSIC_BLOCK_VALUE],
+        };
+        for &want in cases {
+            let this = self.b.create_block();
+            let next = self.b.create_block();
+            let is = self.cmp_imm(IntCC::Equal, kind, want as i64);
+            self.b.ins().brif(is, this, &[], next, &[]);
+            self.b.switch_to_block(this);
+            if want == INTRINSIC_BLOCK_VALUE {
+                let v = self.block_value(recv, args, inst, slow)?;
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            if want == INTRINSIC_STRING_LENGTH || want == INTRINSIC_STRING_EQUAL {
+                let v = self.string_intrinsic(want, class, recv, args, slow)?;
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            // Array's own instances: elements from the first slot.
+            let is_array = self.cmp_imm(IntCC::Equal, class, self.layout.array_class as i64);
+            let array = self.b.create_block();
+            self.b.ins().brif(is_array, array, &[], slow, &[]);
+            self.b.switch_to_block(array);
+            let v = match want {
+                INTRINSIC_ARRAY_LENGTH => {
+                    let len = self.b.ins().uload32(flags(), recv, 8);
+                    let len = self.b.ins().uextend(I64, len);
+                    let one = self.iconst(I64, 1);
+                    let shifted = self.b.ins().ishl(len, one);
+                    self.b.ins().bor(shifted, one)
+                }
+                _ => {
+                    let index = self.val(args[0])?;
+                    let is_int = self.and_imm(index, 1);
+                    let int = self.b.create_block();
+                    self.b.ins().brif(is_int, int, &[], slow, &[]);
+                    self.b.switch_to_block(int);
+                    let one = self.iconst(I64, 1);
+                    let n = self.b.ins().sshr(index, one);
+                    let zero_based = self.add_imm(n, -1);
+                    let len = self.b.ins().uload32(flags(), recv, 8);
+                    let len = self.b.ins().uextend(I64, len);
+                    let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
+                    let ok = self.b.create_block();
+                    self.b.ins().brif(within, ok, &[], slow, &[]);
+                    self.b.switch_to_block(ok);
+                    let eight = self.iconst(I64, 8);
+                    let byte = self.b.ins().imul(zero_based, eight);
+                    let address = self.b.ins().iadd(recv, byte);
+                    let address = self.add_imm(address, HEADER_BYTES as i64);
+                    if want == INTRINSIC_ARRAY_AT {
+                        self.b.ins().load(I64, flags(), address, 0)
+                    } else {
+                        let v = self.val(args[1])?;
+                        self.store_into(recv, 0, Some(address), v);
+                        v
+                    }
+                }
+            };
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(next);
+        }
+        self.b.ins().jump(other, &[]);
+        Ok(())
+    }
+
+    /// String's `length` (of an instance of String whose characters are its bytes) or `=`
+    /// (of an instance of String itself, through the pure `string_equal` stub, which
+    /// neither allocates nor fails); other receivers go to `slow`.
+    fn string_intrinsic(
+        &mut self,
+        which: u8,
+        class: Value,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        slow: cranelift_codegen::ir::Block,
+    ) -> Result<Value, String> {
+        let is_string = self.cmp_imm(IntCC::Equal, class, self.layout.string_class as i64);
+        let string = self.b.create_block();
+        self.b.ins().brif(is_string, string, &[], slow, &[]);
+        self.b.switch_to_block(string);
+        if which == tally_vm::runtime::INTRINSIC_STRING_EQUAL {
+            let other = self.val(args[0])?;
+            let stub = self.iconst(I64, self.layout.stubs.string_equal as i64);
+            let call =
+                self.b
+                    .ins()
+                    .call_indirect(self.sigs.string_equal, stub, &[self.vm, recv, other]);
+            let equal = self.b.inst_results(call)[0];
+            let t = self.iconst(I64, TRUE);
+            let f = self.iconst(I64, FALSE);
+            return Ok(self.b.ins().select(equal, t, f));
+        }
+        // The kind is bits 9..2 of header word 0.
+        let word0 = self.b.ins().load(I64, flags(), recv, 0);
+        let kind = self.b.ins().ushr_imm_u(word0, 2);
+        let kind = self.and_imm(kind, 0xff);
+        let ascii = self.cmp_imm(IntCC::Equal, kind, self.layout.ascii_string_kind as i64);
+        let bytes = self.b.create_block();
+        self.b.ins().brif(ascii, bytes, &[], slow, &[]);
+        self.b.switch_to_block(bytes);
+        let len = self.b.ins().uload32(flags(), recv, 12);
+        let len = self.b.ins().uextend(I64, len);
+        let one = self.iconst(I64, 1);
+        let shifted = self.b.ins().ishl(len, one);
+        Ok(self.b.ins().bor(shifted, one))
+    }
+
+    /// `value…` of the closure `closure` (its class is a block class): its block's body
+    /// called directly when its arity matches and it has one, else `slow`.
+    fn block_value(
+        &mut self,
+        closure: Value,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+        slow: cranelift_codegen::ir::Block,
+    ) -> Result<Value, String> {
+        let calls = &self.layout.calls;
+        let id = self
+            .b
+            .ins()
+            .load(I64, flags(), closure, slot_offset(block::CODE));
+        let id = self.b.ins().sshr_imm_s(id, 1);
+        let codes = self.b.ins().load(I64, flags(), self.vm, calls.codes_base);
+        let eight = self.iconst(I64, 8);
+        let offset = self.b.ins().imul(id, eight);
+        let entry = self.b.ins().iadd(codes, offset);
+        let callee = self.b.ins().load(I64, flags(), entry, 0);
+        let num_args = self
+            .b
+            .ins()
+            .uload16(I32, flags(), callee, calls.code_num_args);
+        let arity = self.cmp_imm(IntCC::Equal, num_args, args.len() as i64);
+        let direct = self
+            .b
+            .ins()
+            .load(I64, flags(), callee, self.layout.code_direct);
+        let has_body = self.cmp_imm(IntCC::NotEqual, direct, 0);
+        let ok = self.b.ins().band(arity, has_body);
+        let call = self.b.create_block();
+        self.b.ins().brif(ok, call, &[], slow, &[]);
+        self.b.switch_to_block(call);
+        let recv = self
+            .b
+            .ins()
+            .load(I64, flags(), closure, slot_offset(block::RECEIVER));
+        let k = self.safepoint(inst.bci);
+        let sig = self.body_sig(args.len(), true);
+        let zero = self.iconst(I32, 0);
+        let mut call_args = vec![self.vm, zero, recv];
+        for &a in args {
+            call_args.push(self.val(a)?);
+        }
+        call_args.push(closure);
+        let call = self.b.ins().call_indirect(sig, direct, &call_args);
+        self.tag(call, k);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// The trivial method at `code` (an address) done in place, its value passed to `join`;
+    /// anything else (not trivial, a hook due, a field the receiver lacks) goes to `slow`.
+    fn trivial_in_place(
+        &mut self,
+        code: Value,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        join: cranelift_codegen::ir::Block,
+        slow: cranelift_codegen::ir::Block,
+    ) -> Result<(), String> {
+        use tally_vm::runtime::{
+            TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
+        };
+        let calls = &self.layout.calls;
+        let kind = self
+            .b
+            .ins()
+            .uload8(I32, flags(), code, calls.code_trivial_kind);
+        let flag_address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), flag_address, 0);
+        let trivial = self.b.create_block();
+        self.b.ins().brif(flag, slow, &[], trivial, &[]);
+        self.b.switch_to_block(trivial);
+        let operand = self
+            .b
+            .ins()
+            .load(I64, flags(), code, calls.code_trivial_operand);
+        let cases: &[u8] = match args.len() {
+            0 => &[TRIVIAL_GETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
+            1 => &[TRIVIAL_SETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
+            _ => &[TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
+        };
+        for &want in cases {
+            let this = self.b.create_block();
+            let other = self.b.create_block();
+            let is = self.cmp_imm(IntCC::Equal, kind, want as i64);
+            self.b.ins().brif(is, this, &[], other, &[]);
+            self.b.switch_to_block(this);
+            let v = match want {
+                TRIVIAL_GETTER | TRIVIAL_SETTER => {
+                    // An object with that many fields (the cache's class says it is one,
+                    // but the field count is checked as the interpreter's primitive does).
+                    let tag = self.and_imm(recv, 7);
+                    let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
+                    let not_none = self.cmp_imm(IntCC::NotEqual, recv, 0);
+                    let is_object = self.b.ins().band(is_ref, not_none);
+                    let object = self.b.create_block();
+                    self.b.ins().brif(is_object, object, &[], slow, &[]);
+                    self.b.switch_to_block(object);
+                    let count = self.b.ins().uload32(flags(), recv, 8);
+                    let count = self.b.ins().uextend(I64, count);
+                    let has = self
+                        .b
+                        .ins()
+                        .icmp(IntCC::UnsignedGreaterThan, count, operand);
+                    let ok = self.b.create_block();
+                    self.b.ins().brif(has, ok, &[], slow, &[]);
+                    self.b.switch_to_block(ok);
+                    let eight = self.iconst(I64, 8);
+                    let byte = self.b.ins().imul(operand, eight);
+                    let address = self.b.ins().iadd(recv, byte);
+                    let address = self.add_imm(address, HEADER_BYTES as i64);
+                    if want == TRIVIAL_GETTER {
+                        self.b.ins().load(I64, flags(), address, 0)
+                    } else {
+                        let v = self.val(args[0])?;
+                        self.store_into(recv, 0, Some(address), v);
+                        recv
+                    }
+                }
+                TRIVIAL_CONSTANT => operand,
+                _ => recv,
+            };
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(other);
+        }
+        self.b.ins().jump(slow, &[]);
+        Ok(())
     }
 
     /// Leaves when a stub answered `Value::NONE`; for a call (with its frame state after

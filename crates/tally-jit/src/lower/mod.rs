@@ -215,6 +215,8 @@ struct Signatures {
     interpret: SigRef,
     /// `(vm, u64) -> u64`: `ir_left`.
     left: SigRef,
+    /// `(vm, u64, u64) -> u32`: `string_equal`.
+    string_equal: SigRef,
     /// The bodies' signatures, by argument count (methods, then blocks): direct calls.
     bodies: HashMap<(usize, bool), SigRef>,
 }
@@ -237,6 +239,7 @@ impl Signatures {
             new_context: make(&[I64, I32], I64),
             interpret: make(&[I64, I64, I32], I64),
             left: make(&[I64, I64], I64),
+            string_equal: make(&[I64, I64, I64], I32),
             bodies: HashMap::new(),
         }
     }

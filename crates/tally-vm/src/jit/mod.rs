@@ -194,12 +194,16 @@ pub struct Layout {
     /// The u32 an `ir` body run for the dispatcher leaves the status of an exit in (it
     /// answers `Value::NONE` then); 0 when it left for an error or an unwinding.
     pub exit_status: i32,
-    /// In a `Code`: `direct` (a `usize`).
+    /// In a `Code`: `direct` (a `usize`) and `intrinsic` (a u8).
     pub code_direct: i32,
+    pub code_intrinsic: i32,
     /// Where native code finds its frame's `NativeActivation`.
     pub native: NativeLayout,
     /// Class ids speculative code tests for.
     pub array_class: u32,
+    pub string_class: u32,
+    /// The object kind (`objects::Kind`) of strings whose characters are their bytes.
+    pub ascii_string_kind: u8,
     /// `--count-calls`: compiled code counts its direct calls and inlined bodies in
     /// `Code::calls` (`TierCallCounter::offset_in_code`).
     pub count_calls: bool,
@@ -348,7 +352,10 @@ impl Layout {
             restarted: offset_of!(Vm, jit.restarted) as i32,
             exit_status: offset_of!(Vm, jit.exit_status) as i32,
             code_direct: offset_of!(Code, direct) as i32,
+            code_intrinsic: offset_of!(Code, intrinsic) as i32,
             array_class: rt.core.array,
+            string_class: rt.core.string,
+            ascii_string_kind: crate::objects::Kind::AsciiString as u8,
             count_calls: rt.count_calls,
             mark_frames: rt.mark_frames,
             string_with_primitive_equal: string_with_primitive_equal(rt),
@@ -811,6 +818,10 @@ impl Vm {
     /// sizes.
     pub(crate) fn code_added(&self, from: usize) {
         self.announce_to_controller(from);
+        for code in &self.rt.codes[from..] {
+            code.intrinsic
+                .store(self.intrinsic_of(code), Ordering::Relaxed);
+        }
         if self.jit.generator.is_none() {
             return;
         }
@@ -818,6 +829,44 @@ impl Vm {
             if code.plain_frame {
                 code.compiled.request();
             }
+        }
+    }
+
+    /// `Code::intrinsic` of `code`.
+    fn intrinsic_of(&self, code: &Code) -> u8 {
+        use crate::runtime::*;
+        if code.primitive.is_none() {
+            return INTRINSIC_NONE;
+        }
+        let rt = &self.rt;
+        let selector = rt.symbols.name(code.selector);
+        if code.holder == rt.core.array {
+            return match selector {
+                "at:" => INTRINSIC_ARRAY_AT,
+                "at:put:" => INTRINSIC_ARRAY_AT_PUT,
+                "length" => INTRINSIC_ARRAY_LENGTH,
+                _ => INTRINSIC_NONE,
+            };
+        }
+        if code.holder == rt.core.string {
+            return match selector {
+                "length" => INTRINSIC_STRING_LENGTH,
+                "=" => INTRINSIC_STRING_EQUAL,
+                _ => INTRINSIC_NONE,
+            };
+        }
+        let arity = match selector {
+            "value" => 0,
+            "value:" => 1,
+            "value:with:" => 2,
+            "value:with:with:" => 3,
+            _ => return INTRINSIC_NONE,
+        };
+        let block_holder = code.holder == rt.core.block || rt.block_classes.contains(&code.holder);
+        if block_holder && code.num_args as usize == arity {
+            INTRINSIC_BLOCK_VALUE
+        } else {
+            INTRINSIC_NONE
         }
     }
 
