@@ -196,7 +196,9 @@ impl Lowerer<'_, '_> {
                 } else {
                     self.send_through_cache(*site, *receiver, args, inst)?
                 };
-                self.left_if_none(v, inst.state)?;
+                // Only `Block>>restart` restarts its sender's frame.
+                let restarts = self.request.selector(*site) == Some("#restart");
+                self.left_if_none(v, inst.state.filter(|_| restarts))?;
                 Some(v)
             }
             InstKind::CallMethod {
@@ -523,7 +525,8 @@ impl Lowerer<'_, '_> {
         let v = self.call(stub, code, receiver, args, inst)?;
         self.b.ins().jump(join, &[v.into()]);
         self.b.switch_to_block(join);
-        self.left_if_none(result, inst.state)?;
+        // A method or block body never restarts its caller.
+        self.left_if_none(result, None)?;
         Ok(result)
     }
 
@@ -618,9 +621,13 @@ impl Lowerer<'_, '_> {
         // takes the stub).
         self.b.switch_to_block(frameless);
         let trivial = self.b.create_block();
-        self.intrinsic(target, class, recv, args, inst, join, slow, trivial)?;
+        let selector = self.request.selector(site).unwrap_or("").to_string();
+        let selector = selector.trim_start_matches('#');
+        self.intrinsic(
+            selector, target, class, recv, args, inst, join, slow, trivial,
+        )?;
         self.b.switch_to_block(trivial);
-        self.trivial_in_place(target, recv, args, join, slow)?;
+        self.trivial_in_place(selector, target, recv, args, join, slow)?;
 
         self.b.switch_to_block(fast);
         let k = self.safepoint(inst.bci);
@@ -649,6 +656,7 @@ impl Lowerer<'_, '_> {
     #[allow(clippy::too_many_arguments)]
     fn intrinsic(
         &mut self,
+        selector: &str,
         code: Value,
         class: Value,
         recv: Value,
@@ -666,21 +674,20 @@ impl Lowerer<'_, '_> {
             .b
             .ins()
             .uload8(I32, flags(), code, self.layout.code_intrinsic);
-        let cases: &[u8] = match args.len() {
-            0 => &[
-                INTRINSIC_BLOCK_VALUE,
-                INTRINSIC_ARRAY_LENGTH,
-                INTRINSIC_STRING_LENGTH,
-            ],
-            1 => &[
-                INTRINSIC_BLOCK_VALUE,
-                INTRINSIC_ARRAY_AT,
-                INTRINSIC_STRING_EQUAL,
-            ],
-            2 => &[INTRINSIC_BLOCK_VALUE, INTRINSIC_ARRAY_AT_PUT],
-            _ => &[INTRINSIC_BLOCK_VALUE],
+        // Only what the selector can name (`Code::intrinsic` is set by selector).
+        let case = match selector {
+            "value" | "value:" | "value:with:" | "value:with:with:" => INTRINSIC_BLOCK_VALUE,
+            "at:" => INTRINSIC_ARRAY_AT,
+            "at:put:" => INTRINSIC_ARRAY_AT_PUT,
+            "=" => INTRINSIC_STRING_EQUAL,
+            _ => 0,
         };
-        for &want in cases {
+        let cases: Vec<u8> = match (selector, case) {
+            ("length", _) => vec![INTRINSIC_ARRAY_LENGTH, INTRINSIC_STRING_LENGTH],
+            (_, 0) => Vec::new(),
+            (_, c) => vec![c],
+        };
+        for want in cases {
             let this = self.b.create_block();
             let next = self.b.create_block();
             let is = self.cmp_imm(IntCC::Equal, kind, want as i64);
@@ -843,6 +850,7 @@ impl Lowerer<'_, '_> {
     /// anything else (not trivial, a hook due, a field the receiver lacks) goes to `slow`.
     fn trivial_in_place(
         &mut self,
+        selector: &str,
         code: Value,
         recv: Value,
         args: &[tally_ir::ValueId],
@@ -866,9 +874,11 @@ impl Lowerer<'_, '_> {
             .b
             .ins()
             .load(I64, flags(), code, calls.code_trivial_operand);
+        // Getters are unary, setters one-keyword (`x:`); binary selectors are neither.
+        let keyword = selector.ends_with(':');
         let cases: &[u8] = match args.len() {
             0 => &[TRIVIAL_GETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
-            1 => &[TRIVIAL_SETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
+            1 if keyword => &[TRIVIAL_SETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
             _ => &[TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
         };
         for &want in cases {
