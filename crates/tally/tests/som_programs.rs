@@ -179,6 +179,32 @@ fn som_programs_give_the_same_output_in_the_ir_tier() {
     run_all(&["--tier=ir"]);
 }
 
+/// The ir tier compiles every method and block of the programs: a method it cannot compile
+/// stays interpreted and the output stays right, so only `--tier-log`'s lines tell (the
+/// Cranelift verifier of debug builds refuses ill-typed code there).
+#[test]
+fn the_ir_tier_compiles_every_method_of_the_som_programs() {
+    let dir = som_tests_dir();
+    let mut refused = Vec::new();
+    for name in test_programs() {
+        let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args(["--tier=ir", "--tier-log", "-cp"])
+            .arg(&dir)
+            .arg(format!("{name}.som"))
+            .current_dir(&dir)
+            .output()
+            .expect("run tally");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        refused.extend(
+            stderr
+                .lines()
+                .filter(|l| l.starts_with("[tier] ir failed for"))
+                .map(|l| format!("{name}: {l}")),
+        );
+    }
+    assert!(refused.is_empty(), "{}", refused.join("\n"));
+}
+
 #[test]
 fn som_programs_in_the_ir_tier_survive_gc_stress() {
     run_all(&["--tier=ir", "--gc-stress", "400"]);

@@ -713,7 +713,6 @@ impl Lowerer<'_, '_> {
             let v = match want {
                 INTRINSIC_ARRAY_LENGTH => {
                     let len = self.b.ins().uload32(flags(), recv, 8);
-                    let len = self.b.ins().uextend(I64, len);
                     let one = self.iconst(I64, 1);
                     let shifted = self.b.ins().ishl(len, one);
                     self.b.ins().bor(shifted, one)
@@ -728,7 +727,6 @@ impl Lowerer<'_, '_> {
                     let n = self.b.ins().sshr(index, one);
                     let zero_based = self.add_imm(n, -1);
                     let len = self.b.ins().uload32(flags(), recv, 8);
-                    let len = self.b.ins().uextend(I64, len);
                     let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
                     let ok = self.b.create_block();
                     self.b.ins().brif(within, ok, &[], slow, &[]);
@@ -789,7 +787,6 @@ impl Lowerer<'_, '_> {
         self.b.ins().brif(ascii, bytes, &[], slow, &[]);
         self.b.switch_to_block(bytes);
         let len = self.b.ins().uload32(flags(), recv, 12);
-        let len = self.b.ins().uextend(I64, len);
         let one = self.iconst(I64, 1);
         let shifted = self.b.ins().ishl(len, one);
         Ok(self.b.ins().bor(shifted, one))
@@ -899,7 +896,6 @@ impl Lowerer<'_, '_> {
                     self.b.ins().brif(is_object, object, &[], slow, &[]);
                     self.b.switch_to_block(object);
                     let count = self.b.ins().uload32(flags(), recv, 8);
-                    let count = self.b.ins().uextend(I64, count);
                     let has = self
                         .b
                         .ins()
