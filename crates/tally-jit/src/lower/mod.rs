@@ -177,8 +177,8 @@ pub(crate) fn fill_safepoints(
             }
         }
     }
+    // A safepoint without a stack map has nothing live across it: its default map is empty.
     let mut maps = vec![SafepointMap::default(); lowered.safepoints as usize];
-    let mut found = vec![false; maps.len()];
     for (offset, span, map) in compiled.buffer.user_stack_maps() {
         let Some(&k) = by_offset.get(offset) else {
             continue;
@@ -188,10 +188,7 @@ pub(crate) fn fill_safepoints(
             .ok_or_else(|| format!("a stack map for safepoint {k}, which was not made"))?;
         entry.span = *span;
         entry.offsets = map.entries().map(|(_, o)| o).collect();
-        found[k as usize] = true;
     }
-    // A safepoint without a stack map has nothing live across it; its span is unused.
-    let _ = found;
     lowered.table.set(maps)
 }
 
