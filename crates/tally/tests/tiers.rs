@@ -986,3 +986,45 @@ fn identity_at_a_monomorphic_site_answers_what_the_interpreter_answers() {
     );
     assert_eq!(got, want, "{log}");
 }
+
+/// An error raised in compiled code, inside a block that a method called through `do:` and
+/// whose `^` would return from that method, prints every SOM frame with its line, as the
+/// interpreter does: a method's frame, the library's `do:`, the block's, the failing one's.
+#[test]
+fn an_error_in_compiled_code_prints_every_frame_with_its_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   a: x = ( ^self b: x + 1 )\n\
+         \x20   b: y = ( #(1 2 3) do: [ :e | e = 2 ifTrue: [ ^self c: y ] ]. ^0 )\n\
+         \x20   c: z = ( ^z / 0 )\n\
+         \x20   run = ( (self a: 5) println )\n\
+         )\n",
+    )
+    .unwrap();
+    let run = |flags: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args(flags)
+            .arg(dir.path().join("Main.som"))
+            .output()
+            .expect("run tally");
+        assert_eq!(out.status.code(), Some(1), "{flags:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let want = run(&["--tier=interp"]);
+    for line in [
+        "Main>>run",
+        "Main>>a:",
+        "Main>>b:",
+        "Array>>do:",
+        "[] in Main>>b:",
+        "Main>>c:",
+    ] {
+        assert!(want.contains(line), "{line} in:\n{want}");
+    }
+    assert!(want.contains("Division by zero."), "{want}");
+    for tier in ["--tier=baseline", "--tier=opt", "--tier=ir"] {
+        assert_eq!(run(&[tier]), want, "{tier}");
+    }
+}
