@@ -225,7 +225,16 @@ fn run_listing(dir: &Path, check: &Check) -> Result<String, String> {
             common::text(&out.stderr).trim()
         ));
     }
-    Ok(normalise(&common::text(&out.stdout)))
+    let listing = normalise(&common::text(&out.stdout));
+    // A compile the code generator's own verifier refuses is a bug, never an expected
+    // listing (blessing one would freeze it in).
+    if listing.contains("Verifier(") {
+        return Err(format!(
+            "{} made code Cranelift's verifier refuses:\n{listing}",
+            check.command()
+        ));
+    }
+    Ok(listing)
 }
 
 /// Checks one fixture against the listings `tally` makes now; with `bless`, rewrites its
