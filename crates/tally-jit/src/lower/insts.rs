@@ -244,6 +244,37 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
+    /// Whether `x` is a heap object (tag 0, not `Value::NONE`).
+    fn is_object(&mut self, x: Value) -> Value {
+        let tag = self.and_imm(x, 7);
+        let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
+        let not_none = self.cmp_imm(IntCC::NotEqual, x, 0);
+        self.b.ins().band(is_ref, not_none)
+    }
+
+    /// The address of the `Code` of id `id` (an I64), from the VM's table of codes, which
+    /// grows as classes load (so read each time).
+    fn code_address(&mut self, id: Value) -> Value {
+        let codes = self
+            .b
+            .ins()
+            .load(I64, flags(), self.vm, self.layout.calls.codes_base);
+        let eight = self.iconst(I64, 8);
+        let offset = self.b.ins().imul(id, eight);
+        let entry = self.b.ins().iadd(codes, offset);
+        self.b.ins().load(I64, flags(), entry, 0)
+    }
+
+    /// The address of the `Code` of closure `closure`'s block.
+    fn closure_code(&mut self, closure: Value) -> Value {
+        let id = self
+            .b
+            .ins()
+            .load(I64, flags(), closure, slot_offset(block::CODE));
+        let id = self.b.ins().sshr_imm_s(id, 1);
+        self.code_address(id)
+    }
+
     /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
     /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
     /// header's class id for heap objects (immediate doubles are never expected).
@@ -264,10 +295,7 @@ impl Lowerer<'_, '_> {
         let object = self.b.create_block();
         let join = self.b.create_block();
         self.b.append_block_param(join, I8);
-        let tag = self.and_imm(x, 7);
-        let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
-        let not_none = self.cmp_imm(IntCC::NotEqual, x, 0);
-        let is_object = self.b.ins().band(is_ref, not_none);
+        let is_object = self.is_object(x);
         let no = self.iconst(I8, 0);
         self.b
             .ins()
@@ -462,7 +490,6 @@ impl Lowerer<'_, '_> {
         args: &[tally_ir::ValueId],
         inst: &Inst,
     ) -> Result<Value, String> {
-        let calls = &self.layout.calls;
         let (target, mut operands) = match code {
             Some(c) => {
                 let callee: &tally_vm::runtime::Code = self.request.callee(c).ok_or_else(|| {
@@ -473,16 +500,7 @@ impl Lowerer<'_, '_> {
             }
             None => {
                 let closure = self.val(receiver)?;
-                let id = self
-                    .b
-                    .ins()
-                    .load(I64, flags(), closure, slot_offset(block::CODE));
-                let id = self.b.ins().sshr_imm_s(id, 1);
-                let codes = self.b.ins().load(I64, flags(), self.vm, calls.codes_base);
-                let eight = self.iconst(I64, 8);
-                let offset = self.b.ins().imul(id, eight);
-                let entry = self.b.ins().iadd(codes, offset);
-                let address = self.b.ins().load(I64, flags(), entry, 0);
+                let address = self.closure_code(closure);
                 let recv = self
                     .b
                     .ins()
@@ -556,10 +574,7 @@ impl Lowerer<'_, '_> {
             .ins()
             .brif(bit, classed, &[int_class.into()], not_int, &[]);
         self.b.switch_to_block(not_int);
-        let tag = self.and_imm(recv, 7);
-        let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
-        let not_none = self.cmp_imm(IntCC::NotEqual, recv, 0);
-        let is_object = self.b.ins().band(is_ref, not_none);
+        let is_object = self.is_object(recv);
         let object = self.b.create_block();
         let immediate = self.b.create_block();
         self.b.ins().brif(is_object, object, &[], immediate, &[]);
@@ -570,6 +585,7 @@ impl Lowerer<'_, '_> {
         // immediate double) takes the stub.
         self.b.switch_to_block(immediate);
         let mut class = self.iconst(I32, UNCACHED_CLASS);
+        let tag = self.and_imm(recv, 7);
         let is_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
         let symbol = self.iconst(I32, calls.symbol_class as i64);
         class = self.b.ins().select(is_symbol, symbol, class);
@@ -601,12 +617,8 @@ impl Lowerer<'_, '_> {
         self.b.ins().brif(hit2, found, &[code2.into()], slow, &[]);
         self.b.switch_to_block(found);
         let code = self.b.block_params(found)[0];
-        let codes = self.b.ins().load(I64, flags(), self.vm, calls.codes_base);
         let code = self.b.ins().uextend(I64, code);
-        let eight = self.iconst(I64, 8);
-        let offset = self.b.ins().imul(code, eight);
-        let slot = self.b.ins().iadd(codes, offset);
-        let target = self.b.ins().load(I64, flags(), slot, 0);
+        let target = self.code_address(code);
         let direct = self
             .b
             .ins()
@@ -802,16 +814,7 @@ impl Lowerer<'_, '_> {
         slow: cranelift_codegen::ir::Block,
     ) -> Result<Value, String> {
         let calls = &self.layout.calls;
-        let id = self
-            .b
-            .ins()
-            .load(I64, flags(), closure, slot_offset(block::CODE));
-        let id = self.b.ins().sshr_imm_s(id, 1);
-        let codes = self.b.ins().load(I64, flags(), self.vm, calls.codes_base);
-        let eight = self.iconst(I64, 8);
-        let offset = self.b.ins().imul(id, eight);
-        let entry = self.b.ins().iadd(codes, offset);
-        let callee = self.b.ins().load(I64, flags(), entry, 0);
+        let callee = self.closure_code(closure);
         let num_args = self
             .b
             .ins()
@@ -888,10 +891,7 @@ impl Lowerer<'_, '_> {
                 TRIVIAL_GETTER | TRIVIAL_SETTER => {
                     // An object with that many fields (the cache's class says it is one,
                     // but the field count is checked as the interpreter's primitive does).
-                    let tag = self.and_imm(recv, 7);
-                    let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
-                    let not_none = self.cmp_imm(IntCC::NotEqual, recv, 0);
-                    let is_object = self.b.ins().band(is_ref, not_none);
+                    let is_object = self.is_object(recv);
                     let object = self.b.create_block();
                     self.b.ins().brif(is_object, object, &[], slow, &[]);
                     self.b.switch_to_block(object);

@@ -191,6 +191,21 @@ impl Vm {
     #[inline(never)]
     #[cfg_attr(target_os = "linux", link_section = "tally_interpreter")]
     pub(super) fn make_context(&mut self, code: &'static Code) -> Result<(), VmError> {
+        let ctx = self.new_top_context(code)?;
+        let bp = self.rt.frames.top().bp();
+        for &(stack_slot, ctx_slot) in &code.captured_args {
+            ctx.init_slot(ctx_slot as usize, self.rt.stack[bp + stack_slot as usize]);
+        }
+        Ok(())
+    }
+
+    /// A new context for the top frame, an activation of `code`: its outer context the
+    /// frame's, its frame index for a method's (the home of non-local returns); the frame
+    /// holds it from now on. Captured arguments are the caller's to copy (the interpreter's
+    /// are in the frame's slots, compiled code's in registers). Inlined, so that the
+    /// interpreter's copy stays in its section.
+    #[inline(always)]
+    pub(crate) fn new_top_context(&mut self, code: &Code) -> Result<Value, VmError> {
         let ctx = self.alloc(
             self.rt.core.object,
             Kind::Context,
@@ -205,11 +220,7 @@ impl Vm {
             ctx.init_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
         }
         f.ctx = ctx;
-        let bp = f.bp();
-        for &(stack_slot, ctx_slot) in &code.captured_args {
-            ctx.init_slot(ctx_slot as usize, self.rt.stack[bp + stack_slot as usize]);
-        }
-        Ok(())
+        Ok(ctx)
     }
 }
 

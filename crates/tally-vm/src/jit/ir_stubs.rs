@@ -12,7 +12,7 @@
 use tally_heap::Value;
 
 use crate::bytecode::CodeId;
-use crate::objects::{block, context, Kind};
+use crate::objects::{block, Kind};
 use crate::{Vm, VmError};
 
 /// Runs `body` (which answers the call's result, `None` when the caller's frame was
@@ -80,6 +80,13 @@ fn call(
         return Ok(None);
     }
     Ok(Some(vm.rt.stack.pop().expect("a result")))
+}
+
+/// The index in the frame stack of the frame at address `frame` (native code passes its
+/// frame's address).
+fn frame_index(vm: &Vm, frame: u64) -> usize {
+    let base = vm.rt.frames.live().as_ptr() as u64;
+    ((frame - base) / std::mem::size_of::<crate::frames::Frame>() as u64) as usize
 }
 
 fn count_stub_send(vm: &mut Vm, site: u32) {
@@ -159,16 +166,8 @@ pub(super) extern "C" fn make_block(vm: *mut Vm, code: u32, receiver: u64, ctx: 
 /// native code stores the captured arguments into it.
 pub(super) extern "C" fn new_context(vm: *mut Vm, code: u32) -> u64 {
     run(vm, |vm| {
-        let size = vm.rt.codes[code as usize].context_size as usize;
-        let ctx = vm.alloc(vm.rt.core.object, Kind::Context, size, Value::NIL, 0)?;
-        let depth = vm.rt.frames.len() - 1;
-        let f = vm.rt.frames.top_mut();
-        ctx.init_slot(context::OUTER, f.ctx);
-        if f.closure == Value::NONE {
-            ctx.init_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
-        }
-        f.ctx = ctx;
-        Ok(Some(ctx))
+        let code = vm.rt.codes[code as usize];
+        vm.new_top_context(code).map(Some)
     })
 }
 
@@ -178,8 +177,7 @@ pub(super) extern "C" fn new_context(vm: *mut Vm, code: u32) -> u64 {
 /// answered): the interpreter runs it to its return, whose value this answers.
 pub(super) extern "C" fn interpret(vm: *mut Vm, frame: u64, status: u32) -> u64 {
     run(vm, |vm| {
-        let base = vm.rt.frames.live().as_ptr() as u64;
-        let index = ((frame - base) / std::mem::size_of::<crate::frames::Frame>() as u64) as usize;
+        let index = frame_index(vm, frame);
         if status == super::Status::Deopt as u32 {
             vm.deoptimized();
         } else if status == super::Status::Error as u32 {
@@ -207,8 +205,7 @@ pub(super) extern "C" fn left(vm: *mut Vm, frame: u64) -> u64 {
         if vm.jit.error.is_some() {
             return Ok(None);
         }
-        let base = vm.rt.frames.live().as_ptr() as u64;
-        let index = ((frame - base) / std::mem::size_of::<crate::frames::Frame>() as u64) as usize;
+        let index = frame_index(vm, frame);
         if vm.rt.frames.len() == index {
             return Ok(vm.rt.stack.pop());
         }
