@@ -7,6 +7,13 @@
 //! arguments and, for a block, its closure — sets the locals to nil and makes the context,
 //! then jumps to the block of instruction 0 (which a loop may jump back to).
 //!
+//! With on-stack-replacement entries (`osr`), the entry block only chooses the way in
+//! ([`Terminator::Enter`]): a new activation runs the prologue above; an interpreted frame
+//! stopped at a loop head (the target of a back-edge) enters that head with the frame's
+//! locals, operand stack and context. The context is then a block parameter like a local
+//! (it comes from the frame on one way in), which [`crate::passes`] drop where it merges
+//! nothing.
+//!
 //! Speculation follows the sites' feedback ([`SiteFacts`]): operands that were always small
 //! integers get [`InstKind::GuardInt`] and arithmetic done in place; a receiver class the
 //! inline cache saw gets [`InstKind::GuardClass`] (one class) or a class switch (two, or a
@@ -40,8 +47,9 @@ impl Sites for CompileRequest {
     }
 }
 
-/// The function `code` (named `name`) compiles to, speculating on what `sites` say.
-pub fn build(code: &Code, name: &str, sites: &dyn Sites) -> Result<Function, String> {
+/// The function `code` (named `name`) compiles to, speculating on what `sites` say; with
+/// `osr`, it may also be entered at its loop heads from an interpreted frame.
+pub fn build(code: &Code, name: &str, sites: &dyn Sites, osr: bool) -> Result<Function, String> {
     let ops = &code.ops;
     if ops.is_empty() {
         return Err("no bytecode".into());
@@ -68,10 +76,18 @@ pub fn build(code: &Code, name: &str, sites: &dyn Sites) -> Result<Function, Str
         block_of: vec![None; ops.len()],
         context: None,
         closure: None,
+        carry_context: false,
     };
     b.find_leaders();
+    let loop_heads = b.loop_heads();
+    let osr = osr && !loop_heads.is_empty();
+    b.carry_context = osr && code.context_size > 0;
     let entry = b.f.add_block(0);
-    b.prologue(entry, slots);
+    if osr {
+        b.entries(entry, slots, &loop_heads);
+    } else {
+        b.prologue(entry, entry, slots, None);
+    }
     for k in 0..b.leaders.len() {
         b.translate_block(k)?;
     }
@@ -84,6 +100,8 @@ struct State {
     block: BlockId,
     locals: Vec<ValueId>,
     stack: Vec<ValueId>,
+    /// The activation's context, if it has one.
+    context: Option<ValueId>,
 }
 
 struct Builder<'a> {
@@ -96,9 +114,12 @@ struct Builder<'a> {
     leaders: Vec<usize>,
     /// The IR block of each leader.
     block_of: Vec<Option<BlockId>>,
-    /// The activation's context and closure (defined in the entry block).
+    /// The activation's context (defined in the entry block, unless carried) and closure.
     context: Option<ValueId>,
     closure: Option<ValueId>,
+    /// The context is a parameter of every bytecode block (it comes from the frame at an
+    /// on-stack-replacement entry) instead of one value the entry block defines.
+    carry_context: bool,
 }
 
 impl Builder<'_> {
@@ -134,21 +155,115 @@ impl Builder<'_> {
             .collect();
     }
 
-    fn prologue(&mut self, entry: BlockId, slots: usize) {
-        let code = self.code;
-        let mut params = Vec::with_capacity(slots);
-        for _ in 0..=code.num_args {
+    /// The back-edges' targets, in order.
+    fn loop_heads(&self) -> Vec<usize> {
+        let mut heads: Vec<usize> = (0..self.code.ops.len())
+            .filter(|&i| self.heights[i].is_some())
+            .filter_map(|i| match self.code.ops[i] {
+                Op::JumpBack(t) => Some(t as usize),
+                _ => None,
+            })
+            .collect();
+        heads.sort_unstable();
+        heads.dedup();
+        heads
+    }
+
+    /// The entry's parameters: receiver, arguments and, for a block, its closure.
+    fn entry_params(&mut self, entry: BlockId) -> Vec<ValueId> {
+        let mut params = Vec::new();
+        for _ in 0..=self.code.num_args {
             params.push(self.f.add_param(entry, Ty::Word));
         }
-        if code.kind == CodeKind::Block {
+        if self.code.kind == CodeKind::Block {
             self.closure = Some(self.f.add_param(entry, Ty::Word));
         }
+        params
+    }
+
+    /// An entry that chooses between the prologue and an entry at each loop head.
+    fn entries(&mut self, entry: BlockId, slots: usize, loop_heads: &[usize]) {
+        let params = self.entry_params(entry);
+        // What the closure's context is does not depend on the way in.
+        let outer = self.outer_context(entry);
+        let normal = self.f.add_block(0);
+        self.prologue(entry, normal, slots, outer);
+        let mut osr = Vec::new();
+        for &head in loop_heads {
+            let block = self.f.add_block(head as u32);
+            let height = self.heights[head].expect("a reachable loop head");
+            let mut args = params.clone();
+            for k in params.len()..slots + height {
+                let v = self
+                    .f
+                    .push_inst(
+                        block,
+                        InstKind::FrameSlot(k as u16),
+                        Some(Ty::Word),
+                        None,
+                        head as u32,
+                    )
+                    .expect("a value");
+                args.push(v);
+            }
+            if self.carry_context {
+                let v = self
+                    .f
+                    .push_inst(
+                        block,
+                        InstKind::FrameContext,
+                        Some(Ty::Word),
+                        None,
+                        head as u32,
+                    )
+                    .expect("a value");
+                args.push(v);
+            }
+            let target = self.block_for(head);
+            self.f.blocks[block.index()].term = Terminator::Jump(Edge {
+                block: target,
+                args,
+            });
+            osr.push(crate::OsrEntry {
+                bci: head as u32,
+                edge: Edge {
+                    block,
+                    args: Vec::new(),
+                },
+            });
+        }
+        self.f.blocks[entry.index()].term = Terminator::Enter {
+            normal: Edge {
+                block: normal,
+                args: Vec::new(),
+            },
+            osr,
+        };
+    }
+
+    /// A block's closure's context, read in `block` (None for a method).
+    fn outer_context(&mut self, block: BlockId) -> Option<ValueId> {
+        let c = self.closure?;
+        self.f
+            .push_inst(block, InstKind::ClosureContext(c), Some(Ty::Word), None, 0)
+    }
+
+    /// The prologue of a new activation, in `block`: the locals nil, the context made; then
+    /// the jump to instruction 0. Without on-stack-replacement entries `block` is `entry`.
+    /// `outer` is the closure's context when the entry has read it already.
+    fn prologue(&mut self, entry: BlockId, block: BlockId, slots: usize, outer: Option<ValueId>) {
+        let code = self.code;
+        let params = if entry == block {
+            self.entry_params(entry)
+        } else {
+            self.f.blocks[entry.index()].params[..=code.num_args as usize].to_vec()
+        };
         let mut locals = params.clone();
         for k in locals.len()..slots {
             let v = self
                 .f
                 .push_inst(
-                    entry,
+                    block,
                     InstKind::InitialLocal(k as u16),
                     Some(Ty::Word),
                     None,
@@ -157,12 +272,12 @@ impl Builder<'_> {
                 .expect("a value");
             locals.push(v);
         }
-        let outer = self.closure.map(|c| {
-            self.f
-                .push_inst(entry, InstKind::ClosureContext(c), Some(Ty::Word), None, 0)
-                .expect("a value")
-        });
-        self.context = if code.context_size > 0 {
+        let outer = if entry == block {
+            self.outer_context(block)
+        } else {
+            outer
+        };
+        let context = if code.context_size > 0 {
             let state = self.f.add_state(FrameState {
                 code: code.id,
                 bci: 0,
@@ -174,7 +289,7 @@ impl Builder<'_> {
                 outer: None,
             });
             let ctx = self.f.push_inst(
-                entry,
+                block,
                 InstKind::NewContext {
                     size: code.context_size,
                     outer,
@@ -186,7 +301,7 @@ impl Builder<'_> {
             for &(arg, index) in &code.captured_args {
                 let value = locals[arg as usize];
                 self.f.push_inst(
-                    entry,
+                    block,
                     InstKind::StoreContext {
                         ctx: ctx.expect("a value"),
                         index,
@@ -201,11 +316,14 @@ impl Builder<'_> {
         } else {
             outer
         };
+        let mut args = locals;
+        if self.carry_context {
+            args.extend(context);
+        } else {
+            self.context = context;
+        }
         let first = self.block_for(0);
-        self.f.blocks[entry.index()].term = Terminator::Jump(Edge {
-            block: first,
-            args: locals,
-        });
+        self.f.blocks[block.index()].term = Terminator::Jump(Edge { block: first, args });
     }
 
     /// The IR block of leader `bci`, made with its parameters on first use.
@@ -216,7 +334,8 @@ impl Builder<'_> {
         let b = self.f.add_block(bci as u32);
         let slots = 1 + self.code.num_args as usize + self.code.num_locals as usize;
         let height = self.heights[bci].expect("a reachable leader");
-        for _ in 0..slots + height {
+        let carried = usize::from(self.carry_context);
+        for _ in 0..slots + height + carried {
             self.f.add_param(b, Ty::Word);
         }
         self.block_of[bci] = Some(b);
@@ -227,7 +346,13 @@ impl Builder<'_> {
         let block = self.block_for(bci);
         Edge {
             block,
-            args: s.locals.iter().chain(s.stack.iter()).copied().collect(),
+            args: s
+                .locals
+                .iter()
+                .chain(s.stack.iter())
+                .chain(s.context.iter().filter(|_| self.carry_context))
+                .copied()
+                .collect(),
         }
     }
 
@@ -244,7 +369,7 @@ impl Builder<'_> {
             resume,
             locals: s.locals.iter().map(|&v| Some(v)).collect(),
             stack: stack.to_vec(),
-            context: self.context,
+            context: s.context,
             closure: self.closure,
             outer: None,
         })
@@ -282,10 +407,17 @@ impl Builder<'_> {
         let block = self.block_for(start);
         let params = self.f.blocks[block.index()].params.clone();
         let slots = 1 + self.code.num_args as usize + self.code.num_locals as usize;
+        let (params, context) = if self.carry_context {
+            let (context, params) = params.split_last().expect("a context parameter");
+            (params, Some(*context))
+        } else {
+            (&params[..], self.context)
+        };
         let mut s = State {
             block,
             locals: params[..slots].to_vec(),
             stack: params[slots..].to_vec(),
+            context,
         };
         for i in start..end {
             if self.heights[i].is_none() {
@@ -454,7 +586,7 @@ impl Builder<'_> {
 
     /// The context `level` steps out from the activation's.
     fn context_at(&mut self, s: &State, level: u8, i: usize) -> Result<ValueId, String> {
-        let mut ctx = self.context.ok_or("a context access without a context")?;
+        let mut ctx = s.context.ok_or("a context access without a context")?;
         for _ in 0..level {
             ctx = self.value(s, InstKind::ContextOuter(ctx), Ty::Word, None, i);
         }
@@ -471,7 +603,7 @@ impl Builder<'_> {
         let kind = InstKind::MakeBlock {
             code,
             receiver: s.locals[0],
-            ctx: self.context,
+            ctx: s.context,
         };
         let v = self.value(s, kind, Ty::Word, Some(state), i);
         s.stack.push(v);

@@ -162,6 +162,11 @@ pub enum InstKind {
     /// the frame holds in one the interpreter set up or handed back at its first
     /// instruction (a loop starting there may have given it a value).
     InitialLocal(u16),
+    /// Slot `k` of the interpreter's frame (a local or an operand-stack entry above them), read
+    /// by an on-stack-replacement entry: the frame it takes over holds the loop's values.
+    FrameSlot(u16),
+    /// The context of the interpreter's frame an on-stack-replacement entry takes over.
+    FrameContext,
     /// An entry of the VM's literal table (strings, doubles, big integers: references the
     /// collector may move, so read where used).
     Literal(u32),
@@ -276,9 +281,8 @@ impl InstKind {
     pub fn operands(&self) -> Vec<ValueId> {
         use InstKind::*;
         match self {
-            Const(_) | FlagConst(_) | InitialLocal(_) | Literal(_) | Global(_) | Yieldpoint => {
-                vec![]
-            }
+            Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
+            | Literal(_) | Global(_) | Yieldpoint => vec![],
             LoadField { obj, .. } => vec![*obj],
             StoreField { obj, value, .. } => vec![*obj, *value],
             NewContext { outer, .. } => outer.iter().copied().collect(),
@@ -314,7 +318,8 @@ impl InstKind {
     pub fn map_operands(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
         use InstKind::*;
         match self {
-            Const(_) | FlagConst(_) | InitialLocal(_) | Literal(_) | Global(_) | Yieldpoint => {}
+            Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
+            | Literal(_) | Global(_) | Yieldpoint => {}
             LoadField { obj, .. } => *obj = f(*obj),
             StoreField { obj, value, .. } => {
                 *obj = f(*obj);
@@ -406,6 +411,8 @@ impl InstKind {
             Const(_)
             | FlagConst(_)
             | InitialLocal(_)
+            | FrameSlot(_)
+            | FrameContext
             | Literal(_)
             | LoadField { .. }
             | ContextOuter(_)
@@ -484,8 +491,22 @@ pub enum Terminator {
     },
     /// Hands the activation to the interpreter in this state (what the tier does not compile).
     Deopt(FrameStateId),
+    /// The first block of a version with on-stack-replacement entries: a new activation
+    /// goes to `normal`; an interpreted frame the dispatcher hands over at a loop head goes
+    /// to that head's entry, which reads the frame's values.
+    Enter {
+        normal: Edge,
+        osr: Vec<OsrEntry>,
+    },
     /// Not reached (a block under construction, or whose predecessors are gone).
     Unreachable,
+}
+
+/// Where an interpreted frame stopped at loop head `bci` enters compiled code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OsrEntry {
+    pub bci: u32,
+    pub edge: Edge,
 }
 
 impl Terminator {
@@ -495,6 +516,9 @@ impl Terminator {
             Terminator::Branch {
                 then, otherwise, ..
             } => vec![then, otherwise],
+            Terminator::Enter { normal, osr } => std::iter::once(normal)
+                .chain(osr.iter().map(|o| &o.edge))
+                .collect(),
             _ => vec![],
         }
     }
@@ -505,6 +529,9 @@ impl Terminator {
             Terminator::Branch {
                 then, otherwise, ..
             } => vec![then, otherwise],
+            Terminator::Enter { normal, osr } => std::iter::once(normal)
+                .chain(osr.iter_mut().map(|o| &mut o.edge))
+                .collect(),
             _ => vec![],
         }
     }
@@ -639,6 +666,14 @@ impl Function {
 
     pub fn entry(&self) -> BlockId {
         BlockId(0)
+    }
+
+    /// The loop heads an interpreted frame may enter this version at.
+    pub fn osr_entries(&self) -> &[OsrEntry] {
+        match &self.blocks.first().map(|b| &b.term) {
+            Some(Terminator::Enter { osr, .. }) => osr,
+            _ => &[],
+        }
     }
 
     pub fn add_block(&mut self, bci: u32) -> BlockId {

@@ -34,8 +34,8 @@ pub mod verify;
 
 pub use function::Function;
 pub use function::{
-    Block, BlockId, Edge, FrameState, FrameStateId, Inst, InstId, InstKind, IntCmp, IntOp, Resume,
-    Terminator, Ty, ValueDef, ValueId,
+    Block, BlockId, Edge, FrameState, FrameStateId, Inst, InstId, InstKind, IntCmp, IntOp,
+    OsrEntry, Resume, Terminator, Ty, ValueDef, ValueId,
 };
 
 #[cfg(test)]

@@ -116,6 +116,8 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
         ContextOuter(c) => format!("context_outer {c}"),
         ClosureContext(c) => format!("closure_context {c}"),
         InitialLocal(k) => format!("initial_local {k}"),
+        FrameSlot(k) => format!("frame_slot {k}"),
+        FrameContext => "frame_context".into(),
         LoadContext { ctx, index } => format!("load_context {ctx}.{index}"),
         StoreContext { ctx, index, value } => format!("store_context {ctx}.{index}, {value}"),
         MakeBlock {
@@ -190,6 +192,13 @@ fn term_text(t: &Terminator) -> String {
         Terminator::Return(v) => format!("return {v}"),
         Terminator::ReturnNonLocal { value, state } => format!("return_non_local {value}  {state}"),
         Terminator::Deopt(s) => format!("deopt {s}"),
+        Terminator::Enter { normal, osr } => {
+            let mut text = format!("enter {}", edge(normal));
+            for o in osr {
+                text.push_str(&format!(", osr at {}: {}", o.bci, edge(&o.edge)));
+            }
+            text
+        }
         Terminator::Unreachable => "unreachable".into(),
     }
 }

@@ -71,7 +71,7 @@ fn names(id: u32) -> String {
 /// Builds, optimizes and verifies; answers the function and its text.
 fn compile(c: &Code, sites: &[(SiteId, SiteFacts)]) -> (Function, String) {
     let facts = Facts(sites.iter().copied().collect());
-    let mut f = build(c, &names(c.id), &facts).expect("builds");
+    let mut f = build(c, &names(c.id), &facts, false).expect("builds");
     verify(&f).unwrap_or_else(|e| panic!("built IR invalid: {e}\n{}", print(&f, &names)));
     optimize(&mut f, c).unwrap_or_else(|e| panic!("{e}\n{}", print(&f, &names)));
     verify(&f).unwrap_or_else(|e| panic!("optimized IR invalid: {e}\n{}", print(&f, &names)));
@@ -468,4 +468,82 @@ fn the_verifier_catches_a_use_its_definition_does_not_dominate() {
     f.blocks[exit].term = crate::Terminator::Return(body_value.unwrap());
     let err = verify(&f).unwrap_err();
     assert!(err.contains("does not dominate"), "{err}");
+}
+
+/// Builds with on-stack-replacement entries, optimizes and verifies.
+fn compile_with_osr(c: &Code, sites: &[(SiteId, SiteFacts)]) -> (Function, String) {
+    let facts = Facts(sites.iter().copied().collect());
+    let mut f = build(c, &names(c.id), &facts, true).expect("builds");
+    verify(&f).unwrap_or_else(|e| panic!("built IR invalid: {e}\n{}", print(&f, &names)));
+    optimize(&mut f, c).unwrap_or_else(|e| panic!("{e}\n{}", print(&f, &names)));
+    verify(&f).unwrap_or_else(|e| panic!("optimized IR invalid: {e}\n{}", print(&f, &names)));
+    let text = print(&f, &names);
+    (f, text)
+}
+
+#[test]
+fn a_loop_head_entry_reads_the_frame_and_keeps_its_guards() {
+    let sites = [
+        (0, small_ints(1, IntOp::LessEq)),
+        (1, small_ints(1, IntOp::Add)),
+        (2, small_ints(1, IntOp::Add)),
+    ];
+    let (f, text) = compile_with_osr(sum(), &sites);
+    assert_eq!(
+        f.osr_entries().iter().map(|o| o.bci).collect::<Vec<_>>(),
+        vec![7],
+        "{text}"
+    );
+    assert!(text.contains("osr at 7: "), "{text}");
+    // `s`, `i` and the limit come from the frame; the receiver and `n` are the entry's.
+    for slot in 2..=4 {
+        assert!(text.contains(&format!("frame_slot {slot}")), "{text}");
+    }
+    assert!(!text.contains("frame_slot 1"), "{text}");
+    // What comes from the frame is not known to be a small integer: the loop checks.
+    assert!(
+        count(&f, |k| matches!(k, InstKind::GuardInt(_))) > 1,
+        "{text}"
+    );
+    // Without the entry the same method guards only `n` (the test above).
+    let (plain, _) = compile(sum(), &sites);
+    assert!(plain.osr_entries().is_empty());
+}
+
+#[test]
+fn a_loop_head_entry_takes_the_context_from_the_frame() {
+    // `| c | (in the context) c := 0. [true] whileTrue: [c := c + 1]`
+    let method = code(
+        6,
+        CodeKind::Method,
+        0,
+        0,
+        1,
+        vec![],
+        vec![
+            Op::PushConst(int(0)),
+            Op::PopCtx { level: 0, index: 0 },
+            Op::PushCtx { level: 0, index: 0 },
+            Op::PushConstSendBinary(int(1), 0),
+            Op::PopCtx { level: 0, index: 0 },
+            Op::JumpBack(2),
+        ],
+    );
+    let (f, text) = compile_with_osr(method, &[(0, small_ints(1, IntOp::Add))]);
+    assert!(text.contains("frame_context"), "{text}");
+    assert!(text.contains("new_context 1"), "{text}");
+    // The loop's states name the context that came in, whichever way it came.
+    let head = f.osr_entries()[0].edge.block;
+    let target = f.blocks[head.index()].term.successors()[0];
+    let ctx_param = *f.blocks[target.index()]
+        .params
+        .last()
+        .expect("the context is a parameter of the loop head");
+    assert!(
+        f.states
+            .iter()
+            .filter(|s| s.bci >= 2)
+            .all(|s| s.context == Some(ctx_param)),
+        "{text}"
+    );
 }

@@ -95,6 +95,25 @@ pub fn verify(f: &Function) -> Result<(), String> {
                 check(v, b, end, &format!("{s} of the terminator"))?;
             }
         }
+        if let Terminator::Enter { normal, osr } = &block.term {
+            // Only the first block chooses the way in, and every way in starts from its
+            // parameters alone: no value is defined on one way and used on another.
+            if b != f.entry() {
+                return Err(format!("{b} is not the entry but enters"));
+            }
+            if std::iter::once(normal)
+                .chain(osr.iter().map(|o| &o.edge))
+                .any(|e| !e.args.is_empty())
+            {
+                return Err("an entry edge passes values".into());
+            }
+            let mut bcis: Vec<u32> = osr.iter().map(|o| o.bci).collect();
+            bcis.sort_unstable();
+            bcis.dedup();
+            if bcis.len() != osr.len() {
+                return Err("two on-stack-replacement entries at one loop head".into());
+            }
+        }
         if block.term == Terminator::Unreachable {
             return Err(format!("{b} is reachable but has no terminator"));
         }

@@ -3,7 +3,9 @@
 //! this crate makes the machine code, so the VM itself never depends on a compiler back end.
 
 mod compiler;
+mod counters;
 mod lower;
+mod numbers;
 
 pub use compiler::{Compiler, ListingParts};
 

@@ -81,7 +81,7 @@ impl Tier {
 
     /// This tier's column in per-tier tables (`[_; 3]`, in the order of [`Tier::NAMED`]);
     /// unnamed tiers share the interpreter's.
-    pub fn column(self) -> usize {
+    pub const fn column(self) -> usize {
         match self {
             Tier::Interpreter | Tier::Other(_) => 0,
             Tier::Baseline => 1,

@@ -65,6 +65,44 @@ fn every_call_is_counted_once_in_the_tier_that_ran_it() {
     );
 }
 
+/// The `ir` tier counts the calls it makes directly (the others are counted where the VM
+/// sets up their frames): every call once, all but the first (which the interpreter set up
+/// before the method's compile at that call) in the optimizing column.
+#[test]
+fn the_ir_tier_counts_its_direct_calls() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("Count.som"), COUNT).unwrap();
+    let out = run_in(
+        dir.path(),
+        &[
+            "--tier=ir",
+            "--count-calls",
+            "--profile=ir.tprof",
+            "Count.som",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let calls: u64 = text(&out.stdout)
+        .trim()
+        .parse()
+        .expect("the program's count");
+    let report = run_in(
+        dir.path(),
+        &["report", "--amortization", "--top", "50", "ir.tprof"],
+    );
+    let report = text(&report.stdout);
+    let tiers = calls_by_tier(&report, "Count>>m:");
+    assert_eq!(tiers.iter().map(|t| t.1).sum::<u64>(), calls, "{report}");
+    assert_eq!(
+        tiers,
+        vec![
+            ("optimizing".to_string(), calls - 1),
+            ("interpreter".to_string(), 1)
+        ],
+        "{report}"
+    );
+}
+
 #[test]
 fn counting_calls_needs_a_profile_and_the_analysis_needs_the_counts() {
     let dir = tempfile::tempdir().expect("temp dir");

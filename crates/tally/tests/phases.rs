@@ -106,7 +106,7 @@ fn every_activation_of_a_phase_is_counted_in_every_tier() {
     let Some(d) = selected() else {
         return;
     };
-    for tier in ["interp", "baseline", "opt", "adaptive"] {
+    for tier in ["interp", "baseline", "opt", "ir", "adaptive"] {
         let report = format!("{tier}.json");
         let o = tally(
             d.path(),

@@ -662,6 +662,41 @@ fn failing_small_integer_guards_deoptimize_and_keep_the_interpreters_answers() {
     }
 }
 
+/// In the `ir` tier a guard that fails inside a long loop sends the frame to the
+/// interpreter; the method's next version gets an entry at each loop head because that
+/// frame is still running, and the frame's next back-edge moves the loop into it (with
+/// its locals, and the operand stack below the loop). `--no-osr` leaves such entries out.
+#[test]
+fn after_a_deopt_the_running_loop_enters_the_next_version_at_its_head() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   sum = ( | sum | sum := 0.\n\
+         \x20       ^Array with: 3 with: (1 to: 100000 do: [:i |\n\
+         \x20           i = 50000 ifTrue: [sum := sum + 0.5].\n\
+         \x20           sum := sum + i]) with: sum )\n\
+         \x20   run = ( | r | r := self sum. (r at: 1) println. (r at: 3) println )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "3\n5000050000.5\n");
+    let (got, log) = run_main(dir.path(), &["--tier=ir", "--tier-log"]);
+    assert_eq!(got, want, "{log}");
+    assert!(log.contains("[tier] deopt Main>>sum @"), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("[tier] ir Main>>sum (") && l.contains("entered at loop head")),
+        "{log}"
+    );
+    let (got, log) = run_main(dir.path(), &["--tier=ir", "--gc-stress", "1", "--tier-log"]);
+    assert_eq!(got, want, "{log}");
+    let (got, log) = run_main(dir.path(), &["--tier=ir", "--no-osr", "--tier-log"]);
+    assert_eq!(got, want, "{log}");
+    assert!(!log.contains("entered at loop head"), "{log}");
+}
+
 /// A Main whose `sum:and:times:` adds the areas of two shapes `n` times through one send
 /// site (`area:`'s `shape area`), with `run` as given.
 fn sum_of_areas(run: &str) -> String {

@@ -226,8 +226,13 @@ impl CodeGenerator for Compiler {
         };
         // The `ir` tier's body is called directly by native code; the dispatcher enters it
         // through an adapter with the `EntryPoint` signature.
+        let osr_entries: Vec<u32> = match &built {
+            Built::Lowered(ir, _) => ir.osr_entries().iter().map(|o| o.bci).collect(),
+            Built::Translated(_) => Vec::new(),
+        };
         let adapter = match &built {
             Built::Lowered(..) => {
+                let osr = &osr_entries;
                 self.module.clear_context(&mut self.context);
                 self.context.func.signature = entry_signature(&self.module);
                 self.context.func.name = UserFuncName::user(1, request.code.id);
@@ -238,6 +243,7 @@ impl CodeGenerator for Compiler {
                     request,
                     layout,
                     body,
+                    osr,
                     self.module.target_config(),
                 );
                 let adapter = self
@@ -279,6 +285,7 @@ impl CodeGenerator for Compiler {
             safepoints,
             direct,
             code_start: direct,
+            osr_entries,
         })
     }
 

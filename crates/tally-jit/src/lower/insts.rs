@@ -74,6 +74,18 @@ impl Lowerer<'_, '_> {
                 let nil = self.iconst(I64, super::NIL);
                 Some(self.b.ins().select(self.framed, slot, nil))
             }
+            InstKind::FrameSlot(k) => Some(self.b.ins().load(
+                I64,
+                flags(),
+                self.slots,
+                8 * i32::from(*k),
+            )),
+            InstKind::FrameContext => Some(self.b.ins().load(
+                I64,
+                flags(),
+                self.frame,
+                self.layout.frame_ctx,
+            )),
             InstKind::ContextOuter(c) => {
                 let c = self.val(*c)?;
                 Some(
@@ -564,6 +576,10 @@ impl Lowerer<'_, '_> {
         let slow = self.b.create_block();
         let join = self.b.create_block();
         let result = self.b.append_block_param(join, I64);
+        if let [arg] = args {
+            let arg = self.val(*arg)?;
+            self.numbers_in_place(site, recv, arg, join)?;
+        }
         // The receiver's class id: small integers by their tag, objects by their header.
         let classed = self.b.create_block();
         self.b.append_block_param(classed, I32);
@@ -660,6 +676,53 @@ impl Lowerer<'_, '_> {
         self.b.ins().jump(join, &[v.into()]);
         self.b.switch_to_block(join);
         Ok(result)
+    }
+
+    /// A binary arithmetic or comparison send answered in place when its operands are small
+    /// integers or immediate doubles (as the interpreter answers them, whatever the site's
+    /// cache holds): the answer goes to `join`; anything else (an overflow, a result that
+    /// needs a boxed double, other receivers) goes on in the block this leaves current.
+    fn numbers_in_place(
+        &mut self,
+        site: u32,
+        recv: Value,
+        arg: Value,
+        join: cranelift_codegen::ir::Block,
+    ) -> Result<(), String> {
+        use crate::numbers;
+        use tally_vm::runtime::IntOp as SiteOp;
+        let op = self.request.site(site).map_err(|e| e.to_string())?.int_op;
+        let int_form = matches!(op, SiteOp::Add | SiteOp::Sub | SiteOp::Mul | SiteOp::BitAnd)
+            || numbers::compare_cc(op).is_some();
+        if !int_form && !numbers::has_float_form(op) {
+            return Ok(());
+        }
+        let other = self.b.create_block();
+        let not_ints = self.b.create_block();
+        if int_form {
+            let both = self.b.ins().band(recv, arg);
+            let ints = self.and_imm(both, 1);
+            let go = self.b.create_block();
+            self.b.ins().brif(ints, go, &[], not_ints, &[]);
+            self.b.switch_to_block(go);
+            let v = numbers::int_arith(&mut self.b, op, recv, arg, other)
+                .expect("an operation with an int form");
+            self.b.ins().jump(join, &[v.into()]);
+        } else {
+            self.b.ins().jump(not_ints, &[]);
+        }
+        self.b.switch_to_block(not_ints);
+        match numbers::float_operands(&mut self.b, op, recv, arg, other) {
+            Some((x, y)) => {
+                let v = numbers::float_op(&mut self.b, op, x, y, other);
+                self.b.ins().jump(join, &[v.into()]);
+            }
+            None => {
+                self.b.ins().jump(other, &[]);
+            }
+        }
+        self.b.switch_to_block(other);
+        Ok(())
     }
 
     /// The primitive at `code` (an address), found in the cache for receivers of `class`,
@@ -957,6 +1020,9 @@ impl Lowerer<'_, '_> {
     /// serves it (a safepoint); a status other than `Continue` writes the frame at the loop
     /// head and returns it.
     fn yieldpoint(&mut self, state: tally_ir::FrameStateId, bci: u32) -> Result<(), String> {
+        if self.layout.count_calls {
+            crate::counters::count_loop(&mut self.b, self.request.code, super::TIER_COLUMN);
+        }
         let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
         let flag = self.b.ins().uload8(I32, flags(), address, 0);
         let raised = self.and_imm(flag, self.layout.yieldpoint_bits as i64);

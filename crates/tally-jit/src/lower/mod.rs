@@ -8,9 +8,10 @@
 //!   -> Value`, is what native code calls directly (`framed` 0: it pushes its frame, or,
 //!   at the frame stack's limit, without value-stack room or native stack, makes the call
 //!   through the stub instead) and what the adapter runs for the dispatcher (`framed` 1:
-//!   the top frame is set up, its locals and context read from it). The adapter is the
-//!   `EntryPoint`: a frame left at any `ip` but 0 goes back to the interpreter
-//!   (`Status::Interpret`): this tier has no resume points.
+//!   the top frame is set up, its locals and context read from it; `2 + k`: the frame
+//!   stopped at the `k`-th loop head with an on-stack-replacement entry, whose locals,
+//!   operand stack and context the body reads from it). The adapter is the `EntryPoint`: a
+//!   frame left at any other `ip` but 0 goes back to the interpreter (`Status::Interpret`).
 //! - At entry the body writes its frame pointer and its version's `SafepointTable` into the
 //!   frame's `NativeActivation`; before each call that may collect it writes the call's
 //!   safepoint number there (and the frame's `ip`, one past the call, as the interpreter
@@ -30,6 +31,7 @@
 mod insts;
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -42,21 +44,20 @@ use cranelift_jit::JITModule;
 use cranelift_module::Module;
 use tally_ir::{BlockId, FrameStateId, Resume, Terminator, Ty, ValueId};
 use tally_vm::jit::{CompileRequest, DeoptReason, Layout, SafepointMap, SafepointTable, Status};
+use tally_vm::runtime::{HOOK_AT_ENTRY, HOOK_AT_EXIT};
+use tally_vm::tally_profile::gc_hints::PointKind;
 
 const I64: types::Type = types::I64;
 const I32: types::Type = types::I32;
 const I8: types::Type = types::I8;
 const NIL: i64 = tally_heap::Value::NIL.0 as i64;
+/// The profile's (and `--count-calls`') column of this tier.
+const TIER_COLUMN: usize = tally_vm::tally_profile::Tier::Optimizing.column();
 
 /// The IR of `request`'s code, optimized: what the tier lowers, and what listings show.
 pub(crate) fn ir_of(request: &CompileRequest) -> Result<tally_ir::Function, String> {
     let code = request.code;
-    if code.hooks.load(std::sync::atomic::Ordering::Relaxed) != 0 {
-        return Err(
-            "methods with hooks (GC hints, phases) are not compiled by this tier yet".into(),
-        );
-    }
-    let mut f = tally_ir::build::build(code, &request.name, request)?;
+    let mut f = tally_ir::build::build(code, &request.name, request, request.osr)?;
     tally_ir::passes::optimize(&mut f, code)?;
     Ok(f)
 }
@@ -114,9 +115,6 @@ pub(crate) fn lower(
     layout: &Layout,
     ir: &tally_ir::Function,
 ) -> Result<Lowered, String> {
-    if layout.count_calls {
-        return Err("--count-calls is not counted by this tier yet".into());
-    }
     let table = Arc::new(SafepointTable::new());
     let code = request.code;
     let call_conv = module.isa().default_call_conv();
@@ -214,6 +212,8 @@ struct Signatures {
     left: SigRef,
     /// `(vm, u64, u64) -> u32`: `string_equal`.
     string_equal: SigRef,
+    /// `(vm, u32) -> u32`: `method_hook`.
+    status1: SigRef,
     /// The bodies' signatures, by argument count (methods, then blocks): direct calls.
     bodies: HashMap<(usize, bool), SigRef>,
 }
@@ -237,6 +237,7 @@ impl Signatures {
             interpret: make(&[I64, I64, I32], I64),
             left: make(&[I64, I64], I64),
             string_equal: make(&[I64, I64, I64], I32),
+            status1: make(&[I64, I32], I32),
             bodies: HashMap::new(),
         }
     }
@@ -431,11 +432,13 @@ impl Lowerer<'_, '_> {
         // `code` and `ip` (0) in one store, `bp` and `mark` in another (`Frame`'s layout).
         let code_ip = self.iconst(I64, code.id as i64);
         self.b.ins().store(flags(), code_ip, frame, 0);
+        if layout.count_calls {
+            // A direct call (calls through the dispatcher or a stub are counted where the
+            // VM sets up their frames).
+            crate::counters::count_call(&mut self.b, code, TIER_COLUMN);
+        }
         let mark = if layout.mark_frames {
-            tally_vm::tally_profile::FrameMark::of(
-                tally_vm::tally_profile::Tier::Optimizing.column() as u8,
-                false,
-            ) as i64
+            tally_vm::tally_profile::FrameMark::of(TIER_COLUMN as u8, false) as i64
         } else {
             0
         };
@@ -496,6 +499,17 @@ impl Lowerer<'_, '_> {
                 entry_params.len(),
                 operands.len()
             ));
+        }
+        if code.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0 {
+            // A direct call's entry hook (the dispatcher's frames had theirs where the
+            // interpreter set them up).
+            let direct = self.b.create_block();
+            let go_on = self.b.create_block();
+            self.b.ins().brif(self.framed, go_on, &[], direct, &[]);
+            self.b.switch_to_block(direct);
+            self.method_hook(PointKind::Entry, 0);
+            self.b.ins().jump(go_on, &[]);
+            self.b.switch_to_block(go_on);
         }
         let target = self.blocks[ir_entry.index()];
         let args: Vec<_> = operands.into_iter().map(Into::into).collect();
@@ -563,7 +577,11 @@ impl Lowerer<'_, '_> {
             self.b.set_srcloc(SourceLoc::new(inst.bci));
             self.inst(inst)?;
         }
-        self.terminator(&block.term)
+        let bci = block
+            .insts
+            .last()
+            .map_or(block.bci, |&i| ir.insts[i.index()].bci);
+        self.terminator(&block.term, bci)
     }
 
     fn edge_args(
@@ -576,7 +594,8 @@ impl Lowerer<'_, '_> {
             .collect()
     }
 
-    fn terminator(&mut self, term: &Terminator) -> Result<(), String> {
+    /// Ends the block whose last instruction (or start) is at `bci`.
+    fn terminator(&mut self, term: &Terminator, bci: u32) -> Result<(), String> {
         match term {
             Terminator::Jump(e) => {
                 let args = self.edge_args(e)?;
@@ -600,11 +619,23 @@ impl Lowerer<'_, '_> {
             }
             Terminator::Return(v) => {
                 let v = self.val(*v)?;
+                if self.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
+                    self.method_hook(PointKind::Exit, bci);
+                }
                 self.return_value(v);
             }
             Terminator::ReturnNonLocal { state, .. } | Terminator::Deopt(state) => {
                 let exit = self.exit(*state, ExitKind::Interpret)?;
                 self.b.ins().jump(exit, &[]);
+            }
+            Terminator::Enter { normal, osr } => {
+                // `framed` 2 + k enters at the k-th loop head; 0 and 1 are new activations.
+                let mut switch = cranelift_frontend::Switch::new();
+                for (k, o) in osr.iter().enumerate() {
+                    switch.set_entry(2 + k as u128, self.blocks[o.edge.block.index()]);
+                }
+                let normal = self.blocks[normal.block.index()];
+                switch.emit(&mut self.b, self.framed, normal);
             }
             Terminator::Unreachable => {
                 self.b.ins().trap(TrapCode::unwrap_user(1));
@@ -634,6 +665,31 @@ impl Lowerer<'_, '_> {
         self.b.ins().return_(&[v]);
         self.b.switch_to_block(framed);
         self.b.ins().return_(&[v]);
+    }
+
+    /// A hooked method's entry or exit hook (GC hints, phases) while the hooks are armed,
+    /// as the interpreter runs it; a safepoint, since a hook may collect. An error leaves.
+    fn method_hook(&mut self, kind: PointKind, bci: u32) {
+        let address = self.iconst(I64, self.layout.method_hooks_armed as i64);
+        let armed = self.b.ins().uload8(I32, flags(), address, 0);
+        let hook = self.b.create_block();
+        let go_on = self.b.create_block();
+        self.b.set_cold_block(hook);
+        self.b.ins().brif(armed, hook, &[], go_on, &[]);
+        self.b.switch_to_block(hook);
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, self.layout.stubs.method_hook as i64);
+        let kind = self.iconst(I32, i64::from(kind == PointKind::Exit));
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.sigs.status1, stub, &[self.vm, kind]);
+        self.tag(call, k);
+        let status = self.b.inst_results(call)[0];
+        let ok = self.cmp_imm(IntCC::Equal, status, Status::Continue as i64);
+        let leave = self.leave();
+        self.b.ins().brif(ok, go_on, &[], leave, &[]);
+        self.b.switch_to_block(go_on);
     }
 
     fn clear_native(&mut self) {
@@ -863,7 +919,8 @@ impl Lowerer<'_, '_> {
 
 /// Writes the adapter the dispatcher calls (an `EntryPoint`) into `func`: for a new frame
 /// (`resume` 0, or the top frame at `ip` 0) it reads the receiver and arguments from the
-/// frame's slots and runs `body` for the frame; a frame left elsewhere goes back to the
+/// frame's slots and runs `body` for the frame; a frame stopped at `osr[k]` (a loop head)
+/// enters the body there (`framed` 2 + k); a frame left elsewhere goes back to the
 /// interpreter. The body's value is pushed for `Status::Returned`; `Value::NONE` gives the
 /// status its exit left in `Layout::exit_status`, or `Status::Unwound`.
 pub(crate) fn lower_adapter(
@@ -872,6 +929,7 @@ pub(crate) fn lower_adapter(
     request: &CompileRequest,
     layout: &Layout,
     body: cranelift_codegen::ir::FuncRef,
+    osr: &[u32],
     target: cranelift_codegen::isa::TargetFrontendConfig,
 ) {
     let code = request.code;
@@ -885,8 +943,15 @@ pub(crate) fn lower_adapter(
     let join = b.create_block();
     b.append_block_param(join, I64);
     b.append_block_param(join, I64);
-    b.ins()
-        .brif(resume, resumed, &[], join, &[frame_in.into(), bp_in.into()]);
+    b.append_block_param(join, I32);
+    let new = b.ins().iconst(I32, 1);
+    b.ins().brif(
+        resume,
+        resumed,
+        &[],
+        join,
+        &[frame_in.into(), bp_in.into(), new.into()],
+    );
     b.switch_to_block(resumed);
     let frame_stack = b.ins().load(I64, flags(), vm, layout.frame_stack);
     let depth = b.ins().load(I64, flags(), frame_stack, layout.frames_len);
@@ -900,8 +965,25 @@ pub(crate) fn lower_adapter(
     let bp = b.ins().uload32(flags(), frame, layout.frame_bp);
     let elsewhere = b.create_block();
     b.set_cold_block(elsewhere);
+    let mut next = b.create_block();
+    let new = b.ins().iconst(I32, 1);
     b.ins()
-        .brif(ip, elsewhere, &[], join, &[frame.into(), bp.into()]);
+        .brif(ip, next, &[], join, &[frame.into(), bp.into(), new.into()]);
+    for (k, &bci) in osr.iter().enumerate() {
+        b.switch_to_block(next);
+        next = b.create_block();
+        let here = b.ins().icmp_imm_u(IntCC::Equal, ip, i64::from(bci));
+        let entry = b.ins().iconst(I32, 2 + k as i64);
+        b.ins().brif(
+            here,
+            join,
+            &[frame.into(), bp.into(), entry.into()],
+            next,
+            &[],
+        );
+    }
+    b.switch_to_block(next);
+    b.ins().jump(elsewhere, &[]);
     b.switch_to_block(elsewhere);
     let status = b.ins().iconst(I32, Status::Interpret as i64);
     b.ins().return_(&[status]);
@@ -909,12 +991,12 @@ pub(crate) fn lower_adapter(
     b.switch_to_block(join);
     let frame = b.block_params(join)[0];
     let bp = b.block_params(join)[1];
+    let framed = b.block_params(join)[2];
     let stack = b.ins().load(I64, flags(), vm, layout.stack_base);
     let eight = b.ins().iconst(I64, 8);
     let bp_bytes = b.ins().imul(bp, eight);
     let slots = b.ins().iadd(stack, bp_bytes);
-    let one = b.ins().iconst(I32, 1);
-    let mut args = vec![vm, one];
+    let mut args = vec![vm, framed];
     for k in 0..=code.num_args as i32 {
         args.push(b.ins().load(I64, flags(), slots, 8 * k));
     }

@@ -277,6 +277,7 @@ impl Vm {
                 });
             }
             let mut request = CompileRequest::new(code, &self.rt, self.speculation());
+            request.osr &= !self.jit.no_osr;
             if tier == Tier::Baseline {
                 if let Some(values) = self.jit.values.as_mut() {
                     request = request.with_value_tables(values);

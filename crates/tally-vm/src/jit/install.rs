@@ -249,6 +249,18 @@ impl Installer {
                 0 => String::new(),
                 n => format!(", {n} inlined"),
             };
+            let inlined = match native.osr_entries.as_slice() {
+                [] => inlined,
+                heads => format!(
+                    "{inlined}, entered at loop head{} {}",
+                    if heads.len() == 1 { "" } else { "s" },
+                    heads
+                        .iter()
+                        .map(|h| h.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
             let mut text = format!(
                 "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded}{inlined})\n",
                 code.ops.len(),

@@ -397,6 +397,10 @@ pub struct NativeCode {
     /// samples and symbols describe starts, when `entry` is a small adapter elsewhere.
     pub direct: Option<usize>,
     pub code_start: Option<usize>,
+    /// The loop heads an interpreted frame may enter the code at (on-stack replacement) in
+    /// tiers whose code is entered only at a call otherwise (`ir`); empty in the others,
+    /// which resume a frame at any instruction boundary.
+    pub osr_entries: Vec<u32>,
 }
 
 impl NativeCode {
@@ -719,6 +723,11 @@ impl Vm {
         let fell_back_to = lock(&self.jit.installer).invalidate(code);
         if self.jit.generator.is_some() && fell_back_to.is_some() {
             code.compiled.request();
+            // The frame's next back-edge compiles the new version and, in tiers with
+            // on-stack-replacement entries, moves its loop into it.
+            if !self.jit.no_osr {
+                crate::profiling::YIELDPOINT.raise(tally_profile::flag::CONTROLLER);
+            }
         }
         let inlined_into = if at.id == code.id {
             String::new()
@@ -889,6 +898,7 @@ impl Vm {
             Speculation::Except(&self.jit.failed_sites)
         };
         let mut request = CompileRequest::new(code, &self.rt, speculation);
+        request.osr &= !self.jit.no_osr;
         if generator.tier() == Tier::Baseline {
             if let Some(values) = self.jit.values.as_mut() {
                 request = request.with_value_tables(values);

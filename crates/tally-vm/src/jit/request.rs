@@ -130,6 +130,11 @@ pub struct CompileRequest {
     /// creates closures of or may call directly: what listings call them.
     selectors: Vec<(SiteId, String)>,
     code_names: Vec<(CodeId, String)>,
+    /// An activation of the code is running, stopped past its first instruction (in the
+    /// interpreter, or in a version since invalidated): a version that can only be entered
+    /// at a call would leave its loops interpreted, so this one gets an entry at each loop
+    /// head (on-stack replacement), in the tiers that have them.
+    pub osr: bool,
 }
 
 /// Whether a compile may speculate, and on what not: sites whose guard failed before.
@@ -137,6 +142,13 @@ pub struct CompileRequest {
 pub enum Speculation<'a> {
     Off,
     Except(&'a FxHashSet<SiteId>),
+}
+
+/// Whether `code` has a back-edge.
+fn has_loops(code: &Code) -> bool {
+    code.ops
+        .iter()
+        .any(|op| matches!(op, crate::bytecode::Op::JumpBack(_)))
 }
 
 impl CompileRequest {
@@ -228,6 +240,12 @@ impl CompileRequest {
             inlined: Vec::new(),
             selectors,
             code_names,
+            osr: has_loops(code)
+                && rt
+                    .frames
+                    .live()
+                    .iter()
+                    .any(|f| f.code == code.id && f.ip != 0),
         }
     }
 

@@ -4,52 +4,6 @@
 use super::*;
 
 impl Translator<'_, '_> {
-    /// `a op b` for two tagged small integers, or a jump to `overflow` when the result does
-    /// not fit; `None` when the operation has no inline form.
-    pub(super) fn int_arith(
-        &mut self,
-        op: IntOp,
-        a: Value,
-        b: Value,
-        overflow: Block,
-    ) -> Option<Value> {
-        let tagged = |t: &mut Self, (r, of): (Value, Value)| {
-            let ok = t.b.create_block();
-            t.b.ins().brif(of, overflow, &[], ok, &[]);
-            t.b.switch_to_block(ok);
-            r
-        };
-        Some(match op {
-            // (2x+1) + 2y = 2(x+y)+1; the i64 operation overflows exactly when x+y needs more
-            // than 63 bits.
-            IntOp::Add => {
-                let b2 = add_imm(&mut self.b, b, -1);
-                let r = self.b.ins().sadd_overflow(a, b2);
-                tagged(self, r)
-            }
-            IntOp::Sub => {
-                let b2 = add_imm(&mut self.b, b, -1);
-                let r = self.b.ins().ssub_overflow(a, b2);
-                tagged(self, r)
-            }
-            // x * 2y = 2xy, then the tag.
-            IntOp::Mul => {
-                let one = self.b.ins().iconst(I64, 1);
-                let x = self.b.ins().sshr(a, one);
-                let b2 = add_imm(&mut self.b, b, -1);
-                let r = self.b.ins().smul_overflow(x, b2);
-                let r = tagged(self, r);
-                self.b.ins().bor(r, one)
-            }
-            IntOp::BitAnd => self.b.ins().band(a, b),
-            _ => {
-                let cc = compare_cc(op)?;
-                let c = self.b.ins().icmp(cc, a, b);
-                self.boolean(c)
-            }
-        })
-    }
-
     /// A branch on `int(a) cc int(b)`: the jump behind a compare-and-branch.
     pub(super) fn both_ints(&mut self, a: Value, b: Value) -> Value {
         let both = self.b.ins().band(a, b);
@@ -74,9 +28,8 @@ impl Translator<'_, '_> {
             let go = self.b.create_block();
             self.b.ins().brif(ints, go, &[], not_ints, &[]);
             self.b.switch_to_block(go);
-            let r = self
-                .int_arith(op, a, b, overflow)
-                .expect("has_int_form checked");
+            let r =
+                numbers::int_arith(&mut self.b, op, a, b, overflow).expect("has_int_form checked");
             self.set_slot(h - 2, r);
             self.jump(next);
             return Ok(());
@@ -87,27 +40,13 @@ impl Translator<'_, '_> {
             let not_numbers = self.symbol_test_block(op, slow);
             let (a, b, ints, doubles) = self.number_operands(op, h, not_numbers);
             if let Some((x, y)) = doubles {
-                let r = match op {
-                    IntOp::Add => Some(self.b.ins().fadd(x, y)),
-                    IntOp::Sub => Some(self.b.ins().fsub(x, y)),
-                    IntOp::Mul => Some(self.b.ins().fmul(x, y)),
-                    IntOp::FloatDiv => Some(self.float_quotient(x, y, slow)),
-                    _ => None,
-                };
-                let v = match r {
-                    Some(r) => self.encode_small_float(r, slow),
-                    None => {
-                        let cc = float_cc(op).expect("number_operands checked");
-                        let c = self.b.ins().fcmp(cc, x, y);
-                        self.boolean(c)
-                    }
-                };
+                let v = numbers::float_op(&mut self.b, op, x, y, slow);
                 self.set_slot(h - 2, v);
                 self.jump(next);
             }
             if not_numbers != slow {
                 self.compare_non_numbers(op, h, not_numbers, slow, |t, c| {
-                    let v = t.boolean(c);
+                    let v = numbers::boolean(&mut t.b, c);
                     t.set_slot(h - 2, v);
                     t.jump(next);
                 });
@@ -120,11 +59,11 @@ impl Translator<'_, '_> {
                 let y = self.b.ins().sshr(b, one);
                 let x = self.b.ins().fcvt_from_sint(types::F64, x);
                 let y = self.b.ins().fcvt_from_sint(types::F64, y);
-                let q = self.float_quotient(x, y, slow);
-                let v = self.encode_small_float(q, slow);
+                let q = numbers::float_quotient(&mut self.b, x, y, slow);
+                let v = numbers::encode_small_float(&mut self.b, q, slow);
                 self.set_slot(h - 2, v);
                 self.jump(next);
-            } else if let Some(r) = self.int_arith(op, a, b, slow) {
+            } else if let Some(r) = numbers::int_arith(&mut self.b, op, a, b, slow) {
                 self.set_slot(h - 2, r);
                 self.jump(next);
             } else {
@@ -182,7 +121,7 @@ impl Translator<'_, '_> {
         let others = self.b.create_block();
         self.b.ins().brif(ints, int_block, &[], others, &[]);
         self.b.switch_to_block(others);
-        let doubles = self.float_operands(op, a, b, slow);
+        let doubles = numbers::float_operands(&mut self.b, op, a, b, slow);
         if doubles.is_none() {
             self.jump(slow);
         }
@@ -272,113 +211,6 @@ impl Translator<'_, '_> {
         let call = self.b.ins().call_indirect(sig, stub, &[self.vm, a, b]);
         let equal = self.b.inst_results(call)[0];
         cmp_imm(&mut self.b, IntCC::NotEqual, equal, 0)
-    }
-
-    /// `x / y` (doubles), or a jump to `slow` for a zero divisor (the general path reports
-    /// it or answers infinity, as the receiver's `//` does).
-    pub(super) fn float_quotient(&mut self, x: Value, y: Value, slow: Block) -> Value {
-        let zero = self.b.ins().f64const(0.0);
-        let is_zero = self.b.ins().fcmp(FloatCC::Equal, y, zero);
-        let go = self.b.create_block();
-        self.b.ins().brif(is_zero, slow, &[], go, &[]);
-        self.b.switch_to_block(go);
-        self.b.ins().fdiv(x, y)
-    }
-
-    /// `true` or `false` as a SOM value, from a condition.
-    pub(super) fn boolean(&mut self, c: Value) -> Value {
-        let t = self.b.ins().iconst(I64, TRUE);
-        let f = self.b.ins().iconst(I64, FALSE);
-        self.b.ins().select(c, t, f)
-    }
-
-    /// The operands of `op` as doubles when `IntOp::apply_float` would answer them in place
-    /// (at least one an immediate double, the other an immediate double or a small integer;
-    /// both doubles for `=` and `~=`), else a jump to `slow`. `None` when `op` has no double
-    /// form at all.
-    pub(super) fn float_operands(
-        &mut self,
-        op: IntOp,
-        a: Value,
-        b: Value,
-        slow: Block,
-    ) -> Option<(Value, Value)> {
-        let exact = matches!(op, IntOp::Equal | IntOp::NotEqual);
-        if !matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::FloatDiv)
-            && float_cc(op).is_none()
-        {
-            return None;
-        }
-        let is_float = |t: &mut Self, v: Value| {
-            let tag = and_imm(&mut t.b, v, 7);
-            cmp_imm(&mut t.b, IntCC::Equal, tag, FLOAT_TAG)
-        };
-        let (fa, fb) = (is_float(self, a), is_float(self, b));
-        let ok = if exact {
-            self.b.ins().band(fa, fb)
-        } else {
-            let ia = and_imm(&mut self.b, a, 1);
-            let ia = cmp_imm(&mut self.b, IntCC::NotEqual, ia, 0);
-            let ib = and_imm(&mut self.b, b, 1);
-            let ib = cmp_imm(&mut self.b, IntCC::NotEqual, ib, 0);
-            let a_ok = self.b.ins().bor(fa, ia);
-            let b_ok = self.b.ins().bor(fb, ib);
-            let any = self.b.ins().bor(fa, fb);
-            let ok = self.b.ins().band(a_ok, b_ok);
-            self.b.ins().band(ok, any)
-        };
-        let go = self.b.create_block();
-        self.b.ins().brif(ok, go, &[], slow, &[]);
-        self.b.switch_to_block(go);
-        let x = self.number_as_double(a, fa);
-        let y = self.number_as_double(b, fb);
-        Some((x, y))
-    }
-
-    /// `v` as a double: decoded if `is_float`, else converted from a small integer.
-    pub(super) fn number_as_double(&mut self, v: Value, is_float: Value) -> Value {
-        // Decoding (the inverse of `encode_small_float`): payload 0 and 1 are ±0.0.
-        let three = self.b.ins().iconst(I64, 3);
-        let payload = self.b.ins().ushr(v, three);
-        let small = cmp_imm(&mut self.b, IntCC::UnsignedLessThanOrEqual, payload, 1);
-        let rebased = add_imm(&mut self.b, payload, ROTATED_EXP_OFFSET as i64);
-        let rotated = self.b.ins().select(small, payload, rebased);
-        let one = self.b.ins().iconst(I64, 1);
-        let bits = self.b.ins().rotr(rotated, one);
-        let decoded = self.b.ins().bitcast(types::F64, MemFlagsData::new(), bits);
-        let int = self.b.ins().sshr(v, one);
-        let converted = self.b.ins().fcvt_from_sint(types::F64, int);
-        self.b.ins().select(is_float, decoded, converted)
-    }
-
-    /// The immediate encoding of double `r` (as `Value::from_small_float`), or a jump to
-    /// `slow` when it needs a boxed double.
-    pub(super) fn encode_small_float(&mut self, r: Value, slow: Block) -> Value {
-        let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), r);
-        let one = self.b.ins().iconst(I64, 1);
-        let rotated = self.b.ins().rotl(bits, one);
-        let zero = cmp_imm(&mut self.b, IntCC::UnsignedLessThanOrEqual, rotated, 1);
-        let p = add_imm(
-            &mut self.b,
-            rotated,
-            (ROTATED_EXP_OFFSET as i64).wrapping_neg(),
-        );
-        let p2 = add_imm(&mut self.b, p, -2);
-        let in_window = cmp_imm(
-            &mut self.b,
-            IntCC::UnsignedLessThan,
-            p2,
-            (PAYLOAD_LIMIT - 2) as i64,
-        );
-        let ok = self.b.ins().bor(zero, in_window);
-        let fits = self.b.create_block();
-        self.b.ins().brif(ok, fits, &[], slow, &[]);
-        self.b.switch_to_block(fits);
-        let payload = self.b.ins().select(zero, rotated, p);
-        let three = self.b.ins().iconst(I64, 3);
-        let shifted = self.b.ins().ishl(payload, three);
-        let tag = self.b.ins().iconst(I64, FLOAT_TAG);
-        self.b.ins().bor(shifted, tag)
     }
 
     /// A comparison answered and branched on at once for small integers (to `target` when

@@ -14,7 +14,7 @@ mod heap;
 use heap::HeapSlot;
 mod sends;
 
-use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockCall, Function, InstBuilder, JumpTableData, MemFlagsData, SigRef,
     Signature, SourceLoc, Value,
@@ -37,15 +37,9 @@ use tally_vm::runtime::{
 
 const I64: types::Type = types::I64;
 const I32: types::Type = types::I32;
-const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
-const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
-/// The small-float encoding (`tally_heap::value`): tag `110`, payload = the IEEE bits rotated
-/// left by one, rebased so exponent `SMALL_FLOAT_EXP_BASE` is 0, below `PAYLOAD_LIMIT`.
-const FLOAT_TAG: i64 = 0b110;
+use crate::numbers::{self, compare_cc, float_cc, FALSE, TRUE};
 /// Symbols' tag (`tally_heap::value`): the symbol's id above it.
 const SYMBOL_TAG: i64 = 0b010;
-const ROTATED_EXP_OFFSET: u64 = tally_heap::value::SMALL_FLOAT_EXP_BASE << 53;
-const PAYLOAD_LIMIT: u64 = tally_heap::value::SMALL_FLOAT_EXP_COUNT << 53;
 
 /// Writes `code`'s function into `func`.
 pub(super) fn translate(
@@ -102,7 +96,7 @@ pub(super) fn translate(
         b.ins().brif(resume, read_frame, &[], fresh, &[]);
         b.switch_to_block(fresh);
         if layout.count_calls {
-            count_call(&mut b, code, tier_column(mode));
+            crate::counters::count_call(&mut b, code, tier_column(mode));
         }
         if hooked_entry {
             let go_on = b.create_block();
@@ -293,30 +287,6 @@ fn method_hook_point(
 /// (`tally_profile::FrameMark`).
 fn inlined_frame_mark(mode: Mode) -> u32 {
     tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, true)
-}
-
-/// `--count-calls`: one call of `code` in the tier of `column`.
-fn count_call(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: usize) {
-    let offset = tally_vm::jit::TierCallCounter::offset_in_code(column);
-    increment_in_code(b, code, offset);
-}
-
-/// `--count-calls`: one back-edge of `code` taken in the tier of `column`.
-fn count_loop(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, column: usize) {
-    let offset = tally_vm::jit::TierCallCounter::loops_offset_in_code(column);
-    increment_in_code(b, code, offset);
-}
-
-/// Adds one to the counter at `offset` in `code` (only the VM thread writes it).
-fn increment_in_code(b: &mut FunctionBuilder, code: &tally_vm::runtime::Code, offset: i32) {
-    let flags = MemFlagsData::trusted();
-    let counter = b.ins().iconst(
-        I64,
-        code as *const tally_vm::runtime::Code as i64 + i64::from(offset),
-    );
-    let n = b.ins().load(I64, flags, counter, 0);
-    let more = add_imm(b, n, 1);
-    b.ins().store(flags, more, counter, 0);
 }
 
 /// How a tier translates.
@@ -586,7 +556,7 @@ impl<'a> Translator<'a, '_> {
         };
         let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
         if self.layout.count_calls {
-            count_call(&mut self.b, code, self.tier_column);
+            crate::counters::count_call(&mut self.b, code, self.tier_column);
         }
         if code.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0 {
             // An inlined method's entry hook, once its frame is pushed, as a call's.
@@ -987,7 +957,7 @@ impl Translator<'_, '_> {
                     IntCC::NotEqual
                 };
                 let is = cmp_imm(&mut self.b, cc, v, tally_heap::Value::NIL.0 as i64);
-                let answer = self.boolean(is);
+                let answer = numbers::boolean(&mut self.b, is);
                 self.set_slot(h - 1, answer);
                 self.jump(next_block(next)?);
                 self.b.switch_to_block(slow);
@@ -1027,7 +997,7 @@ impl Translator<'_, '_> {
             Op::JumpBack(t) => {
                 let to = self.block(t as usize)?;
                 if self.layout.count_calls {
-                    count_loop(&mut self.b, self.s.request.code, self.tier_column);
+                    crate::counters::count_loop(&mut self.b, self.s.request.code, self.tier_column);
                 }
                 let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
                 let bits = self
@@ -1089,31 +1059,4 @@ impl Translator<'_, '_> {
 /// Whether `int_arith` has an inline form of `op`.
 fn has_int_form(op: IntOp) -> bool {
     matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
-}
-
-/// The double condition of a comparison selector (immediate doubles are never NaN).
-fn float_cc(op: IntOp) -> Option<FloatCC> {
-    Some(match op {
-        IntOp::Less => FloatCC::LessThan,
-        IntOp::Greater => FloatCC::GreaterThan,
-        IntOp::LessEq => FloatCC::LessThanOrEqual,
-        IntOp::GreaterEq => FloatCC::GreaterThanOrEqual,
-        IntOp::Equal => FloatCC::Equal,
-        IntOp::NotEqual => FloatCC::NotEqual,
-        _ => return None,
-    })
-}
-
-/// The integer condition of a comparison selector (tagged small integers order like their
-/// values), or `None` for the others.
-fn compare_cc(op: IntOp) -> Option<IntCC> {
-    Some(match op {
-        IntOp::Less => IntCC::SignedLessThan,
-        IntOp::Greater => IntCC::SignedGreaterThan,
-        IntOp::LessEq => IntCC::SignedLessThanOrEqual,
-        IntOp::GreaterEq => IntCC::SignedGreaterThanOrEqual,
-        IntOp::Equal => IntCC::Equal,
-        IntOp::NotEqual => IntCC::NotEqual,
-        _ => return None,
-    })
 }

@@ -735,7 +735,7 @@ impl Translator<'_, '_> {
                 let a = self.slot(recv_slot);
                 let b = self.slot(recv_slot + 1);
                 let same = self.b.ins().icmp(IntCC::Equal, a, b);
-                let v = self.boolean(same);
+                let v = numbers::boolean(&mut self.b, same);
                 self.set_slot(recv_slot, v);
                 self.jump(next);
             }

@@ -1,0 +1,233 @@
+//! Numbers in compiled code, shared by the tiers: immediate doubles decoded, computed on
+//! and encoded again in place (`tally_heap::value`'s small floats), and the conditions of
+//! the comparison selectors. What does not fit an immediate jumps to the caller's slow path.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{types, Block, InstBuilder, MemFlagsData, Value};
+use cranelift_frontend::FunctionBuilder;
+use tally_vm::runtime::IntOp;
+
+const I64: types::Type = types::I64;
+pub(crate) const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
+pub(crate) const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
+/// The small-float encoding (`tally_heap::value`): tag `110`, payload = the IEEE bits rotated
+/// left by one, rebased so exponent `SMALL_FLOAT_EXP_BASE` is 0, below `PAYLOAD_LIMIT`.
+pub(crate) const FLOAT_TAG: i64 = 0b110;
+const ROTATED_EXP_OFFSET: u64 = tally_heap::value::SMALL_FLOAT_EXP_BASE << 53;
+const PAYLOAD_LIMIT: u64 = tally_heap::value::SMALL_FLOAT_EXP_COUNT << 53;
+
+fn add_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().iadd(x, c)
+}
+
+fn and_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().band(x, c)
+}
+
+fn cmp_imm(b: &mut FunctionBuilder, cc: IntCC, x: Value, imm: i64) -> Value {
+    let ty = b.func.dfg.value_type(x);
+    let c = b.ins().iconst(ty, imm);
+    b.ins().icmp(cc, x, c)
+}
+
+/// The double condition of a comparison selector (immediate doubles are never NaN).
+pub(crate) fn float_cc(op: IntOp) -> Option<FloatCC> {
+    Some(match op {
+        IntOp::Less => FloatCC::LessThan,
+        IntOp::Greater => FloatCC::GreaterThan,
+        IntOp::LessEq => FloatCC::LessThanOrEqual,
+        IntOp::GreaterEq => FloatCC::GreaterThanOrEqual,
+        IntOp::Equal => FloatCC::Equal,
+        IntOp::NotEqual => FloatCC::NotEqual,
+        _ => return None,
+    })
+}
+
+/// The integer condition of a comparison selector (tagged small integers order like their
+/// values), or `None` for the others.
+pub(crate) fn compare_cc(op: IntOp) -> Option<IntCC> {
+    Some(match op {
+        IntOp::Less => IntCC::SignedLessThan,
+        IntOp::Greater => IntCC::SignedGreaterThan,
+        IntOp::LessEq => IntCC::SignedLessThanOrEqual,
+        IntOp::GreaterEq => IntCC::SignedGreaterThanOrEqual,
+        IntOp::Equal => IntCC::Equal,
+        IntOp::NotEqual => IntCC::NotEqual,
+        _ => return None,
+    })
+}
+
+/// Whether `op` has a double form [`float_operands`] answers.
+pub(crate) fn has_float_form(op: IntOp) -> bool {
+    matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::FloatDiv) || float_cc(op).is_some()
+}
+
+/// `x op y` for two tagged small integers, or a jump to `overflow` when the result does
+/// not fit; `None` when the operation has no inline form.
+pub(crate) fn int_arith(
+    b: &mut FunctionBuilder,
+    op: IntOp,
+    x: Value,
+    y: Value,
+    overflow: Block,
+) -> Option<Value> {
+    let checked = |b: &mut FunctionBuilder, (r, of): (Value, Value)| {
+        let ok = b.create_block();
+        b.ins().brif(of, overflow, &[], ok, &[]);
+        b.switch_to_block(ok);
+        r
+    };
+    Some(match op {
+        // (2x+1) + 2y = 2(x+y)+1; the i64 operation overflows exactly when x+y needs more
+        // than 63 bits.
+        IntOp::Add => {
+            let y2 = add_imm(b, y, -1);
+            let r = b.ins().sadd_overflow(x, y2);
+            checked(b, r)
+        }
+        IntOp::Sub => {
+            let y2 = add_imm(b, y, -1);
+            let r = b.ins().ssub_overflow(x, y2);
+            checked(b, r)
+        }
+        // x * 2y = 2xy, then the tag.
+        IntOp::Mul => {
+            let one = b.ins().iconst(I64, 1);
+            let xs = b.ins().sshr(x, one);
+            let y2 = add_imm(b, y, -1);
+            let r = b.ins().smul_overflow(xs, y2);
+            let r = checked(b, r);
+            b.ins().bor(r, one)
+        }
+        IntOp::BitAnd => b.ins().band(x, y),
+        _ => {
+            let cc = compare_cc(op)?;
+            let c = b.ins().icmp(cc, x, y);
+            boolean(b, c)
+        }
+    })
+}
+
+/// `true` or `false` as a SOM value, from a condition.
+pub(crate) fn boolean(b: &mut FunctionBuilder, c: Value) -> Value {
+    let t = b.ins().iconst(I64, TRUE);
+    let f = b.ins().iconst(I64, FALSE);
+    b.ins().select(c, t, f)
+}
+
+/// The operands of `op` as doubles when `IntOp::apply_float` would answer them in place
+/// (at least one an immediate double, the other an immediate double or a small integer;
+/// both doubles for `=` and `~=`), else a jump to `slow`. `None` when `op` has no double
+/// form at all.
+pub(crate) fn float_operands(
+    b: &mut FunctionBuilder,
+    op: IntOp,
+    x: Value,
+    y: Value,
+    slow: Block,
+) -> Option<(Value, Value)> {
+    if !has_float_form(op) {
+        return None;
+    }
+    let exact = matches!(op, IntOp::Equal | IntOp::NotEqual);
+    let is_float = |b: &mut FunctionBuilder, v: Value| {
+        let tag = and_imm(b, v, 7);
+        cmp_imm(b, IntCC::Equal, tag, FLOAT_TAG)
+    };
+    let (fx, fy) = (is_float(b, x), is_float(b, y));
+    let ok = if exact {
+        b.ins().band(fx, fy)
+    } else {
+        let ix = and_imm(b, x, 1);
+        let ix = cmp_imm(b, IntCC::NotEqual, ix, 0);
+        let iy = and_imm(b, y, 1);
+        let iy = cmp_imm(b, IntCC::NotEqual, iy, 0);
+        let x_ok = b.ins().bor(fx, ix);
+        let y_ok = b.ins().bor(fy, iy);
+        let any = b.ins().bor(fx, fy);
+        let ok = b.ins().band(x_ok, y_ok);
+        b.ins().band(ok, any)
+    };
+    let go = b.create_block();
+    b.ins().brif(ok, go, &[], slow, &[]);
+    b.switch_to_block(go);
+    let x = number_as_double(b, x, fx);
+    let y = number_as_double(b, y, fy);
+    Some((x, y))
+}
+
+/// `x op y` on two doubles [`float_operands`] gave, as a SOM value: an immediate double, or
+/// a Boolean for a comparison; a result that needs a boxed double, or a division by zero
+/// (which the general path reports or answers), jumps to `slow`.
+pub(crate) fn float_op(
+    b: &mut FunctionBuilder,
+    op: IntOp,
+    x: Value,
+    y: Value,
+    slow: Block,
+) -> Value {
+    let r = match op {
+        IntOp::Add => b.ins().fadd(x, y),
+        IntOp::Sub => b.ins().fsub(x, y),
+        IntOp::Mul => b.ins().fmul(x, y),
+        IntOp::FloatDiv => float_quotient(b, x, y, slow),
+        _ => {
+            let cc = float_cc(op).expect("a comparison with a double form");
+            let c = b.ins().fcmp(cc, x, y);
+            return boolean(b, c);
+        }
+    };
+    encode_small_float(b, r, slow)
+}
+
+/// `x / y` (doubles), or a jump to `slow` for a zero divisor (the general path reports
+/// it or answers infinity, as the receiver's `//` does).
+pub(crate) fn float_quotient(b: &mut FunctionBuilder, x: Value, y: Value, slow: Block) -> Value {
+    let zero = b.ins().f64const(0.0);
+    let is_zero = b.ins().fcmp(FloatCC::Equal, y, zero);
+    let go = b.create_block();
+    b.ins().brif(is_zero, slow, &[], go, &[]);
+    b.switch_to_block(go);
+    b.ins().fdiv(x, y)
+}
+
+/// `v` as a double: decoded if `is_float`, else converted from a small integer.
+pub(crate) fn number_as_double(b: &mut FunctionBuilder, v: Value, is_float: Value) -> Value {
+    // Decoding (the inverse of `encode_small_float`): payload 0 and 1 are ±0.0.
+    let three = b.ins().iconst(I64, 3);
+    let payload = b.ins().ushr(v, three);
+    let small = cmp_imm(b, IntCC::UnsignedLessThanOrEqual, payload, 1);
+    let rebased = add_imm(b, payload, ROTATED_EXP_OFFSET as i64);
+    let rotated = b.ins().select(small, payload, rebased);
+    let one = b.ins().iconst(I64, 1);
+    let bits = b.ins().rotr(rotated, one);
+    let decoded = b.ins().bitcast(types::F64, MemFlagsData::new(), bits);
+    let int = b.ins().sshr(v, one);
+    let converted = b.ins().fcvt_from_sint(types::F64, int);
+    b.ins().select(is_float, decoded, converted)
+}
+
+/// The immediate encoding of double `r` (as `Value::from_small_float`), or a jump to
+/// `slow` when it needs a boxed double.
+pub(crate) fn encode_small_float(b: &mut FunctionBuilder, r: Value, slow: Block) -> Value {
+    let bits = b.ins().bitcast(I64, MemFlagsData::new(), r);
+    let one = b.ins().iconst(I64, 1);
+    let rotated = b.ins().rotl(bits, one);
+    let zero = cmp_imm(b, IntCC::UnsignedLessThanOrEqual, rotated, 1);
+    let p = add_imm(b, rotated, (ROTATED_EXP_OFFSET as i64).wrapping_neg());
+    let p2 = add_imm(b, p, -2);
+    let in_window = cmp_imm(b, IntCC::UnsignedLessThan, p2, (PAYLOAD_LIMIT - 2) as i64);
+    let ok = b.ins().bor(zero, in_window);
+    let fits = b.create_block();
+    b.ins().brif(ok, fits, &[], slow, &[]);
+    b.switch_to_block(fits);
+    let payload = b.ins().select(zero, rotated, p);
+    let three = b.ins().iconst(I64, 3);
+    let shifted = b.ins().ishl(payload, three);
+    let tag = b.ins().iconst(I64, FLOAT_TAG);
+    b.ins().bor(shifted, tag)
+}
