@@ -269,10 +269,12 @@ extern "C" fn back_edge(vm: *mut Vm) -> u32 {
     guarded(vm, |vm| {
         let f = vm.yieldpoint_flag();
         // A loop that tests the flag at back-edges serves everything there; the others serve
-        // only ring drains and stop requests, which would otherwise wait for the next call.
+        // ring drains and stop requests, which would otherwise wait for the next call, and
+        // the controller's flag, which compiled loops would otherwise test true (and call
+        // this stub for) at every back-edge until some call served it.
         let wanted = match vm.running_loop {
             Some(Dispatch::Hooks | Dispatch::Counting) => f,
-            _ => f & (flag::DRAIN | flag::STOP),
+            _ => f & (flag::DRAIN | flag::STOP | flag::CONTROLLER),
         };
         if wanted != 0 {
             vm.profile_yieldpoint(wanted)?;
