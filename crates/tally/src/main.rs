@@ -297,8 +297,9 @@ struct Cli {
     value_profiles: Option<Switch>,
 
     /// No on-stack replacement: a loop running in the interpreter does not move into
-    /// compiled code at its back-edge; its activation moves only when it next returns from a
-    /// call.
+    /// compiled code at its back-edge. In the baseline and opt tiers its activation moves
+    /// when it next returns from a call; the ir tier's code is entered only at a call or a
+    /// loop head, so there the activation stays interpreted to its end.
     #[arg(long)]
     no_osr: bool,
 
