@@ -16,19 +16,20 @@ pub(crate) const FLOAT_TAG: i64 = 0b110;
 const ROTATED_EXP_OFFSET: u64 = tally_heap::value::SMALL_FLOAT_EXP_BASE << 53;
 const PAYLOAD_LIMIT: u64 = tally_heap::value::SMALL_FLOAT_EXP_COUNT << 53;
 
-fn add_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+/// `x + imm` (Cranelift's builder has no immediate forms: the constant goes through `iconst`).
+pub(crate) fn add_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
     let ty = b.func.dfg.value_type(x);
     let c = b.ins().iconst(ty, imm);
     b.ins().iadd(x, c)
 }
 
-fn and_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
+pub(crate) fn and_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
     let ty = b.func.dfg.value_type(x);
     let c = b.ins().iconst(ty, imm);
     b.ins().band(x, c)
 }
 
-fn cmp_imm(b: &mut FunctionBuilder, cc: IntCC, x: Value, imm: i64) -> Value {
+pub(crate) fn cmp_imm(b: &mut FunctionBuilder, cc: IntCC, x: Value, imm: i64) -> Value {
     let ty = b.func.dfg.value_type(x);
     let c = b.ins().iconst(ty, imm);
     b.ins().icmp(cc, x, c)
@@ -59,6 +60,11 @@ pub(crate) fn compare_cc(op: IntOp) -> Option<IntCC> {
         IntOp::NotEqual => IntCC::NotEqual,
         _ => return None,
     })
+}
+
+/// Whether [`int_arith`] has an inline form of `op`.
+pub(crate) fn has_int_form(op: IntOp) -> bool {
+    matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
 }
 
 /// Whether `op` has a double form [`float_operands`] answers.

@@ -690,10 +690,8 @@ impl Lowerer<'_, '_> {
         join: cranelift_codegen::ir::Block,
     ) -> Result<(), String> {
         use crate::numbers;
-        use tally_vm::runtime::IntOp as SiteOp;
         let op = self.request.site(site).map_err(|e| e.to_string())?.int_op;
-        let int_form = matches!(op, SiteOp::Add | SiteOp::Sub | SiteOp::Mul | SiteOp::BitAnd)
-            || numbers::compare_cc(op).is_some();
+        let int_form = numbers::has_int_form(op);
         if !int_form && !numbers::has_float_form(op) {
             return Ok(());
         }

@@ -37,7 +37,9 @@ use tally_vm::runtime::{
 
 const I64: types::Type = types::I64;
 const I32: types::Type = types::I32;
-use crate::numbers::{self, compare_cc, float_cc, FALSE, TRUE};
+use crate::numbers::{
+    self, add_imm, and_imm, cmp_imm, compare_cc, float_cc, has_int_form, FALSE, TRUE,
+};
 /// Symbols' tag (`tally_heap::value`): the symbol's id above it.
 const SYMBOL_TAG: i64 = 0b010;
 
@@ -645,29 +647,10 @@ impl<'a> Translator<'a, '_> {
     }
 }
 
-/// `x + imm` (Cranelift's builder has no immediate forms: the constant goes through `iconst`).
-fn add_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
-    let ty = b.func.dfg.value_type(x);
-    let c = b.ins().iconst(ty, imm);
-    b.ins().iadd(x, c)
-}
-
 fn mul_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
     let ty = b.func.dfg.value_type(x);
     let c = b.ins().iconst(ty, imm);
     b.ins().imul(x, c)
-}
-
-fn and_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
-    let ty = b.func.dfg.value_type(x);
-    let c = b.ins().iconst(ty, imm);
-    b.ins().band(x, c)
-}
-
-fn cmp_imm(b: &mut FunctionBuilder, cc: IntCC, x: Value, imm: i64) -> Value {
-    let ty = b.func.dfg.value_type(x);
-    let c = b.ins().iconst(ty, imm);
-    b.ins().icmp(cc, x, c)
 }
 
 impl Translator<'_, '_> {
@@ -1054,9 +1037,4 @@ impl Translator<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// Whether `int_arith` has an inline form of `op`.
-fn has_int_form(op: IntOp) -> bool {
-    matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
 }
