@@ -18,7 +18,7 @@
 //! Bits are set by signal handlers (timer tick, SIGINT) and cleared by the
 //! VM thread when it has served the request.
 
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 /// A method sample is pending (polling mechanism): served at the next
 /// yieldpoint of any kind.
@@ -206,10 +206,17 @@ impl std::error::Error for AttachError {}
 /// depth at which its loop returns), which the yieldpoint flag can *trip*:
 /// while any bit is raised the word reads `tripped`, a value chosen so that
 /// the VM's comparison fails and its slow path serves the flag.
+///
+/// The word's one state is its value: it is tripped exactly when it reads
+/// `tripped` (which no armed value may equal). Other threads only ever store
+/// `tripped`; the VM thread stores armed values, and only over a value that is
+/// not `tripped` (a compare-and-swap), so a trip is never overwritten except by
+/// [`YieldpointFlag::clear`]'s re-arm, which checks the bits again afterwards.
+/// A word cannot be left marked tripped while reading an old armed value, which
+/// would hide every later [`TripWord::set_armed`] until the next re-arm.
 pub struct TripWord {
     value: AtomicUsize,
     armed: AtomicUsize,
-    is_tripped: AtomicBool,
     tripped: usize,
 }
 
@@ -218,11 +225,12 @@ impl TripWord {
     /// code that checks it inline.
     pub const VALUE_OFFSET: usize = std::mem::offset_of!(TripWord, value);
 
+    /// `armed` must differ from `tripped`.
     pub const fn new(armed: usize, tripped: usize) -> TripWord {
+        assert!(armed != tripped, "an armed value that reads as tripped");
         TripWord {
             value: AtomicUsize::new(armed),
             armed: AtomicUsize::new(armed),
-            is_tripped: AtomicBool::new(false),
             tripped,
         }
     }
@@ -241,29 +249,35 @@ impl TripWord {
 
     /// Whether a raised flag bit has tripped the word.
     pub fn is_tripped(&self) -> bool {
-        self.is_tripped.load(Ordering::SeqCst)
+        self.value.load(Ordering::SeqCst) == self.tripped
     }
 
     /// Changes the armed value (the VM thread only), answering the old one.
-    /// A trip that races with this wins: the word ends up tripped.
+    /// A trip that races with this wins: the word ends up tripped. `armed`
+    /// must differ from the tripped value.
     pub fn set_armed(&self, armed: usize) -> usize {
+        debug_assert_ne!(armed, self.tripped, "an armed value that reads as tripped");
         let old = self.armed.swap(armed, Ordering::SeqCst);
-        if !self.is_tripped.load(Ordering::SeqCst) {
-            self.value.store(armed, Ordering::SeqCst);
-            if self.is_tripped.load(Ordering::SeqCst) {
-                self.value.store(self.tripped, Ordering::SeqCst);
+        let mut now = self.value.load(Ordering::SeqCst);
+        while now != self.tripped {
+            match self
+                .value
+                .compare_exchange_weak(now, armed, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => break,
+                Err(seen) => now = seen,
             }
         }
         old
     }
 
     fn trip(&self) {
-        self.is_tripped.store(true, Ordering::SeqCst);
         self.value.store(self.tripped, Ordering::SeqCst);
     }
 
+    /// The VM thread only. A trip this overwrites was a raise of a bit the
+    /// VM has just cleared (so it is being served), or `clear` trips again.
     fn rearm(&self) {
-        self.is_tripped.store(false, Ordering::SeqCst);
         self.value
             .store(self.armed.load(Ordering::SeqCst), Ordering::SeqCst);
     }
@@ -367,6 +381,43 @@ mod tests {
         f.clear(DRAIN);
         assert_eq!(exit.get(), 7, "re-armed with the new value");
         f.detach_all();
+    }
+
+    /// A raise of a bit the VM thread is clearing, from another thread, must
+    /// not leave the exit depth reading an old armed value: the VM would run
+    /// past the depth its loop must return at (and resume a frame whose
+    /// activation is suspended below it).
+    #[test]
+    fn a_raise_racing_with_a_clear_never_hides_a_new_armed_value() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let f = Arc::new(YieldpointFlag::new());
+        let exit = Box::leak(Box::new(TripWord::new(0, usize::MAX)));
+        // SAFETY: the word is leaked (it lives for the rest of the process), and the
+        // raising thread is joined before the word is detached.
+        unsafe { f.attach(exit).unwrap() };
+        let done = Arc::new(AtomicBool::new(false));
+        let raiser = {
+            let (f, done) = (f.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    f.raise(CONTROLLER);
+                }
+            })
+        };
+        let mut stale = 0;
+        for depth in 1..400_000usize {
+            f.clear(CONTROLLER);
+            exit.set_armed(depth);
+            let v = exit.get();
+            if v != depth && v != usize::MAX {
+                stale += 1;
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        raiser.join().unwrap();
+        f.detach_all();
+        assert_eq!(stale, 0, "the word read an old armed value");
     }
 
     #[test]

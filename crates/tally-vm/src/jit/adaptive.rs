@@ -8,8 +8,11 @@
 //! 2. decisions wait for the VM thread, which the controller calls with
 //!    [`flag::CONTROLLER`]: at its next yieldpoint it copies what each compile needs
 //!    ([`CompileRequest`]), records the decision in the profile and queues the request;
-//! 3. the compiler thread compiles and installs; the program keeps running meanwhile, and
-//!    the method's next call (or a running loop's next back-edge) enters the new code.
+//! 3. the compiler thread compiles while the program keeps running, and hands the code
+//!    back; the VM thread installs it at its next yieldpoint (again [`flag::CONTROLLER`]),
+//!    so a method's entry points only ever change between two of its instructions, never
+//!    between two loads of the dispatcher or of compiled code. The method's next call (or a
+//!    running loop's next back-edge) enters the new code.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -21,7 +24,7 @@ use tally_controller::{
 };
 use tally_profile::{flag, CallGraph, EventKind, MethodId};
 
-use super::install::{lock, say, Installer};
+use super::install::{generate, lock, say, Generated, Installer};
 use super::request::{inlinable, CompileRequest, Speculation};
 use super::values::SiteProfiles;
 use super::{CodeGenerator, Layout, Tier};
@@ -70,6 +73,8 @@ pub(crate) struct Adaptive {
     /// Decided on the drain thread, waiting for the VM thread.
     decisions: Arc<Mutex<Vec<Decision>>>,
     requests: Option<mpsc::Sender<(Tier, CompileRequest)>>,
+    /// Compiled on the compiler thread, waiting for the VM thread to install.
+    finished: Finished,
     thread: Option<JoinHandle<()>>,
     /// Where the inliner's call graph comes from (`None`: no inlining).
     inline_from: Option<CallGraphSource>,
@@ -97,12 +102,17 @@ impl Drop for Adaptive {
     }
 }
 
-/// The compiler thread: compiles requests in order, each with its tier's generator.
+/// Compiles done and not yet installed, in the order they finished.
+type Finished = Arc<Mutex<Vec<(CompileRequest, Generated)>>>;
+
+/// The compiler thread: compiles requests in order, each with its tier's generator, and
+/// hands each result to the VM thread.
 fn compiler_thread(
     requests: mpsc::Receiver<(Tier, CompileRequest)>,
     factory: GeneratorFactory,
     layout: Layout,
     installer: Arc<Mutex<Installer>>,
+    finished: Finished,
 ) {
     let mut generators: Vec<(Tier, Box<dyn CodeGenerator>)> = Vec::new();
     while let Ok((tier, request)) = requests.recv() {
@@ -125,10 +135,16 @@ fn compiler_thread(
                 }
             },
         };
-        if lock(&installer).compile(generator.as_mut(), &layout, &request) {
-            // A loop running the method interpreted may move into the new code.
-            crate::profiling::YIELDPOINT.raise(flag::CONTROLLER);
-        }
+        // The installer is not held while compiling: the VM thread takes it at deopts.
+        let print_code = {
+            let mut i = lock(&installer);
+            i.begin_compile();
+            i.print_code.clone()
+        };
+        let generated = generate(generator.as_mut(), &layout, &request, print_code.as_deref());
+        lock(&installer).end_compile();
+        lock(&finished).push((request, generated));
+        crate::profiling::YIELDPOINT.raise(flag::CONTROLLER);
     }
 }
 
@@ -204,14 +220,17 @@ impl Vm {
         let (tx, rx) = mpsc::channel();
         let installer = self.jit.installer.clone();
         let factory = config.generators;
+        let finished = Finished::default();
+        let done = finished.clone();
         let thread = std::thread::Builder::new()
             .name("tally-compiler".into())
-            .spawn(move || compiler_thread(rx, factory, layout, installer))
+            .spawn(move || compiler_thread(rx, factory, layout, installer, done))
             .map_err(|e| VmError::Fatal(format!("cannot start the compiler thread: {e}")))?;
         self.jit.adaptive = Some(Adaptive {
             controller,
             decisions,
             requests: Some(tx),
+            finished,
             thread: Some(thread),
             inline_from,
             inline_policy: config.inline_policy,
@@ -245,9 +264,24 @@ impl Vm {
         }
     }
 
-    /// The VM thread's part ([`flag::CONTROLLER`] was up): queue the decisions taken since
-    /// the last time, each recorded in the profile.
+    /// The VM thread's part ([`flag::CONTROLLER`] was up): install what the compiler thread
+    /// finished, and queue the decisions taken since the last time, each recorded in the
+    /// profile.
     pub(crate) fn serve_controller(&mut self) {
+        let Some(a) = self.jit.adaptive.as_ref() else {
+            return;
+        };
+        let finished = std::mem::take(&mut *lock(&a.finished));
+        if !finished.is_empty() {
+            let mut installer = lock(&self.jit.installer);
+            if installer.writes_stderr() {
+                use std::io::Write as _;
+                let _ = self.out.flush();
+            }
+            for (request, generated) in finished {
+                installer.finish(&request, generated);
+            }
+        }
         let Some(a) = self.jit.adaptive.as_ref() else {
             return;
         };

@@ -1,8 +1,9 @@
 //! Compiling a request and making the result run: the code version's registration (for
 //! samples and the profile), the symbols for external profilers (`--perf-map`, `--jitdump`),
-//! `--print-code`, `--tier-log`, and the adaptive controller's bookkeeping. It runs on
-//! whichever thread compiles (the VM thread for compile-at-first-call tiers, the compiler
-//! thread under `--tier=adaptive`), so it holds nothing of the VM but shared handles.
+//! `--print-code`, `--tier-log`, and the adaptive controller's bookkeeping. Compiling
+//! ([`generate`]) runs on whichever thread compiles (the VM thread for compile-at-first-call
+//! tiers, the compiler thread under `--tier=adaptive`); installing runs on the VM thread.
+//! The installer holds nothing of the VM but shared handles.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -56,6 +57,53 @@ pub(crate) struct Installer {
     safepoint_tables: Vec<Arc<super::SafepointTable>>,
 }
 
+/// What compiling one request gave, made on whichever thread compiles and installed by the
+/// VM thread ([`Installer::finish`]).
+pub(crate) struct Generated {
+    tier: Tier,
+    /// CPU time of the compiling thread.
+    compile_ns: u64,
+    /// The code and, under `--print-code` for a matching method, its listing; or why the
+    /// compile failed.
+    result: Result<(NativeCode, Option<String>), String>,
+}
+
+/// Compiles `request` with `generator`; a compiler that panics is a failed compile.
+/// `print_code`: the `--print-code` pattern, whose methods get their listing made here
+/// (the generator lives on the compiling thread).
+pub(crate) fn generate(
+    generator: &mut dyn CodeGenerator,
+    layout: &Layout,
+    request: &CompileRequest,
+    print_code: Option<&str>,
+) -> Generated {
+    // CPU time of the compiling thread: on a busy machine its wall-clock time would also
+    // count the time it waited for a CPU, which differs from run to run.
+    let started = crate::clock::thread_cpu_time();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        generator.compile(request, layout)
+    }))
+    .unwrap_or_else(|_| Err("the code generator panicked".into()));
+    let compile_ns = crate::clock::thread_cpu_time()
+        .saturating_sub(started)
+        .as_nanos() as u64;
+    let result = result.map(|native| {
+        let listing = print_code
+            .filter(|pattern| request.name.contains(pattern))
+            .map(|_| {
+                generator
+                    .listing(request, layout)
+                    .unwrap_or_else(|why| format!("(no listing: {why})\n"))
+            });
+        (native, listing)
+    });
+    Generated {
+        tier: generator.tier(),
+        compile_ns,
+        result,
+    }
+}
+
 /// Locks `m` whatever became of an earlier holder: everything behind these locks only ever
 /// gains whole entries.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -78,33 +126,45 @@ impl Installer {
 
     /// Compiles `request` with `generator` and makes the code run at the method's next call;
     /// answers whether it did. A compiler that fails, or panics, leaves the method where it
-    /// was, with one line under `--tier-log`.
+    /// was, with one line under `--tier-log`. Only for the VM thread (see [`Generated`]).
     pub(crate) fn compile(
         &mut self,
         generator: &mut dyn CodeGenerator,
         layout: &Layout,
         request: &CompileRequest,
     ) -> bool {
+        self.begin_compile();
+        let generated = generate(generator, layout, request, self.print_code.as_deref());
+        self.end_compile();
+        self.finish(request, generated)
+    }
+
+    /// A compile starts on the calling thread (for a phases run's counters).
+    pub(crate) fn begin_compile(&mut self) {
         if let Some(c) = self.compile_counting.as_mut() {
             c.begin();
         }
-        // CPU time of the compiling thread: on a busy machine its wall-clock time would also
-        // count the time it waited for a CPU, which differs from run to run.
-        let started = crate::clock::thread_cpu_time();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            generator.compile(request, layout)
-        }))
-        .unwrap_or_else(|_| Err("the code generator panicked".into()));
-        let compile_ns = crate::clock::thread_cpu_time()
-            .saturating_sub(started)
-            .as_nanos() as u64;
+    }
+
+    pub(crate) fn end_compile(&mut self) {
         if let Some(c) = self.compile_counting.as_mut() {
             c.end();
         }
-        let tier = generator.tier();
+    }
+
+    /// Makes a compile's result run (or reports its failure); answers whether it installed.
+    /// Called on the VM thread only: the dispatcher and compiled code read a method's entry
+    /// points, tier and direct entry in more than one load, and must never see them change
+    /// between two of those.
+    pub(crate) fn finish(&mut self, request: &CompileRequest, generated: Generated) -> bool {
+        let Generated {
+            tier,
+            compile_ns,
+            result,
+        } = generated;
         match result {
-            Ok(native) => {
-                self.install(generator, layout, request, native, compile_ns);
+            Ok((native, listing)) => {
+                self.install(tier, request, native, listing, compile_ns);
                 true
             }
             Err(why) => {
@@ -125,14 +185,13 @@ impl Installer {
 
     fn install(
         &mut self,
-        generator: &mut dyn CodeGenerator,
-        layout: &Layout,
+        tier: Tier,
         request: &CompileRequest,
         native: NativeCode,
+        listing: Option<String>,
         compile_ns: u64,
     ) {
         let code = request.code;
-        let tier = generator.tier();
         self.compiles += 1;
         let version = CodeVersionId(self.compiles);
         let method = MethodId(code.id);
@@ -196,16 +255,11 @@ impl Installer {
         );
         let name = &request.name;
         let tier_name = tier.name();
-        if let Some(pattern) = self.print_code.as_deref() {
-            if name.contains(pattern) {
-                let text = generator
-                    .listing(request, layout)
-                    .unwrap_or_else(|why| format!("(no listing: {why})\n"));
-                say(&format!(
-                    "=== {name} [{tier_name}], compile {}\n{text}",
-                    self.compiles
-                ));
-            }
+        if let Some(text) = listing {
+            say(&format!(
+                "=== {name} [{tier_name}], compile {}\n{text}",
+                self.compiles
+            ));
         }
         if let Some(dump) = self.jitdump.as_mut() {
             // SAFETY: the generator answered `size` bytes of finalized (readable and
