@@ -230,6 +230,7 @@ impl Builder<'_> {
                     block,
                     args: Vec::new(),
                 },
+                height: height as u32,
             });
         }
         self.f.blocks[entry.index()].term = Terminator::Enter {

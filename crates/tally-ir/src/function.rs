@@ -507,6 +507,8 @@ pub enum Terminator {
 pub struct OsrEntry {
     pub bci: u32,
     pub edge: Edge,
+    /// The operand stack's height at the loop head (what the frame holds above its locals).
+    pub height: u32,
 }
 
 impl Terminator {

@@ -482,7 +482,7 @@ fn compile_with_osr(c: &Code, sites: &[(SiteId, SiteFacts)]) -> (Function, Strin
 }
 
 #[test]
-fn a_loop_head_entry_reads_the_frame_and_keeps_its_guards() {
+fn a_loop_head_entry_reads_the_frame_and_checks_it_once() {
     let sites = [
         (0, small_ints(1, IntOp::LessEq)),
         (1, small_ints(1, IntOp::Add)),
@@ -500,11 +500,31 @@ fn a_loop_head_entry_reads_the_frame_and_keeps_its_guards() {
         assert!(text.contains(&format!("frame_slot {slot}")), "{text}");
     }
     assert!(!text.contains("frame_slot 1"), "{text}");
-    // What comes from the frame is not known to be a small integer: the loop checks.
-    assert!(
-        count(&f, |k| matches!(k, InstKind::GuardInt(_))) > 1,
-        "{text}"
-    );
+    // What comes from the frame is checked once, at the entry, where the loop's other ways
+    // in make `s` and `i` small integers: the loop itself checks only the limit.
+    let entry = f.osr_entries()[0].edge.block;
+    let guards_in = |b: &crate::Block| {
+        b.insts
+            .iter()
+            .filter(|&&i| matches!(f.insts[i.index()].kind, InstKind::GuardInt(_)))
+            .count()
+    };
+    assert!(guards_in(&f.blocks[entry.index()]) >= 2, "{text}");
+    let head = f.blocks[entry.index()].term.successors()[0];
+    let typed = f.blocks[head.index()]
+        .params
+        .iter()
+        .filter(|&&p| f.ty(p) == crate::Ty::Int)
+        .count();
+    assert!(typed >= 2, "`s` and `i` are small integers: {text}");
+    let elsewhere: usize = f
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|&(b, _)| b != entry.index())
+        .map(|(_, b)| guards_in(b))
+        .sum();
+    assert_eq!(elsewhere, 1, "{text}");
     // Without the entry the same method guards only `n` (the test above).
     let (plain, _) = compile(sum(), &sites);
     assert!(plain.osr_entries().is_empty());
@@ -546,4 +566,71 @@ fn a_loop_head_entry_takes_the_context_from_the_frame() {
             .all(|s| s.context == Some(ctx_param)),
         "{text}"
     );
+}
+
+/// `nested: n = ( | s i j | s := 0. i := 0.
+///   [i < n] whileTrue: [j := 0. [j < n] whileTrue: [s := s + j. j := j + 1]. i := i + 1].
+///   ^s )`
+fn nested() -> &'static Code {
+    code(
+        7,
+        CodeKind::Method,
+        1,
+        3,
+        0,
+        vec![],
+        vec![
+            Op::PushConst(int(0)),
+            Op::PopLocal(2),
+            Op::PushConst(int(0)),
+            Op::PopLocal(3),
+            Op::PushLocal2(3, 1),
+            Op::SendCompareJumpIfFalse(0, 23),
+            Op::JumpIfFalse(23),
+            Op::PushConst(int(0)),
+            Op::PopLocal(4),
+            Op::PushLocal2(4, 1),
+            Op::SendCompareJumpIfFalse(1, 19),
+            Op::JumpIfFalse(19),
+            Op::PushLocal2(2, 4),
+            Op::SendBinary(2),
+            Op::PopLocal(2),
+            Op::PushLocal(4),
+            Op::PushConstSendBinary(int(1), 3),
+            Op::PopLocal(4),
+            Op::JumpBack(9),
+            Op::PushLocal(3),
+            Op::PushConstSendBinary(int(1), 4),
+            Op::PopLocal(3),
+            Op::JumpBack(4),
+            Op::PushLocal(2),
+            Op::Return,
+        ],
+    )
+}
+
+#[test]
+fn values_that_only_circle_nested_loops_are_not_merged() {
+    let sites = [
+        (0, small_ints(1, IntOp::Less)),
+        (1, small_ints(1, IntOp::Less)),
+        (2, small_ints(1, IntOp::Add)),
+        (3, small_ints(1, IntOp::Add)),
+        (4, small_ints(1, IntOp::Add)),
+    ];
+    // With an entry at each loop head, the receiver and `n` reach the inner loop's head three
+    // ways (the entry, the outer loop, its own back-edge): still the entry's values.
+    let (f, text) = compile_with_osr(nested(), &sites);
+    assert_eq!(f.osr_entries().len(), 2, "{text}");
+    let entry = f.entry();
+    let arguments = &f.blocks[entry.index()].params;
+    for block in &f.blocks {
+        for e in block.term.edges() {
+            assert!(
+                e.args.iter().all(|a| !arguments.contains(a)),
+                "an argument passed to {}: {text}",
+                e.block.index()
+            );
+        }
+    }
 }

@@ -67,6 +67,40 @@ pub(crate) fn has_int_form(op: IntOp) -> bool {
     matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
 }
 
+/// `&&` and `||` of two Booleans, answered as the interpreter answers them
+/// (`IntOp::apply_bool`); `None` for other operations. Anything but two Booleans jumps to
+/// `slow`, which sends.
+pub(crate) fn bool_op(
+    b: &mut FunctionBuilder,
+    op: IntOp,
+    x: Value,
+    y: Value,
+    slow: Block,
+) -> Option<Value> {
+    if op != IntOp::And && op != IntOp::Or {
+        return None;
+    }
+    let is_bool = |b: &mut FunctionBuilder, v| {
+        let is_t = cmp_imm(b, IntCC::Equal, v, TRUE);
+        let is_f = cmp_imm(b, IntCC::Equal, v, FALSE);
+        b.ins().bor(is_t, is_f)
+    };
+    let x_bool = is_bool(b, x);
+    let y_bool = is_bool(b, y);
+    let both = b.ins().band(x_bool, y_bool);
+    let go = b.create_block();
+    b.ins().brif(both, go, &[], slow, &[]);
+    b.switch_to_block(go);
+    let x_true = cmp_imm(b, IntCC::Equal, x, TRUE);
+    Some(if op == IntOp::And {
+        let false_ = b.ins().iconst(I64, FALSE);
+        b.ins().select(x_true, y, false_)
+    } else {
+        let true_ = b.ins().iconst(I64, TRUE);
+        b.ins().select(x_true, true_, y)
+    })
+}
+
 /// Whether `op` has a double form [`float_operands`] answers.
 pub(crate) fn has_float_form(op: IntOp) -> bool {
     matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::FloatDiv) || float_cc(op).is_some()

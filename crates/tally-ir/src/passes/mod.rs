@@ -5,14 +5,17 @@
 //! 2. [`params::prune`]: block parameters that merge one value (the builder gives every
 //!    bytecode block one per local and stack slot) become that value;
 //! 3. [`fold::fold`]: constant folding of arithmetic, comparisons, truth tests and branches;
-//! 4. [`guards::eliminate`]: guards a dominating guard, or the value's own definition,
+//! 4. [`entries::check`]: an entry at a loop head checks that the frame's values are small
+//!    integers where everything else reaching the loop is one;
+//! 5. [`guards::eliminate`]: guards a dominating guard, or the value's own definition,
 //!    already proves, then folding again;
-//! 5. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
+//! 6. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
 //!    refers to.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
 
 pub mod dce;
+pub mod entries;
 pub mod fold;
 pub mod guards;
 pub mod params;
@@ -31,6 +34,8 @@ pub fn optimize(f: &mut Function, code: &Code) -> Result<(), String> {
     check(f, "parameter pruning")?;
     fold::fold(f);
     check(f, "folding")?;
+    entries::check(f, code);
+    check(f, "checking the entries")?;
     guards::eliminate(f);
     check(f, "guard elimination")?;
     // What the guards proved folds further (a class switch's constant test).

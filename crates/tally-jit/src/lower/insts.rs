@@ -5,8 +5,10 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};
 use tally_heap::object::HEADER_BYTES;
 use tally_ir::{Inst, InstKind, IntCmp, IntOp};
+use tally_vm::bytecode::Op;
 use tally_vm::jit::DeoptReason;
 use tally_vm::objects::{block, context};
+use tally_vm::runtime::IntOp as VmIntOp;
 
 use super::{flags, ExitKind, Lowerer, I32, I64, I8};
 
@@ -383,6 +385,18 @@ impl Lowerer<'_, '_> {
     /// Stores `v` into `object` at `offset` (or at `address`, inside it) with the write
     /// barrier of the generational plans: a reference stored into an old object not yet
     /// remembered calls `write_barrier` (which neither allocates nor touches frames).
+    /// The constant Cranelift value `v` is, if it is an `iconst`.
+    fn constant(&self, v: Value) -> Option<i64> {
+        let inst = self.b.func.dfg.value_def(v).inst()?;
+        match self.b.func.dfg.insts[inst] {
+            cranelift_codegen::ir::InstructionData::UnaryImm {
+                opcode: cranelift_codegen::ir::Opcode::Iconst,
+                imm,
+            } => Some(imm.bits()),
+            _ => None,
+        }
+    }
+
     fn store_into(&mut self, object: Value, offset: i32, address: Option<Value>, v: Value) {
         match address {
             Some(a) => self.b.ins().store(flags(), v, a, 0),
@@ -391,10 +405,13 @@ impl Lowerer<'_, '_> {
         let Some(table) = self.layout.unlog_table else {
             return;
         };
+        // Immediates (a non-zero tag) cannot make an old object point to a young one.
+        if self.constant(v).is_some_and(|c| c & 7 != 0) {
+            return;
+        }
         let check = self.b.create_block();
         let remember = self.b.create_block();
         let done = self.b.create_block();
-        // Immediates (a non-zero tag) cannot make an old object point to a young one.
         let tag = self.and_imm(v, 7);
         self.b.ins().brif(tag, done, &[], check, &[]);
         self.b.switch_to_block(check);
@@ -571,6 +588,11 @@ impl Lowerer<'_, '_> {
         args: &[tally_ir::ValueId],
         inst: &Inst,
     ) -> Result<Value, String> {
+        if let Some(op @ (Op::SendIsNil(_) | Op::SendNotNil(_))) =
+            self.request.code.ops.get(inst.bci as usize).copied()
+        {
+            return self.nil_test(matches!(op, Op::SendIsNil(_)), site, receiver, inst);
+        }
         let calls = &self.layout.calls;
         let recv = self.val(receiver)?;
         let slow = self.b.create_block();
@@ -678,9 +700,48 @@ impl Lowerer<'_, '_> {
         Ok(result)
     }
 
+    /// `isNil` (`is_nil`) or `notNil`: a comparison with nil while the core library's
+    /// definitions stand (as the interpreter answers it), else the send stub.
+    fn nil_test(
+        &mut self,
+        is_nil: bool,
+        site: u32,
+        receiver: tally_ir::ValueId,
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let c = &self.layout.calls;
+        let (standard_at, redefined_at) = (c.nil_tests_standard, c.nil_tests_redefined);
+        let recv = self.val(receiver)?;
+        let standard = self.b.ins().uload8(I32, flags(), self.vm, standard_at);
+        let redefined = self.b.ins().uload8(I32, flags(), self.vm, redefined_at);
+        let all_four = self.cmp_imm(IntCC::Equal, standard, 0b1111);
+        let kept = self.cmp_imm(IntCC::Equal, redefined, 0);
+        let inline = self.b.ins().band(all_four, kept);
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let result = self.b.append_block_param(join, I64);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(inline, fast, &[], slow, &[]);
+        self.b.switch_to_block(fast);
+        let cc = if is_nil {
+            IntCC::Equal
+        } else {
+            IntCC::NotEqual
+        };
+        let is = self.cmp_imm(cc, recv, super::NIL);
+        let answer = crate::numbers::boolean(&mut self.b, is);
+        self.b.ins().jump(join, &[answer.into()]);
+        self.b.switch_to_block(slow);
+        let v = self.call(self.layout.stubs.ir_send, Some(site), receiver, &[], inst)?;
+        self.b.ins().jump(join, &[v.into()]);
+        self.b.switch_to_block(join);
+        Ok(result)
+    }
+
     /// A binary arithmetic or comparison send answered in place when its operands are small
-    /// integers or immediate doubles (as the interpreter answers them, whatever the site's
-    /// cache holds): the answer goes to `join`; anything else (an overflow, a result that
+    /// integers or immediate doubles, and `&&`/`||` of two Booleans (as the interpreter
+    /// answers them, whatever the site's cache holds): the answer goes to `join`; anything else (an overflow, a result that
     /// needs a boxed double, other receivers) goes on in the block this leaves current.
     fn numbers_in_place(
         &mut self,
@@ -691,6 +752,13 @@ impl Lowerer<'_, '_> {
     ) -> Result<(), String> {
         use crate::numbers;
         let op = self.request.site(site).map_err(|e| e.to_string())?.int_op;
+        if matches!(op, VmIntOp::And | VmIntOp::Or) {
+            let other = self.b.create_block();
+            let v = numbers::bool_op(&mut self.b, op, recv, arg, other).expect("&& or ||");
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(other);
+            return Ok(());
+        }
         let int_form = numbers::has_int_form(op);
         if !int_form && !numbers::has_float_form(op) {
             return Ok(());

@@ -330,7 +330,10 @@ impl Lowerer<'_, '_> {
     /// Defines IR value `v` as `x`; a SOM value that may be a reference goes into the stack
     /// maps of the calls it lives across.
     fn define(&mut self, v: ValueId, x: Value) {
-        if self.ir.ty(v) == Ty::Word && self.b.func.dfg.value_type(x) == I64 {
+        // A constant immediate (nil, true, false, a small integer, a symbol) is no reference:
+        // kept out of the stack maps, it is neither spilled nor reloaded.
+        let immediate = self.ir.const_value(v).is_some_and(|c| !c.is_ref());
+        if self.ir.ty(v) == Ty::Word && self.b.func.dfg.value_type(x) == I64 && !immediate {
             self.b.declare_value_needs_stack_map(x);
         }
         self.values[v.index()] = Some(x);
@@ -860,7 +863,19 @@ impl Lowerer<'_, '_> {
     }
 
     /// Goes on in a new block when `ok` holds, else deoptimizes to `state` for `reason`.
+    /// A guard at an instruction that sends nothing (an entry's check of the frame it takes
+    /// over) hands the frame back instead: no site's speculation failed.
     fn guard(&mut self, ok: Value, state: FrameStateId, reason: DeoptReason) -> Result<(), String> {
+        let bci = self.ir.states[state.index()].bci;
+        let sends = self
+            .request
+            .code
+            .ops
+            .get(bci as usize)
+            .is_some_and(|op| op.site().is_some());
+        if !sends {
+            return self.check(ok, state);
+        }
         let exit = self.exit(state, ExitKind::Deopt)?;
         let go_on = self.b.create_block();
         let reason = self.iconst(I32, reason as i64);

@@ -70,31 +70,9 @@ impl Translator<'_, '_> {
                 self.jump(slow);
             }
         } else if op == IntOp::And || op == IntOp::Or {
-            // Two Booleans, answered as the interpreter answers them (`IntOp::apply_bool`);
-            // anything else is sent.
             let a = self.slot(h - 2);
             let b = self.slot(h - 1);
-            let t = tally_heap::Value::TRUE.0 as i64;
-            let f = tally_heap::Value::FALSE.0 as i64;
-            let is_bool = |tr: &mut Self, v| {
-                let is_t = cmp_imm(&mut tr.b, IntCC::Equal, v, t);
-                let is_f = cmp_imm(&mut tr.b, IntCC::Equal, v, f);
-                tr.b.ins().bor(is_t, is_f)
-            };
-            let a_bool = is_bool(self, a);
-            let b_bool = is_bool(self, b);
-            let both = self.b.ins().band(a_bool, b_bool);
-            let go = self.b.create_block();
-            self.b.ins().brif(both, go, &[], slow, &[]);
-            self.b.switch_to_block(go);
-            let a_true = cmp_imm(&mut self.b, IntCC::Equal, a, t);
-            let r = if op == IntOp::And {
-                let false_ = self.b.ins().iconst(I64, f);
-                self.b.ins().select(a_true, b, false_)
-            } else {
-                let true_ = self.b.ins().iconst(I64, t);
-                self.b.ins().select(a_true, true_, b)
-            };
+            let r = numbers::bool_op(&mut self.b, op, a, b, slow).expect("&& or ||");
             self.set_slot(h - 2, r);
             self.jump(next);
         } else {
