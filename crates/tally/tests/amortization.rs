@@ -190,6 +190,8 @@ fn verdicts_match_what_the_exact_costs_per_call_say() {
             "--calibration",
             "slow.toml",
             "--count-calls",
+            // Enough samples in each tier's stretch for a verdict on every move.
+            "--rate=2500",
             "--profile=a.tprof",
             "Amort.som",
         ],
