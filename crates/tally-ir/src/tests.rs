@@ -634,3 +634,25 @@ fn values_that_only_circle_nested_loops_are_not_merged() {
         }
     }
 }
+
+#[test]
+fn a_counter_the_inner_loop_leaves_alone_stays_a_small_integer_there() {
+    let sites = [
+        (0, small_ints(1, IntOp::Less)),
+        (1, small_ints(1, IntOp::Less)),
+        (2, small_ints(1, IntOp::Add)),
+        (3, small_ints(1, IntOp::Add)),
+        (4, small_ints(1, IntOp::Add)),
+    ];
+    let (f, text) = compile_with_osr(nested(), &sites);
+    // `s`, `i` and `j` at the inner loop's head: its back-edge passes `i` as it is.
+    let inner = f
+        .osr_entries()
+        .iter()
+        .find(|o| o.bci == 9)
+        .expect("an entry at the inner loop's head");
+    let head = f.blocks[inner.edge.block.index()].term.successors()[0];
+    let params = &f.blocks[head.index()].params;
+    assert_eq!(params.len(), 3, "{text}");
+    assert!(params.iter().all(|&p| f.ty(p) == crate::Ty::Int), "{text}");
+}

@@ -51,37 +51,9 @@ fn from_frame(f: &Function, v: ValueId) -> bool {
     matches!(f.def_inst(v).map(|i| &i.kind), Some(InstKind::FrameSlot(_)))
 }
 
-/// The block parameters that are small integers whenever the frame's values are: every
-/// other value reaching them is one, and at least one does.
+/// The block parameters that are small integers whenever the frame's values are.
 fn integer_params(f: &Function) -> HashSet<ValueId> {
-    let mut ints: HashSet<ValueId> = HashSet::new();
-    loop {
-        let incoming = crate::passes::params::incoming_args(f);
-        let mut changed = false;
-        for (b, block) in f.blocks.iter().enumerate().skip(1) {
-            for (k, &p) in block.params.iter().enumerate() {
-                if f.ty(p) == Ty::Int || ints.contains(&p) {
-                    continue;
-                }
-                let mut evidence = false;
-                let all = incoming[b][k].iter().all(|&a| {
-                    if a == p || from_frame(f, a) {
-                        return true;
-                    }
-                    let int = f.ty(a) == Ty::Int || f.const_int(a).is_some() || ints.contains(&a);
-                    evidence |= int;
-                    int
-                });
-                if all && evidence {
-                    ints.insert(p);
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            return ints;
-        }
-    }
+    crate::passes::guards::int_params(f, |a| from_frame(f, a))
 }
 
 /// The state of the frame at the loop head the entry `block` enters (at `bci`, with `height`

@@ -3,7 +3,7 @@
 //! edge passes a small integer, such as a loop's counter) is not checked again, and a class
 //! switch's test on a value a dominating guard fixed is a constant.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::dom::DomTree;
 use crate::{BlockId, Function, InstKind, Ty, ValueId};
@@ -47,29 +47,48 @@ pub fn eliminate(f: &mut Function) {
     }
 }
 
-/// Types as [`Ty::Int`] the block parameters every edge passes a small integer, until no
-/// more are.
+/// Types as [`Ty::Int`] the block parameters every edge passes a small integer.
 fn type_params(f: &mut Function) {
+    for p in int_params(f, |_| false) {
+        f.values[p.index()].ty = Ty::Int;
+    }
+}
+
+/// The block parameters (not yet typed) that only ever receive small integers: the largest
+/// such set, so that loops merging one another's counters (nested loops) count too. A value
+/// `wildcard` accepts may be passed as well, but is no evidence: a parameter needs at least
+/// one small integer (or another such parameter) reaching it.
+pub(crate) fn int_params(f: &Function, wildcard: impl Fn(ValueId) -> bool) -> HashSet<ValueId> {
+    let incoming = crate::passes::params::incoming_args(f);
+    let mut set: HashSet<ValueId> = f
+        .blocks
+        .iter()
+        .skip(1)
+        .flat_map(|b| b.params.iter().copied())
+        .filter(|&p| f.ty(p) != Ty::Int)
+        .collect();
+    let known_int = |a: ValueId| f.ty(a) == Ty::Int || f.const_int(a).is_some();
     loop {
-        let incoming = crate::passes::params::incoming_args(f);
-        let mut changed = false;
-        for (b, args) in incoming.iter().enumerate().skip(1) {
-            for (k, passed) in args.iter().enumerate() {
-                let p = f.blocks[b].params[k];
-                if f.ty(p) == Ty::Int || passed.is_empty() {
+        let mut dropped = Vec::new();
+        for (b, block) in f.blocks.iter().enumerate().skip(1) {
+            for (k, &p) in block.params.iter().enumerate() {
+                if !set.contains(&p) {
                     continue;
                 }
-                let ints = passed
-                    .iter()
-                    .all(|&a| f.ty(a) == Ty::Int || f.const_int(a).is_some());
-                if ints {
-                    f.values[p.index()].ty = Ty::Int;
-                    changed = true;
+                let passed = &incoming[b][k];
+                let others = || passed.iter().copied().filter(|&a| a != p);
+                let all = others().all(|a| known_int(a) || set.contains(&a) || wildcard(a));
+                let evidence = others().any(|a| known_int(a) || set.contains(&a));
+                if !all || !evidence {
+                    dropped.push(p);
                 }
             }
         }
-        if !changed {
-            return;
+        if dropped.is_empty() {
+            return set;
+        }
+        for p in dropped {
+            set.remove(&p);
         }
     }
 }
