@@ -47,8 +47,8 @@ pub(crate) struct Installer {
     /// Codes whose installed version speculates (a guard may invalidate it).
     speculative: FxHashSet<CodeId>,
     /// Each code's newest version that does not speculate, to fall back to when a
-    /// speculative one is invalidated.
-    fallback: FxHashMap<CodeId, (Tier, EntryPoint)>,
+    /// speculative one is invalidated: its tier, entry point and direct entry (0: none).
+    fallback: FxHashMap<CodeId, (Tier, EntryPoint, usize)>,
     /// A phases run's counters of the compiling thread: each compilation is an interval of
     /// the compilation phase.
     pub(crate) compile_counting: Option<crate::phases::CompileCounting>,
@@ -245,7 +245,8 @@ impl Installer {
             self.speculative.insert(code.id);
         } else {
             self.speculative.remove(&code.id);
-            self.fallback.insert(code.id, (tier, native.entry));
+            self.fallback
+                .insert(code.id, (tier, native.entry, native.direct.unwrap_or(0)));
         }
         code.calls.set_tier(tier);
         code.compiled.install(native.entry);
@@ -364,14 +365,16 @@ impl Installer {
         if !self.speculative.remove(&code.id) {
             return None;
         }
-        code.direct.store(0, std::sync::atomic::Ordering::Relaxed);
         let now = match self.fallback.get(&code.id) {
-            Some(&(tier, entry)) => {
+            Some(&(tier, entry, direct)) => {
                 code.compiled.install(entry);
+                code.direct
+                    .store(direct, std::sync::atomic::Ordering::Relaxed);
                 code.calls.set_tier(tier);
                 tier
             }
             None => {
+                code.direct.store(0, std::sync::atomic::Ordering::Relaxed);
                 code.compiled.clear();
                 Tier::Interp
             }
