@@ -10,8 +10,10 @@
 //!   through the stub instead) and what the adapter runs for the dispatcher (`framed` 1:
 //!   the top frame is set up, its locals and context read from it; `2 + k`: the frame
 //!   stopped at the `k`-th loop head with an on-stack-replacement entry, whose locals,
-//!   operand stack and context the body reads from it). The adapter is the `EntryPoint`: a
-//!   frame left at any other `ip` but 0 goes back to the interpreter (`Status::Interpret`).
+//!   operand stack and context the body reads from it; [`FRESH_FROM_COMPILED`]: a frame
+//!   the baseline tier's code pushed for a call, which the body counts and hooks as a
+//!   direct call's). The adapter is the `EntryPoint`: a frame left at any other `ip` but 0
+//!   goes back to the interpreter (`Status::Interpret`).
 //! - At entry the body writes its frame pointer and its version's `SafepointTable` into the
 //!   frame's `NativeActivation`; before each call that may collect it writes the call's
 //!   safepoint number there (and the frame's `ip`, one past the call, as the interpreter
@@ -53,6 +55,12 @@ const I8: types::Type = types::I8;
 const NIL: i64 = tally_heap::Value::NIL.0 as i64;
 /// The profile's (and `--count-calls`') column of this tier.
 const TIER_COLUMN: usize = tally_vm::tally_profile::Tier::Optimizing.column();
+
+/// `framed` for a call from compiled code of another tier (the baseline tier's direct sends),
+/// which pushed the frame and calls the adapter with `resume` 0: a frame like the
+/// dispatcher's, but a call nobody has counted or hooked yet. Any other value than 0, 1 and
+/// the loop-head entries' 2 + k.
+pub(crate) const FRESH_FROM_COMPILED: i64 = 0x4000_0000;
 
 /// The IR of `request`'s code, optimized: what the tier lowers, and what listings show.
 pub(crate) fn ir_of(request: &CompileRequest) -> Result<tally_ir::Function, String> {
@@ -375,6 +383,18 @@ impl Lowerer<'_, '_> {
             .brif(self.framed, framed_blk, &[], direct_blk, &[]);
 
         self.b.switch_to_block(framed_blk);
+        if layout.count_calls {
+            // A fresh call from compiled code of another tier, which pushed the frame (the
+            // dispatcher's frames are counted where the VM set them up).
+            let fresh = self.cmp_imm(IntCC::Equal, self.framed, FRESH_FROM_COMPILED);
+            let count = self.b.create_block();
+            let counted = self.b.create_block();
+            self.b.ins().brif(fresh, count, &[], counted, &[]);
+            self.b.switch_to_block(count);
+            crate::counters::count_call(&mut self.b, code, TIER_COLUMN);
+            self.b.ins().jump(counted, &[]);
+            self.b.switch_to_block(counted);
+        }
         let frame_stack = self.b.ins().load(I64, flags(), vm, layout.frame_stack);
         let depth = self
             .b
@@ -504,11 +524,14 @@ impl Lowerer<'_, '_> {
             ));
         }
         if code.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0 {
-            // A direct call's entry hook (the dispatcher's frames had theirs where the
-            // interpreter set them up).
+            // The entry hook of a direct call or a fresh call from compiled code (the
+            // dispatcher's frames had theirs where the interpreter set them up).
             let direct = self.b.create_block();
             let go_on = self.b.create_block();
-            self.b.ins().brif(self.framed, go_on, &[], direct, &[]);
+            let is_direct = self.cmp_imm(IntCC::Equal, self.framed, 0);
+            let fresh = self.cmp_imm(IntCC::Equal, self.framed, FRESH_FROM_COMPILED);
+            let hook = self.b.ins().bor(is_direct, fresh);
+            self.b.ins().brif(hook, direct, &[], go_on, &[]);
             self.b.switch_to_block(direct);
             self.method_hook(PointKind::Entry, 0);
             self.b.ins().jump(go_on, &[]);
@@ -933,7 +956,8 @@ impl Lowerer<'_, '_> {
 }
 
 /// Writes the adapter the dispatcher calls (an `EntryPoint`) into `func`: for a new frame
-/// (`resume` 0, or the top frame at `ip` 0) it reads the receiver and arguments from the
+/// (`resume` 0: a call from the baseline tier's code, `framed` [`FRESH_FROM_COMPILED`]; or
+/// the top frame at `ip` 0, `framed` 1) it reads the receiver and arguments from the
 /// frame's slots and runs `body` for the frame; a frame stopped at `osr[k]` (a loop head)
 /// enters the body there (`framed` 2 + k); a frame left elsewhere goes back to the
 /// interpreter. The body's value is pushed for `Status::Returned`; `Value::NONE` gives the
@@ -959,13 +983,13 @@ pub(crate) fn lower_adapter(
     b.append_block_param(join, I64);
     b.append_block_param(join, I64);
     b.append_block_param(join, I32);
-    let new = b.ins().iconst(I32, 1);
+    let fresh = b.ins().iconst(I32, FRESH_FROM_COMPILED);
     b.ins().brif(
         resume,
         resumed,
         &[],
         join,
-        &[frame_in.into(), bp_in.into(), new.into()],
+        &[frame_in.into(), bp_in.into(), fresh.into()],
     );
     b.switch_to_block(resumed);
     let frame_stack = b.ins().load(I64, flags(), vm, layout.frame_stack);
