@@ -609,15 +609,20 @@ fn nested() -> &'static Code {
     )
 }
 
-#[test]
-fn values_that_only_circle_nested_loops_are_not_merged() {
-    let sites = [
+/// `nested`'s sites: two comparisons and three additions, all of small integers so far.
+fn nested_sites() -> [(SiteId, SiteFacts); 5] {
+    [
         (0, small_ints(1, IntOp::Less)),
         (1, small_ints(1, IntOp::Less)),
         (2, small_ints(1, IntOp::Add)),
         (3, small_ints(1, IntOp::Add)),
         (4, small_ints(1, IntOp::Add)),
-    ];
+    ]
+}
+
+#[test]
+fn values_that_only_circle_nested_loops_are_not_merged() {
+    let sites = nested_sites();
     // With an entry at each loop head, the receiver and `n` reach the inner loop's head three
     // ways (the entry, the outer loop, its own back-edge): still the entry's values.
     let (f, text) = compile_with_osr(nested(), &sites);
@@ -637,13 +642,7 @@ fn values_that_only_circle_nested_loops_are_not_merged() {
 
 #[test]
 fn a_counter_the_inner_loop_leaves_alone_stays_a_small_integer_there() {
-    let sites = [
-        (0, small_ints(1, IntOp::Less)),
-        (1, small_ints(1, IntOp::Less)),
-        (2, small_ints(1, IntOp::Add)),
-        (3, small_ints(1, IntOp::Add)),
-        (4, small_ints(1, IntOp::Add)),
-    ];
+    let sites = nested_sites();
     let (f, text) = compile_with_osr(nested(), &sites);
     // `s`, `i` and `j` at the inner loop's head: its back-edge passes `i` as it is.
     let inner = f

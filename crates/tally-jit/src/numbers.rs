@@ -67,6 +67,34 @@ pub(crate) fn has_int_form(op: IntOp) -> bool {
     matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
 }
 
+/// Whether `isNil` and `notNil` may be answered by a comparison with nil: the core
+/// library's four definitions stand and no class redefined them (`Runtime::nil_tests`, read
+/// through `vm` at the offsets `standard_at` and `redefined_at`).
+pub(crate) fn nil_tests_standard(
+    b: &mut FunctionBuilder,
+    vm: Value,
+    standard_at: i32,
+    redefined_at: i32,
+) -> Value {
+    let flags = MemFlagsData::trusted();
+    let standard = b.ins().uload8(types::I32, flags, vm, standard_at);
+    let redefined = b.ins().uload8(types::I32, flags, vm, redefined_at);
+    let all_four = cmp_imm(b, IntCC::Equal, standard, 0b1111);
+    let kept = cmp_imm(b, IntCC::Equal, redefined, 0);
+    b.ins().band(all_four, kept)
+}
+
+/// The Boolean `isNil` (`is_nil`) or `notNil` answers for `v`.
+pub(crate) fn nil_test(b: &mut FunctionBuilder, is_nil: bool, v: Value) -> Value {
+    let cc = if is_nil {
+        IntCC::Equal
+    } else {
+        IntCC::NotEqual
+    };
+    let is = cmp_imm(b, cc, v, tally_heap::Value::NIL.0 as i64);
+    boolean(b, is)
+}
+
 /// `&&` and `||` of two Booleans, answered as the interpreter answers them
 /// (`IntOp::apply_bool`); `None` for other operations. Anything but two Booleans jumps to
 /// `slow`, which sends.

@@ -710,13 +710,13 @@ impl Lowerer<'_, '_> {
         inst: &Inst,
     ) -> Result<Value, String> {
         let c = &self.layout.calls;
-        let (standard_at, redefined_at) = (c.nil_tests_standard, c.nil_tests_redefined);
         let recv = self.val(receiver)?;
-        let standard = self.b.ins().uload8(I32, flags(), self.vm, standard_at);
-        let redefined = self.b.ins().uload8(I32, flags(), self.vm, redefined_at);
-        let all_four = self.cmp_imm(IntCC::Equal, standard, 0b1111);
-        let kept = self.cmp_imm(IntCC::Equal, redefined, 0);
-        let inline = self.b.ins().band(all_four, kept);
+        let inline = crate::numbers::nil_tests_standard(
+            &mut self.b,
+            self.vm,
+            c.nil_tests_standard,
+            c.nil_tests_redefined,
+        );
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         let join = self.b.create_block();
@@ -724,13 +724,7 @@ impl Lowerer<'_, '_> {
         self.b.set_cold_block(slow);
         self.b.ins().brif(inline, fast, &[], slow, &[]);
         self.b.switch_to_block(fast);
-        let cc = if is_nil {
-            IntCC::Equal
-        } else {
-            IntCC::NotEqual
-        };
-        let is = self.cmp_imm(cc, recv, super::NIL);
-        let answer = crate::numbers::boolean(&mut self.b, is);
+        let answer = crate::numbers::nil_test(&mut self.b, is_nil, recv);
         self.b.ins().jump(join, &[answer.into()]);
         self.b.switch_to_block(slow);
         let v = self.call(self.layout.stubs.ir_send, Some(site), receiver, &[], inst)?;

@@ -916,31 +916,19 @@ impl Translator<'_, '_> {
                 // Answered by a comparison with nil while the core library's definitions
                 // stand (as the interpreter does), else sent through the stub.
                 let c = &self.layout.calls;
-                let (standard_at, redefined_at) = (c.nil_tests_standard, c.nil_tests_redefined);
-                let standard = self
-                    .b
-                    .ins()
-                    .uload8(I32, Self::flags(), self.vm, standard_at);
-                let redefined = self
-                    .b
-                    .ins()
-                    .uload8(I32, Self::flags(), self.vm, redefined_at);
-                let all_four = cmp_imm(&mut self.b, IntCC::Equal, standard, 0b1111);
-                let kept = cmp_imm(&mut self.b, IntCC::Equal, redefined, 0);
-                let inline = self.b.ins().band(all_four, kept);
+                let inline = numbers::nil_tests_standard(
+                    &mut self.b,
+                    self.vm,
+                    c.nil_tests_standard,
+                    c.nil_tests_redefined,
+                );
                 let fast = self.b.create_block();
                 let slow = self.b.create_block();
                 self.b.set_cold_block(slow);
                 self.b.ins().brif(inline, fast, &[], slow, &[]);
                 self.b.switch_to_block(fast);
                 let v = self.slot(h - 1);
-                let cc = if matches!(op, Op::SendIsNil(_)) {
-                    IntCC::Equal
-                } else {
-                    IntCC::NotEqual
-                };
-                let is = cmp_imm(&mut self.b, cc, v, tally_heap::Value::NIL.0 as i64);
-                let answer = numbers::boolean(&mut self.b, is);
+                let answer = numbers::nil_test(&mut self.b, matches!(op, Op::SendIsNil(_)), v);
                 self.set_slot(h - 1, answer);
                 self.jump(next_block(next)?);
                 self.b.switch_to_block(slow);
