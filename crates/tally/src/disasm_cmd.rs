@@ -23,14 +23,16 @@ struct DisasmArgs {
     #[arg(long, value_name = "DIR:DIR…")]
     classpath: Vec<String>,
     /// Also show what this tier compiles each method and block into: `baseline` prints
-    /// Cranelift's IR and the machine code, annotated with bytecode indices
+    /// Cranelift's IR and the machine code, annotated with bytecode indices; `opt` also
+    /// Tally's IR with its frame states
     #[arg(long, value_enum, default_value_t = crate::TierChoice::Interp)]
     tier: crate::TierChoice,
-    /// Which parts to print, comma-separated: `bytecode`; with `--tier=baseline` also `ir`
+    /// Which parts to print, comma-separated: `bytecode`; with a compiling tier also `ir`
     /// (Cranelift's IR, which does not depend on the instruction set) and `machine` (machine
-    /// code, which does); with `--tier=ir` also `tally-ir` (Tally's IR of the method, with
-    /// its frame states). Default: all the tier has. Stubs and the yieldpoint flag, whose addresses change
-    /// from run to run, are printed by name (`stub:send`, `addr:yieldpoint_flag`).
+    /// code, which does); with `--tier=opt` also `tally-ir` (Tally's IR of the method, with
+    /// its frame states). Default: all the tier has. Stubs and the yieldpoint flag, whose
+    /// addresses change from run to run, are printed by name (`stub:send`,
+    /// `addr:yieldpoint_flag`).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PART,…")]
     show: Vec<Part>,
     /// The collector the code is compiled for: under a generational plan (gencopy,
@@ -43,7 +45,7 @@ struct DisasmArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Part {
     Bytecode,
-    /// Tally's own IR (`--tier=ir`): SSA values, guards, frame states.
+    /// Tally's own IR (`--tier=opt`): SSA values, guards, frame states.
     TallyIr,
     Ir,
     Machine,
@@ -69,13 +71,16 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         say!("error: --show=ir and --show=machine need a compiling tier (--tier=baseline or opt)");
         return ExitCode::from(2);
     }
+    if args.show.contains(&Part::TallyIr) && args.tier != crate::TierChoice::Opt {
+        say!("error: --show=tally-ir is the optimizing tier's IR; it needs --tier=opt");
+        return ExitCode::from(2);
+    }
     let run = |mut vm: Vm| match args.tier {
         crate::TierChoice::Interp => vm.disassemble(&args.method, true, None),
         tier => {
             // `adaptive` shows the first tier it compiles to.
             let tier = match tier {
                 crate::TierChoice::Opt => tally_vm::jit::Tier::Opt,
-                crate::TierChoice::Ir => tally_vm::jit::Tier::Ir,
                 _ => tally_vm::jit::Tier::Baseline,
             };
             let mut generator = tally_jit::Compiler::new(tier)

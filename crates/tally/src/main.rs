@@ -252,13 +252,12 @@ struct Cli {
     /// Which code runs methods and blocks: `interp`, the bytecode interpreter; `baseline`,
     /// machine code from the baseline compiler (Cranelift), made for each method and block at
     /// its first call (anything it cannot compile stays interpreted; see `--tier-log`); `opt`,
-    /// the same with the optimizing compiler (operand values in registers between calls,
-    /// Cranelift's optimisations, speculation on what the send sites saw so far, with guards
-    /// that deoptimize: at a first call the sites have seen nothing but small integers);
-    /// `ir`, the optimizing tier being rebuilt on Tally's IR (SOM values in SSA, frame
-    /// states; experimental, compiled at first call like `opt`); `adaptive`, methods start interpreted and a controller fed by samples recompiles the
-    /// hot ones on a compiler thread when the predicted gain outweighs the compile (Jikes
-    /// RVM's cost/benefit model, with this machine's figures from `tally calibrate`)
+    /// the same with the optimizing compiler (Tally's IR: SOM values in registers, native
+    /// calls, speculation on what the send sites saw so far, with guards that deoptimize
+    /// through frame states: at a first call the sites have seen nothing but small
+    /// integers); `adaptive`, methods start interpreted and a controller fed by samples
+    /// recompiles the hot ones on a compiler thread when the predicted gain outweighs the
+    /// compile (Jikes RVM's cost/benefit model, with this machine's figures from `tally calibrate`)
     /// [default: adaptive; interp with `--exhaustive`, which counts bytecodes as the
     /// interpreter runs them, with `--sampler=none`, which leaves the controller no samples,
     /// and in a build without the profiler].
@@ -278,15 +277,6 @@ struct Cli {
     /// optimizing tier does every send the general way).
     #[arg(long)]
     no_speculation: bool,
-
-    /// What the optimizing tier inlines by (under `--tier=adaptive`): `cbs`, the call graph
-    /// of call-edge samples taken in method prologues (Arnold & Grove's CBS; a recorded
-    /// profile without CBS falls back to `samples`); `samples`, the edges between the two
-    /// innermost frames of the timer's method samples; `off`, no inlining. A send's targets
-    /// holding over 40 % of its calls are inlined behind their class guards when their size
-    /// is within a limit that grows with the edge's weight [default: cbs].
-    #[arg(long, value_enum, value_name = "GRAPH")]
-    inline: Option<InlineChoice>,
 
     /// Receiver-class value profiles (after OpenJ9's JProfiling): baseline code counts each
     /// send's receiver classes in a small table per site, and the optimizing tier guards on
@@ -352,9 +342,6 @@ pub(crate) enum TierChoice {
     Interp,
     Baseline,
     Opt,
-    /// The optimizing tier being rebuilt on Tally's IR (issue 41): values in SSA, frame
-    /// states; every method and block compiled at its first call.
-    Ir,
     Adaptive,
 }
 
@@ -363,25 +350,6 @@ pub(crate) enum TierChoice {
 enum Switch {
     On,
     Off,
-}
-
-/// `--inline`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum InlineChoice {
-    Cbs,
-    Samples,
-    Off,
-}
-
-impl InlineChoice {
-    fn source(self) -> Option<tally_vm::tally_controller::CallGraphSource> {
-        use tally_vm::tally_controller::CallGraphSource;
-        match self {
-            InlineChoice::Cbs => Some(CallGraphSource::Cbs),
-            InlineChoice::Samples => Some(CallGraphSource::TimerSamples),
-            InlineChoice::Off => None,
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -869,7 +837,6 @@ fn main_on_vm_thread() -> ExitCode {
                 TierChoice::Interp => "interp",
                 TierChoice::Baseline => "baseline",
                 TierChoice::Opt => "opt",
-                TierChoice::Ir => "ir",
                 TierChoice::Adaptive => "adaptive",
             },
         },
@@ -929,10 +896,6 @@ fn main_on_vm_thread() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if cli.inline.is_some() && tier != TierChoice::Adaptive {
-        say!("error: --inline chooses the adaptive optimizing tier's call graph; it needs --tier=adaptive");
-        return ExitCode::from(2);
-    }
     if cli.value_profiles.is_some() && !matches!(tier, TierChoice::Adaptive | TierChoice::Baseline)
     {
         say!("error: --value-profiles are counted by baseline code; they need --tier=adaptive or --tier=baseline");
@@ -978,17 +941,9 @@ fn main_on_vm_thread() -> ExitCode {
                     .map_err(|e| VmError::Fatal(format!("--tier=opt: {e}")))?;
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
-            TierChoice::Ir => {
-                let generator = tally_jit::Compiler::new(tally_vm::jit::Tier::Ir)
-                    .map_err(|e| VmError::Fatal(format!("--tier=ir: {e}")))?;
-                vm.set_code_generator(Box::new(generator), cli.tier_log);
-            }
             TierChoice::Adaptive => {
                 vm.set_adaptive(
-                    tally_jit::adaptive_config(
-                        model.clone().unwrap_or_default(),
-                        cli.inline.unwrap_or(InlineChoice::Cbs).source(),
-                    ),
+                    tally_jit::adaptive_config(model.clone().unwrap_or_default()),
                     cli.tier_log,
                 )?;
             }

@@ -65,19 +65,19 @@ fn every_call_is_counted_once_in_the_tier_that_ran_it() {
     );
 }
 
-/// The `ir` tier counts the calls it makes directly (the others are counted where the VM
+/// The optimizing tier counts the calls it makes directly (the others are counted where the VM
 /// sets up their frames): every call once, all but the first (which the interpreter set up
 /// before the method's compile at that call) in the optimizing column.
 #[test]
-fn the_ir_tier_counts_its_direct_calls() {
+fn the_opt_tier_counts_its_direct_calls() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("Count.som"), COUNT).unwrap();
     let out = run_in(
         dir.path(),
         &[
-            "--tier=ir",
+            "--tier=opt",
             "--count-calls",
-            "--profile=ir.tprof",
+            "--profile=opt.tprof",
             "Count.som",
         ],
     );
@@ -88,7 +88,7 @@ fn the_ir_tier_counts_its_direct_calls() {
         .expect("the program's count");
     let report = run_in(
         dir.path(),
-        &["report", "--amortization", "--top", "50", "ir.tprof"],
+        &["report", "--amortization", "--top", "50", "opt.tprof"],
     );
     let report = text(&report.stdout);
     let tiers = calls_by_tier(&report, "Count>>m:");

@@ -32,7 +32,7 @@ enum Listing {
     BaselineIr,
     /// The same under SemiSpace (`--gc=semispace`), a collector without a write barrier.
     SemispaceBaselineIr,
-    /// `tally disasm --tier=ir --show=tally-ir TARGET`: Tally's IR with its frame states.
+    /// `tally disasm --tier=opt --show=tally-ir TARGET`: Tally's IR with its frame states.
     TallyIr,
 }
 
@@ -61,7 +61,7 @@ impl Listing {
             Listing::Bytecode => &[],
             Listing::BaselineIr => &["--tier=baseline", "--show=ir"],
             Listing::SemispaceBaselineIr => &["--gc=semispace", "--tier=baseline", "--show=ir"],
-            Listing::TallyIr => &["--tier=ir", "--show=tally-ir"],
+            Listing::TallyIr => &["--tier=opt", "--show=tally-ir"],
         }
     }
 }

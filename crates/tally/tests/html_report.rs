@@ -28,7 +28,7 @@ fn profiled(dir: &Path) {
     run_adaptive_profiled(
         dir,
         "markup.tprof",
-        &["--count-calls", "--inline=off", "--gc-stress", "20000"],
+        &["--count-calls", "--gc-stress", "20000"],
         "Markup.som",
     );
 }

@@ -163,32 +163,23 @@ fn som_programs_in_the_baseline_tier_survive_gc_stress() {
     run_all(&["--tier=baseline", "--gc-stress", "400"]);
 }
 
-/// The optimizing tier (values in registers between calls) at every first call, also with
-/// objects moving under its frames every few allocations.
+/// The optimizing tier (Tally's IR: values in SSA, references across calls in stack maps)
+/// at every first call.
 #[test]
 fn som_programs_give_the_same_output_in_the_opt_tier() {
     run_all(&["--tier=opt"]);
-    run_all(&["--tier=opt", "--gc-stress", "400"]);
 }
 
-/// The optimizing tier being rebuilt on Tally's IR (values in SSA, references across calls in
-/// stack maps) at every first call; with objects moving under its native frames every few
-/// allocations, and under SemiSpace, where every collection moves every object.
+/// The optimizing tier compiles every method and block of the programs: a method it cannot
+/// compile stays interpreted and the output stays right, so only `--tier-log`'s lines tell
+/// (the Cranelift verifier of debug builds refuses ill-typed code there).
 #[test]
-fn som_programs_give_the_same_output_in_the_ir_tier() {
-    run_all(&["--tier=ir"]);
-}
-
-/// The ir tier compiles every method and block of the programs: a method it cannot compile
-/// stays interpreted and the output stays right, so only `--tier-log`'s lines tell (the
-/// Cranelift verifier of debug builds refuses ill-typed code there).
-#[test]
-fn the_ir_tier_compiles_every_method_of_the_som_programs() {
+fn the_opt_tier_compiles_every_method_of_the_som_programs() {
     let dir = som_tests_dir();
     let mut refused = Vec::new();
     for name in test_programs() {
         let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-            .args(["--tier=ir", "--tier-log", "-cp"])
+            .args(["--tier=opt", "--tier-log", "-cp"])
             .arg(&dir)
             .arg(format!("{name}.som"))
             .current_dir(&dir)
@@ -198,17 +189,19 @@ fn the_ir_tier_compiles_every_method_of_the_som_programs() {
         refused.extend(
             stderr
                 .lines()
-                .filter(|l| l.starts_with("[tier] ir failed for"))
+                .filter(|l| l.starts_with("[tier] opt failed for"))
                 .map(|l| format!("{name}: {l}")),
         );
     }
     assert!(refused.is_empty(), "{}", refused.join("\n"));
 }
 
+/// With objects moving under the optimizing tier's native frames every few allocations, and
+/// under SemiSpace, where every collection moves every object.
 #[test]
-fn som_programs_in_the_ir_tier_survive_gc_stress() {
-    run_all(&["--tier=ir", "--gc-stress", "400"]);
-    run_all(&["--tier=ir", "--gc=semispace", "--gc-stress", "50"]);
+fn som_programs_in_the_opt_tier_survive_gc_stress() {
+    run_all(&["--tier=opt", "--gc-stress", "400"]);
+    run_all(&["--tier=opt", "--gc=semispace", "--gc-stress", "50"]);
 }
 
 /// The adaptive tier, with a controller that compiles whatever it sees run (on its compiler

@@ -134,15 +134,13 @@ fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
 fn generated_programs_print_the_same_in_every_tier() {
     let dir = tempfile::tempdir().expect("temp dir");
     let eager = eager_opt_calibration(dir.path());
-    let tiers: [&[&str]; 10] = [
+    let tiers: [&[&str]; 8] = [
         &["--tier=baseline"],
         &["--tier=baseline", "--gc-stress", "50"],
         &["--tier=opt"],
         &["--tier=opt", "--gc-stress", "50"],
+        &["--tier=opt", "--gc=semispace", "--gc-stress", "3"],
         &["--tier=opt", "--no-speculation"],
-        &["--tier=ir"],
-        &["--tier=ir", "--gc-stress", "50"],
-        &["--tier=ir", "--gc=semispace", "--gc-stress", "3"],
         &["--tier=adaptive", "--calibration", &eager],
         &[
             "--tier=adaptive",
@@ -635,34 +633,32 @@ fn failing_small_integer_guards_deoptimize_and_keep_the_interpreters_answers() {
         want,
         "5050000000000000000\n2503155504993241601315571986085849\n9.5\n"
     );
-    for tier in ["--tier=opt", "--tier=ir"] {
-        let (got, log) = run_main(dir.path(), &[tier, "--tier-log"]);
-        assert_eq!(got, want, "{tier}: {log}");
-        assert!(
-            log.contains("[tier] deopt Main>>sum @")
-                && log.contains("(#+): small-integer overflow"),
-            "{tier}: {log}"
-        );
-        assert!(
-            log.contains("(#*): small-integer overflow"),
-            "{tier}: {log}"
-        );
-        assert!(
-            log.contains("(#+): small-integer guard failed"),
-            "{tier}: {log}"
-        );
-        let (got, log) = run_main(dir.path(), &[tier, "--gc-stress", "20", "--tier-log"]);
-        assert_eq!(got, want, "{tier}: {log}");
-        let (got, log) = run_main(dir.path(), &[tier, "--no-speculation", "--tier-log"]);
-        assert_eq!(got, want, "{tier}: {log}");
-        assert!(
-            !log.contains("deopt") && !log.contains("speculating"),
-            "{tier}: {log}"
-        );
-    }
+    let tier = "--tier=opt";
+    let (got, log) = run_main(dir.path(), &[tier, "--tier-log"]);
+    assert_eq!(got, want, "{tier}: {log}");
+    assert!(
+        log.contains("[tier] deopt Main>>sum @") && log.contains("(#+): small-integer overflow"),
+        "{tier}: {log}"
+    );
+    assert!(
+        log.contains("(#*): small-integer overflow"),
+        "{tier}: {log}"
+    );
+    assert!(
+        log.contains("(#+): small-integer guard failed"),
+        "{tier}: {log}"
+    );
+    let (got, log) = run_main(dir.path(), &[tier, "--gc-stress", "20", "--tier-log"]);
+    assert_eq!(got, want, "{tier}: {log}");
+    let (got, log) = run_main(dir.path(), &[tier, "--no-speculation", "--tier-log"]);
+    assert_eq!(got, want, "{tier}: {log}");
+    assert!(
+        !log.contains("deopt") && !log.contains("speculating"),
+        "{tier}: {log}"
+    );
 }
 
-/// In the `ir` tier a guard that fails inside a long loop sends the frame to the
+/// In the optimizing tier a guard that fails inside a long loop sends the frame to the
 /// interpreter; the method's next version gets an entry at each loop head because that
 /// frame is still running, and the frame's next back-edge moves the loop into it (with
 /// its locals, and the operand stack below the loop). `--no-osr` leaves such entries out.
@@ -682,17 +678,20 @@ fn after_a_deopt_the_running_loop_enters_the_next_version_at_its_head() {
     .unwrap();
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "3\n5000050000.5\n");
-    let (got, log) = run_main(dir.path(), &["--tier=ir", "--tier-log"]);
+    let (got, log) = run_main(dir.path(), &["--tier=opt", "--tier-log"]);
     assert_eq!(got, want, "{log}");
     assert!(log.contains("[tier] deopt Main>>sum @"), "{log}");
     assert!(
         log.lines()
-            .any(|l| l.starts_with("[tier] ir Main>>sum (") && l.contains("entered at loop head")),
+            .any(|l| l.starts_with("[tier] opt Main>>sum (") && l.contains("entered at loop head")),
         "{log}"
     );
-    let (got, log) = run_main(dir.path(), &["--tier=ir", "--gc-stress", "1", "--tier-log"]);
+    let (got, log) = run_main(
+        dir.path(),
+        &["--tier=opt", "--gc-stress", "1", "--tier-log"],
+    );
     assert_eq!(got, want, "{log}");
-    let (got, log) = run_main(dir.path(), &["--tier=ir", "--no-osr", "--tier-log"]);
+    let (got, log) = run_main(dir.path(), &["--tier=opt", "--no-osr", "--tier-log"]);
     assert_eq!(got, want, "{log}");
     assert!(!log.contains("entered at loop head"), "{log}");
 }
@@ -808,15 +807,8 @@ fn a_bimorphic_site_guards_both_classes_and_sends_the_rest() {
     .unwrap();
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "31500000\n11000\n");
-    // The guards of `area:`'s own send are counted: inlining would add its targets' sites.
     for extra in [&[][..], &["--gc-stress", "50"]] {
-        let mut args = vec![
-            "--tier=adaptive",
-            "--calibration",
-            &model,
-            "--tier-log",
-            "--inline=off",
-        ];
+        let mut args = vec!["--tier=adaptive", "--calibration", &model, "--tier-log"];
         args.extend_from_slice(extra);
         let (got, log) = run_main(dir.path(), &args);
         assert_eq!(got, want, "{log}");
@@ -851,13 +843,7 @@ fn a_site_whose_guard_failed_gets_the_two_class_chain_on_recompile() {
     assert_eq!(want, "18000000\n63000000\n");
     let (got, log) = run_main(
         dir.path(),
-        &[
-            "--tier=adaptive",
-            "--calibration",
-            &model,
-            "--tier-log",
-            "--inline=off",
-        ],
+        &["--tier=adaptive", "--calibration", &model, "--tier-log"],
     );
     assert_eq!(got, want, "{log}");
     let compiles: Vec<&str> = log
@@ -906,17 +892,13 @@ fn guards_on_nil_and_booleans_hold_for_the_immediates() {
     assert_eq!(want, "2000000\ntrue\n");
     let (got, log) = run_main(dir.path(), &adaptive);
     assert_eq!(got, want, "{log}");
-    // Each method is compiled on its own (speculating at its one site), or, when the
-    // controller reaches `run` first on a loaded machine, inlined into it.
+    // Each method is compiled speculating at its one site.
     for method in ["Main>>none:", "Main>>flip:"] {
-        let own = log
+        let compiled = log
             .lines()
-            .find(|l| l.starts_with(&format!("[tier] opt {method} (")));
-        let inlined = log.contains(&format!("[tier]   inlined {method} into Main>>run"));
-        match own {
-            Some(compiled) => assert!(compiled.contains("speculating at 1 site"), "{compiled}"),
-            None => assert!(inlined, "{method} compiled: {log}"),
-        }
+            .find(|l| l.starts_with(&format!("[tier] opt {method} (")))
+            .unwrap_or_else(|| panic!("{method} compiled: {log}"));
+        assert!(compiled.contains("speculating at 1 site"), "{compiled}");
     }
     assert!(!log.contains("] deopt "), "{log}");
     assert!(
@@ -1059,7 +1041,7 @@ fn an_error_in_compiled_code_prints_every_frame_with_its_line() {
         assert!(want.contains(line), "{line} in:\n{want}");
     }
     assert!(want.contains("Division by zero."), "{want}");
-    for tier in ["--tier=baseline", "--tier=opt", "--tier=ir"] {
+    for tier in ["--tier=baseline", "--tier=opt"] {
         assert_eq!(run(&[tier]), want, "{tier}");
     }
 }

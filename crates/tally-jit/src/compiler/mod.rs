@@ -1,11 +1,12 @@
-//! The compiled tiers: every bytecode of a method or block becomes straight-line machine code,
-//! keeping the interpreter's frame and value-stack layout. The baseline tier keeps values in
-//! their value-stack slots and compiles fast (Cranelift without optimisation); the optimizing
-//! tier keeps operand-stack values in registers between calls, speculates on what the sites saw
-//! (guards that deoptimize) and lets Cranelift optimise (`translate::Mode`, `translate::Shape`).
-//! Locals, fields, constants, jumps and small-integer arithmetic and comparisons are done
-//! inline; sends, closures, literals, globals and yieldpoints with a raised flag go through
-//! the VM's stubs; rare instructions and every error path hand the frame to the interpreter.
+//! The compiled tiers, one Cranelift module each. The baseline tier (`translate`) makes every
+//! bytecode of a method or block straight-line machine code over the interpreter's frame and
+//! value-stack layout, compiled fast (Cranelift without optimisation): locals, fields,
+//! constants, jumps and small-integer arithmetic and comparisons inline; sends, closures,
+//! literals, globals and yieldpoints with a raised flag through the VM's stubs; rare
+//! instructions and every error path hand the frame to the interpreter. The optimizing tier
+//! builds Tally's IR (`tally-ir`: SSA values, guards from the sites' feedback, frame states)
+//! and lowers it (`crate::lower`): SOM values in registers, native calls, a body entered
+//! directly by compiled callers and an adapter the dispatcher enters it through.
 
 mod pc_map;
 mod translate;
@@ -22,7 +23,6 @@ use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCod
 /// A compiler for one tier: one Cranelift JIT module holding every function it made.
 pub struct Compiler {
     tier: Tier,
-    shape: translate::Shape,
     module: JITModule,
     context: Context,
     builder_context: FunctionBuilderContext,
@@ -33,7 +33,7 @@ pub struct Compiler {
 /// one target to the next, while the IR does not, so fixtures compare the IR alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListingParts {
-    /// Tally's IR with its frame states (the `ir` tier).
+    /// Tally's IR with its frame states (the optimizing tier).
     pub tally_ir: bool,
     /// Cranelift's IR, each instruction marked with its bytecode index.
     pub ir: bool,
@@ -55,22 +55,9 @@ impl Compiler {
 
     /// The compiler of `tier`.
     pub fn new(tier: Tier) -> Result<Compiler, String> {
-        use translate::{Mode, Shape};
-        let (shape, opt_level) = match tier {
-            Tier::Baseline => (
-                Shape {
-                    mode: Mode::Memory,
-                    speculate: false,
-                },
-                "none",
-            ),
-            Tier::Opt | Tier::Ir => (
-                Shape {
-                    mode: Mode::Registers,
-                    speculate: true,
-                },
-                "speed",
-            ),
+        let opt_level = match tier {
+            Tier::Baseline => "none",
+            Tier::Opt => "speed",
             Tier::Interp => return Err("the interpreter is not a compiler".into()),
         };
         let mut flags = settings::builder();
@@ -87,8 +74,8 @@ impl Compiler {
         }
         // Frame pointers, so native profilers can walk through compiled code.
         set(&mut flags, "preserve_frame_pointers", "true")?;
-        // Machine blocks and their edges, so the pc map can place the code Cranelift adds
-        // (moves, constants, split edges) on the bytecode it serves (`pc_map`).
+        // Machine blocks, so the pc map can place the code Cranelift adds (moves, constants,
+        // split edges) on the bytecode it serves (`pc_map`).
         set(&mut flags, "machine_code_cfg_info", "true")?;
         let isa_builder =
             cranelift_native::builder().map_err(|e| format!("no code generator here: {e}"))?;
@@ -99,7 +86,6 @@ impl Compiler {
         let context = module.make_context();
         Ok(Compiler {
             tier,
-            shape,
             module,
             context,
             builder_context: FunctionBuilderContext::new(),
@@ -119,16 +105,15 @@ impl Compiler {
 
 /// What writing a function made besides it.
 enum Built {
-    /// Today's translators (baseline, opt).
-    Translated(translate::Translated),
-    /// The `ir` tier: its IR and what lowering it made.
+    /// The baseline tier's translation.
+    Translated,
+    /// The optimizing tier: its IR and what lowering it made.
     Lowered(Box<tally_ir::Function>, crate::lower::Lowered),
 }
 
 /// Writes `code`'s function into `context` (signature, name, body).
 fn build(
     tier: Tier,
-    shape: translate::Shape,
     module: &JITModule,
     builder_context: &mut FunctionBuilderContext,
     context: &mut Context,
@@ -137,7 +122,7 @@ fn build(
 ) -> Result<Built, String> {
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
-    if tier == Tier::Ir {
+    if tier == Tier::Opt {
         let ir = crate::lower::ir_of(request)?;
         let lowered = crate::lower::lower(
             &mut context.func,
@@ -149,15 +134,8 @@ fn build(
         )?;
         return Ok(Built::Lowered(Box::new(ir), lowered));
     }
-    translate::translate(
-        &mut context.func,
-        builder_context,
-        module,
-        request,
-        layout,
-        shape,
-    )
-    .map(Built::Translated)
+    translate::translate(&mut context.func, builder_context, module, request, layout)
+        .map(|()| Built::Translated)
 }
 
 /// The compiled function's pc map ([`pc_map::pc_map`]) from Cranelift's source-location
@@ -176,7 +154,6 @@ fn pc_map(compiled: &cranelift_codegen::CompiledCode) -> Vec<(u32, Option<u32>)>
     pc_map::pc_map(
         &segments,
         &compiled.bb_starts,
-        &compiled.bb_edges,
         compiled.code_info().total_size,
     )
 }
@@ -200,7 +177,6 @@ impl CodeGenerator for Compiler {
         self.module.clear_context(&mut self.context);
         let built = build(
             self.tier,
-            self.shape,
             &self.module,
             &mut self.builder_context,
             &mut self.context,
@@ -224,11 +200,11 @@ impl CodeGenerator for Compiler {
             }
             None => return Err("Cranelift kept no compiled code".into()),
         };
-        // The `ir` tier's body is called directly by native code; the dispatcher enters it
-        // through an adapter with the `EntryPoint` signature.
+        // The optimizing tier's body is called directly by native code; the dispatcher enters
+        // it through an adapter with the `EntryPoint` signature.
         let osr_entries: Vec<u32> = match &built {
             Built::Lowered(ir, _) => ir.osr_entries().iter().map(|o| o.bci).collect(),
-            Built::Translated(_) => Vec::new(),
+            Built::Translated => Vec::new(),
         };
         let adapter = match &built {
             Built::Lowered(..) => {
@@ -255,7 +231,7 @@ impl CodeGenerator for Compiler {
                     .map_err(|e| format!("{e:?}"))?;
                 Some(adapter)
             }
-            Built::Translated(_) => None,
+            Built::Translated => None,
         };
         self.module
             .finalize_definitions()
@@ -268,20 +244,19 @@ impl CodeGenerator for Compiler {
             ),
             None => (address, None),
         };
-        // SAFETY: the function (the adapter, for the `ir` tier) was declared with the
+        // SAFETY: the function (the adapter, for the optimizing tier) was declared with the
         // `EntryPoint` signature (`entry_signature`, the platform's C calling convention) and
         // is finalized.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(entry_address) };
-        let (speculations, inlined, safepoints) = match built {
-            Built::Translated(t) => (t.speculations, t.inlined, None),
-            Built::Lowered(_, l) => (l.speculations, Vec::new(), Some(l.table)),
+        let (speculations, safepoints) = match built {
+            Built::Translated => (0, None),
+            Built::Lowered(_, l) => (l.speculations, Some(l.table)),
         };
         Ok(NativeCode {
             entry,
             size,
             pc_map,
             speculations,
-            inlined,
             safepoints,
             direct,
             code_start: direct,
@@ -297,7 +272,6 @@ impl CodeGenerator for Compiler {
         context.set_disasm(parts.machine);
         let built = build(
             self.tier,
-            self.shape,
             &self.module,
             &mut self.builder_context,
             &mut context,
@@ -323,7 +297,12 @@ impl CodeGenerator for Compiler {
                 "--- {tier}: Cranelift IR (@N: the bytecode index an instruction comes from; \
                  stub:NAME and addr:NAME stand for addresses)"
             );
-            let mut ir = context.func.display().to_string();
+            // Shared exits are marked `@exit` in the column of bytecode indices.
+            let mut ir = context
+                .func
+                .display()
+                .to_string()
+                .replace(&format!("@{:x}", pc_map::SHARED_EXIT), "@exit    ");
             for (name, address) in &names {
                 ir = replace_token(&ir, &Imm64::new(*address as i64).to_string(), name);
             }
@@ -344,13 +323,11 @@ impl CodeGenerator for Compiler {
         );
         for loc in compiled.buffer.get_srclocs_sorted() {
             if !loc.loc.is_default() {
-                let _ = writeln!(
-                    out,
-                    "  {:#06x}..{:#06x}  @{}",
-                    loc.start,
-                    loc.end,
-                    loc.loc.bits()
-                );
+                let at = match loc.loc.bits() {
+                    pc_map::SHARED_EXIT => "exit".to_string(),
+                    bci => bci.to_string(),
+                };
+                let _ = writeln!(out, "  {:#06x}..{:#06x}  @{at}", loc.start, loc.end);
             }
         }
         if let Some(vcode) = &compiled.vcode {

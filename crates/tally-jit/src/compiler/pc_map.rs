@@ -10,13 +10,18 @@
 //! - the next located instruction of its block (a constant or a reload comes before its use);
 //! - otherwise the last located one before it in the block (moves and the jump that end it);
 //! - a block with no located instruction (an edge's moves and jump, which lowering places
-//!   right after the block the edge leaves) takes the last location before it in the code.
+//!   right after the block the edge leaves; a loop head whose reloads and branch Cranelift
+//!   emits without a location) takes the last location before it in the code.
 //!
 //! What is left on no bytecode is the function's entry block (prologue, the resume dispatch)
-//! and the blocks without a location that leave the function (the shared exits, which run for
-//! every bytecode that leaves). Cranelift's edges between machine blocks are not used to find
-//! an edge block's source: after branch threading their targets can name a block that was
-//! folded away.
+//! and the code the translator marks [`SHARED_EXIT`] (exits that run for every bytecode that
+//! leaves). Cranelift's edges between machine blocks are not used to tell an edge block from
+//! an exit: after branch threading they can name a block that was folded away, or leave a
+//! block out.
+
+/// The source location of code that runs for no one bytecode: the shared exits. The pc map
+/// leaves it on no bytecode, and does not place it on its neighbours' either.
+pub(crate) const SHARED_EXIT: u32 = u32::MAX - 1;
 
 /// A stretch of machine code `[start, end)` and its location (`None`: the translator's
 /// instructions gave it none).
@@ -29,36 +34,32 @@ pub(crate) struct Segment {
 
 /// The map as `(start offset, location)` entries, sorted, each up to the next: `segments`
 /// are Cranelift's source-location ranges in order (gaps between them are code without one),
-/// `block_starts` the machine blocks' start offsets and `edges` the (from block, to block)
-/// starts of the control-flow edges between them, `size` the code's length.
+/// `block_starts` the machine blocks' start offsets, `size` the code's length.
 pub(crate) fn pc_map(
     segments: &[Segment],
     block_starts: &[u32],
-    edges: &[(u32, u32)],
     size: u32,
 ) -> Vec<(u32, Option<u32>)> {
     let pieces = cut_at_blocks(&fill_gaps(segments, size), block_starts);
-    let leaves: std::collections::HashSet<u32> = edges.iter().map(|e| e.0).collect();
+    let real = |loc: Option<u32>| loc.filter(|&l| l != SHARED_EXIT);
     let mut map: Vec<(u32, Option<u32>)> = Vec::with_capacity(pieces.len() + 1);
     let mut last_before: Option<u32> = None;
     for (start, range) in group_by_block(&pieces, block_starts) {
         let block = &pieces[range];
         let own = block.iter().any(|p| p.loc.is_some());
-        let exit = start == 0 || (!block_starts.is_empty() && !leaves.contains(&start));
         for (k, p) in block.iter().enumerate() {
-            let loc = p.loc.or_else(|| {
-                if own {
-                    let next = block[k + 1..].iter().find_map(|q| q.loc);
-                    next.or_else(|| block[..k].iter().rev().find_map(|q| q.loc))
-                } else if exit {
-                    None
-                } else {
-                    last_before
+            let loc = match p.loc {
+                Some(l) => real(Some(l)),
+                None if own => {
+                    let next = block[k + 1..].iter().find_map(|q| real(q.loc));
+                    next.or_else(|| block[..k].iter().rev().find_map(|q| real(q.loc)))
                 }
-            });
+                None if start == 0 => None,
+                None => last_before,
+            };
             map.push((p.start, loc));
         }
-        last_before = block.iter().rev().find_map(|p| p.loc).or(last_before);
+        last_before = block.iter().rev().find_map(|p| real(p.loc)).or(last_before);
     }
     map.push((size, None));
     map.dedup_by(|later, earlier| later.1 == earlier.1);
@@ -145,23 +146,23 @@ mod tests {
             seg(20, 30, Some(5)),
             seg(34, 39, None),
         ];
-        let map = pc_map(&segments, &[0, 10], &[(0, 10)], 39);
+        let map = pc_map(&segments, &[0, 10], 39);
         assert_eq!(map, vec![(0, None), (10, Some(5)), (39, None)]);
     }
 
     #[test]
     fn an_edge_block_takes_the_branch_it_leaves_from_and_a_shared_exit_stays_unplaced() {
         // block 0 ends with the branch @7; block 20 (moves and a jump) is reached only from
-        // it; block 30 (the shared exit) from two blocks; block 40 runs @9.
+        // it; block 30 is the shared exit (its move without a location); block 40 runs @9.
         let segments = [
             seg(0, 5, None),
             seg(5, 20, Some(7)),
             seg(20, 30, None),
-            seg(30, 40, None),
+            seg(30, 32, None),
+            seg(32, 40, Some(SHARED_EXIT)),
             seg(40, 50, Some(9)),
         ];
-        let edges = [(0, 20), (0, 40), (20, 40), (40, 30), (0, 30)];
-        let map = pc_map(&segments, &[0, 20, 30, 40], &edges, 50);
+        let map = pc_map(&segments, &[0, 20, 30, 40], 50);
         assert_eq!(
             map,
             vec![(0, Some(7)), (30, None), (40, Some(9)), (50, None)]
@@ -169,26 +170,41 @@ mod tests {
     }
 
     #[test]
-    fn an_edge_block_follows_the_code_before_it_whatever_the_edges_name() {
-        // Block 10 (a jump without a location) comes right after block 0 (@3); the edge list
-        // names a folded block at 50 as its source.
+    fn an_edge_block_follows_the_code_before_it() {
+        // Block 10 (a jump without a location) comes right after block 0 (@3).
         let segments = [seg(0, 10, Some(3)), seg(10, 15, None), seg(15, 20, Some(4))];
-        let edges = [(0, 15), (10, 15), (15, 0), (50, 10)];
-        let map = pc_map(&segments, &[0, 10, 15], &edges, 20);
+        let map = pc_map(&segments, &[0, 10, 15], 20);
         assert_eq!(map, vec![(0, Some(3)), (15, Some(4)), (20, None)]);
+    }
+
+    #[test]
+    fn a_loop_head_without_locations_takes_the_code_before_it() {
+        // Block 20 (reloads, a compare and branch, all without a location: a loop head as
+        // Cranelift may emit it) follows block 10 (@8, ending in a return).
+        let segments = [
+            seg(0, 10, Some(0)),
+            seg(10, 20, Some(8)),
+            seg(20, 30, None),
+            seg(30, 40, Some(9)),
+        ];
+        let map = pc_map(&segments, &[0, 10, 20, 30], 40);
+        assert_eq!(
+            map,
+            vec![(0, Some(0)), (10, Some(8)), (30, Some(9)), (40, None)]
+        );
     }
 
     #[test]
     fn without_block_information_unplaced_code_takes_its_neighbours() {
         let segments = [seg(0, 4, None), seg(4, 8, Some(1)), seg(12, 16, Some(2))];
-        let map = pc_map(&segments, &[], &[], 20);
+        let map = pc_map(&segments, &[], 20);
         assert_eq!(map, vec![(0, Some(1)), (8, Some(2)), (20, None)]);
     }
 
     #[test]
     fn a_located_range_across_a_block_start_is_cut_there() {
         let segments = [seg(0, 10, Some(1)), seg(10, 12, None)];
-        let map = pc_map(&segments, &[0, 6], &[(0, 6)], 12);
+        let map = pc_map(&segments, &[0, 6], 12);
         assert_eq!(map, vec![(0, Some(1)), (12, None)]);
     }
 }

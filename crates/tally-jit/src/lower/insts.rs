@@ -152,6 +152,17 @@ impl Lowerer<'_, '_> {
                 Some(x)
             }
             InstKind::ClassIs { value, class } => {
+                // A class switch on what the site saw: speculation too, though a miss sends
+                // instead of deoptimizing.
+                if let Some(site) = self
+                    .request
+                    .code
+                    .ops
+                    .get(inst.bci as usize)
+                    .and_then(|op| op.site())
+                {
+                    self.speculated.insert(site);
+                }
                 let x = self.val(*value)?;
                 Some(self.class_is(x, *class))
             }

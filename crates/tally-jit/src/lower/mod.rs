@@ -91,7 +91,8 @@ impl tally_ir::print::Names for RequestNames<'_> {
 pub(crate) struct Lowered {
     /// The safepoint table the code refers to, filled by [`fill_safepoints`] once compiled.
     pub table: Arc<SafepointTable>,
-    /// Sites the code speculates at (guards that deoptimize).
+    /// Sites the code speculates at (guards that deoptimize, class switches on what the site
+    /// saw).
     pub speculations: u32,
     /// Safepoints made (the table's length once filled).
     pub safepoints: u32,

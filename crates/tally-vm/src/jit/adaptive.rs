@@ -19,13 +19,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use tally_controller::{
-    CallGraphSource, Controller, CostModel, Decision, InlinePlan, InlinePolicy, InlineSource,
-};
-use tally_profile::{flag, CallGraph, EventKind, MethodId};
+use tally_controller::{Controller, CostModel, Decision};
+use tally_profile::{flag, EventKind, MethodId};
 
 use super::install::{generate, lock, say, Generated, Installer};
-use super::request::{inlinable, CompileRequest, Speculation};
+use super::request::{CompileRequest, Speculation};
 use super::values::SiteProfiles;
 use super::{CodeGenerator, Layout, Tier};
 use crate::{Vm, VmError};
@@ -44,26 +42,11 @@ pub struct AdaptiveConfig {
     /// Samples per second when no profile is recorded (a recorded profile's rate rules
     /// otherwise).
     pub rate_hz: u32,
-    /// The call graph the optimizing tier's inliner decides from, or `None`: no inlining.
-    pub inline_from: Option<CallGraphSource>,
-    pub inline_policy: InlinePolicy,
 }
 
-/// The runtime's methods as the inliner sees them.
-struct Methods<'a>(&'a crate::runtime::Runtime);
-
-impl InlineSource for Methods<'_> {
-    fn size(&self, method: MethodId) -> Option<u32> {
-        let code = self.0.codes.get(method.0 as usize)?;
-        (inlinable(code) && !self.0.keeps_frame(code)).then_some(code.ops.len() as u32)
-    }
-
-    /// Trivial methods are done in place at the send already; nothing else is inlined
-    /// whatever the profile says.
-    fn always_inline(&self, _: MethodId) -> bool {
-        false
-    }
-}
+/// The share of a site's counted receivers a class needs before optimized code guards on it
+/// (the value profile's distribution replaces the inline cache's at that site).
+const MIN_GUARDED_SHARE: f64 = 0.4;
 
 /// How often the controller looks at new samples at the longest.
 const DECISION_PERIOD: std::time::Duration = std::time::Duration::from_millis(20);
@@ -76,9 +59,6 @@ pub(crate) struct Adaptive {
     /// Compiled on the compiler thread, waiting for the VM thread to install.
     finished: Finished,
     thread: Option<JoinHandle<()>>,
-    /// Where the inliner's call graph comes from (`None`: no inlining).
-    inline_from: Option<CallGraphSource>,
-    inline_policy: InlinePolicy,
     /// Raised by the drain thread every [`DECISION_PERIOD`] under `--count-calls`: the VM
     /// thread records the call counts at its next yieldpoint, so the amortization analysis
     /// sees how each method's calls spread over the run (a cost per call that changes within
@@ -160,16 +140,7 @@ impl Vm {
             ));
         }
         if self.profiler.is_none() {
-            let mut options = crate::ProfileOptions::for_controller(config.rate_hz);
-            match config.inline_from {
-                Some(CallGraphSource::Cbs) => {
-                    options.cbs = Some(tally_profile::CbsConfig::default());
-                }
-                // A caller and its callee: the edge a sample shows.
-                Some(CallGraphSource::TimerSamples) => options.sample_depth = 2,
-                None => {}
-            }
-            self.start_profiler(options)?;
+            self.start_profiler(crate::ProfileOptions::for_controller(config.rate_hz))?;
         }
         let profiler = self.profiler.as_deref_mut().expect("a profiler was set");
         let options = profiler.options();
@@ -177,15 +148,6 @@ impl Vm {
             return Err(VmError::Fatal(
                 "--tier=adaptive is driven by method samples; this profile takes none (--sampler=none)".into(),
             ));
-        }
-        // A recorded profile's settings rule: without CBS the inliner takes the samples'
-        // edges, which need two frames per sample.
-        let mut inline_from = config.inline_from;
-        if inline_from == Some(CallGraphSource::Cbs) && options.cbs.is_none() {
-            inline_from = Some(CallGraphSource::TimerSamples);
-        }
-        if inline_from == Some(CallGraphSource::TimerSamples) && options.sample_depth < 2 {
-            inline_from = None;
         }
         let sample_ns = 1e9 / f64::from(options.rate_hz.max(1));
         let tiers: Vec<_> = config.tiers.iter().map(|t| t.profile_tier()).collect();
@@ -232,21 +194,8 @@ impl Vm {
             requests: Some(tx),
             finished,
             thread: Some(thread),
-            inline_from,
-            inline_policy: config.inline_policy,
             counts_due,
         });
-        if log {
-            let how = match inline_from {
-                Some(CallGraphSource::Cbs) => "inlining from CBS call-edge samples",
-                Some(CallGraphSource::TimerSamples) => "inlining from timer samples' frames",
-                None if config.inline_from.is_some() => {
-                    "no inlining (the profile keeps one frame per sample and takes no CBS edges)"
-                }
-                None => "no inlining",
-            };
-            self.write_err(format!("[tier] {how}\n").as_bytes());
-        }
         self.code_added(0);
         Ok(())
     }
@@ -318,38 +267,28 @@ impl Vm {
                 }
             }
             if tier == Tier::Opt {
-                let affordable = lock(&controller).affordable_inlining(&d);
-                let plan = self.inline_plan(d.method, affordable);
-                let share = self
-                    .jit
-                    .adaptive
-                    .as_ref()
-                    .map_or(0.4, |a| a.inline_policy.min_target_share);
                 let speculation = if self.jit.no_speculation {
                     Speculation::Off
                 } else {
                     Speculation::Except(&self.jit.failed_sites)
                 };
                 let mut guards_log = String::new();
-                let (rt, values) = (&self.rt, &mut self.jit.values);
-                let mut prepare = |r: &mut CompileRequest| {
-                    if let Some(values) = values.as_mut() {
-                        let log = log.then_some(&mut guards_log);
-                        apply_value_profiles(values, rt, r, share, speculation, log);
-                    }
-                };
-                prepare(&mut request);
-                if let Some(plan) = plan {
-                    request = request.with_inlining(&plan, rt, speculation, &mut prepare);
+                if let Some(values) = self.jit.values.as_mut() {
+                    let log = log.then_some(&mut guards_log);
+                    apply_value_profiles(
+                        values,
+                        &self.rt,
+                        &mut request,
+                        MIN_GUARDED_SHARE,
+                        speculation,
+                        log,
+                    );
                 }
                 if !guards_log.is_empty() {
                     self.write_err(guards_log.as_bytes());
                 }
             }
-            let translated: Vec<crate::bytecode::CodeId> = std::iter::once(request.code.id)
-                .chain(request.inlining().iter().map(|(_, _, _, r)| r.code.id))
-                .collect();
-            self.profile_announce_bytecodes(&translated);
+            self.profile_announce_bytecodes(&[request.code.id]);
             if log {
                 self.write_err(
                     format!(
@@ -374,25 +313,6 @@ impl Vm {
                 lock(&controller).compile_failed(d.method, d.to);
             }
         }
-    }
-
-    /// What to inline into `method` by the call graph the adaptive system was set to use,
-    /// `affordable` bytecodes at most.
-    fn inline_plan(&self, method: MethodId, affordable: u32) -> Option<InlinePlan> {
-        let a = self.jit.adaptive.as_ref()?;
-        let graph: CallGraph = match a.inline_from? {
-            CallGraphSource::Cbs => self.profiler.as_deref()?.recorder().cbs_edges().clone(),
-            CallGraphSource::TimerSamples => lock(&a.controller).sample_call_graph().clone(),
-        };
-        Some(tally_controller::plan_inlining(
-            method,
-            &graph,
-            &Methods(&self.rt),
-            &InlinePolicy {
-                budget_cap: affordable,
-                ..a.inline_policy
-            },
-        ))
     }
 }
 

@@ -5,7 +5,6 @@
 //! tiers, the compiler thread under `--tier=adaptive`); installing runs on the VM thread.
 //! The installer holds nothing of the VM but shared handles.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 
@@ -197,31 +196,18 @@ impl Installer {
         let method = MethodId(code.id);
         let start = native.start();
         // The range is known to samples before the code can run.
-        let mut inlined: Vec<MethodId> = native.inlined.iter().map(|s| MethodId(s.code)).collect();
-        inlined.sort_unstable();
-        inlined.dedup();
         if let Some(p) = &self.profile {
             // A full table leaves this code counted as native code in samples.
-            let _ = p.hot.published.add_compiled_code(
-                start..start + native.size,
-                version,
-                method,
-                &inlined,
-            );
+            let _ =
+                p.hot
+                    .published
+                    .add_compiled_code(start..start + native.size, version, method, &[]);
             let pc_map = native
                 .pc_map
                 .iter()
                 .map(|&(pc_offset, loc)| PcMapEntry {
                     pc_offset,
-                    chain: loc
-                        .map(|l| {
-                            native
-                                .chain(code.id, l)
-                                .into_iter()
-                                .map(|(c, bci)| (MethodId(c), bci))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    chain: loc.map(|bci| vec![(method, bci)]).unwrap_or_default(),
                 })
                 .collect();
             lock(&p.recorder).event(EventKind::CodeInstalled(CodeVersion {
@@ -266,23 +252,15 @@ impl Installer {
             // SAFETY: the generator answered `size` bytes of finalized (readable and
             // executable) machine code at the entry point, never freed.
             let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, native.size) };
-            // Inlined code's lines are in its own method's file.
-            let inlined = request.inlining();
             let lines: Vec<jitdump::DebugLine> = native
                 .pc_map
                 .iter()
-                .filter_map(|&(offset, loc)| {
-                    let (at, bci) = *native.chain(code.id, loc?).first()?;
-                    let r = inlined
-                        .iter()
-                        .map(|(_, _, _, r)| *r)
-                        .find(|r| r.code.id == at)
-                        .unwrap_or(request);
-                    let (line, _) = *r.code.positions.get(bci as usize)?;
+                .filter_map(|&(offset, bci)| {
+                    let (line, _) = *code.positions.get(bci? as usize)?;
                     Some(jitdump::DebugLine {
                         address: (start + offset as usize) as u64,
                         line,
-                        file: &r.file,
+                        file: &request.file,
                     })
                 })
                 .collect();
@@ -300,14 +278,10 @@ impl Installer {
                 1 => ", speculating at 1 site".to_string(),
                 n => format!(", speculating at {n} sites"),
             };
-            let inlined = match native.inlined.len() {
-                0 => String::new(),
-                n => format!(", {n} inlined"),
-            };
-            let inlined = match native.osr_entries.as_slice() {
-                [] => inlined,
+            let entered = match native.osr_entries.as_slice() {
+                [] => String::new(),
                 heads => format!(
-                    "{inlined}, entered at loop head{} {}",
+                    ", entered at loop head{} {}",
                     if heads.len() == 1 { "" } else { "s" },
                     heads
                         .iter()
@@ -316,44 +290,12 @@ impl Installer {
                         .join(", ")
                 ),
             };
-            let mut text = format!(
-                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded}{inlined})\n",
+            say(&format!(
+                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded}{entered})\n",
                 code.ops.len(),
                 native.size,
                 compile_ns as f64 / 1e3
-            );
-            let requests = request.inlining();
-            let name_of = |id: CodeId| {
-                requests
-                    .iter()
-                    .map(|(_, _, _, r)| *r)
-                    .find(|r| r.code.id == id)
-                    .map_or("?", |r| r.name.as_str())
-            };
-            for s in &native.inlined {
-                let caller = match s.parent {
-                    0 => request.name.as_str(),
-                    k => name_of(native.inlined[k as usize - 1].code),
-                };
-                let mut depth = 1usize;
-                let mut up = s.parent;
-                while let Some(p) = up
-                    .checked_sub(1)
-                    .and_then(|k| native.inlined.get(k as usize))
-                {
-                    up = p.parent;
-                    depth += 1;
-                }
-                let _ = writeln!(
-                    text,
-                    "[tier]   {:indent$}inlined {} into {caller} @{}",
-                    "",
-                    name_of(s.code),
-                    s.call_bci,
-                    indent = 2 * depth.saturating_sub(1)
-                );
-            }
-            say(&text);
+            ));
         }
     }
 

@@ -50,13 +50,10 @@ pub enum Tier {
     Interp,
     /// Every method and block compiled by the baseline compiler at its first call.
     Baseline,
-    /// The optimizing compiler (values in registers, Cranelift's optimisations).
+    /// The optimizing compiler, on `tally-ir`: SOM values in SSA (references across calls
+    /// in Cranelift's stack maps), guards from the sites' feedback, frame states for
+    /// deoptimization, native calls to compiled callees.
     Opt,
-    /// The optimizing tier being rebuilt on `tally-ir` (issue 41), compiling every method
-    /// and block at its first call: SOM values in SSA (references across calls in
-    /// Cranelift's stack maps), frame states for deoptimization, calls through stubs that
-    /// run the callee to completion.
-    Ir,
 }
 
 impl Tier {
@@ -65,7 +62,6 @@ impl Tier {
             Tier::Interp => "interp",
             Tier::Baseline => "baseline",
             Tier::Opt => "opt",
-            Tier::Ir => "ir",
         }
     }
 
@@ -74,7 +70,7 @@ impl Tier {
         match self {
             Tier::Interp => tally_profile::Tier::Interpreter,
             Tier::Baseline => tally_profile::Tier::Baseline,
-            Tier::Opt | Tier::Ir => tally_profile::Tier::Optimizing,
+            Tier::Opt => tally_profile::Tier::Optimizing,
         }
     }
 
@@ -386,9 +382,6 @@ pub struct NativeCode {
     /// Send sites the code speculates at (guards that deoptimize); 0 for code that runs
     /// whatever the program does.
     pub speculations: u32,
-    /// The methods inlined into the code: scope `k` of a packed location
-    /// ([`NativeCode::chain`]) is `inlined[k - 1]`; scope 0 is the compiled code's own.
-    pub inlined: Vec<InlinedScope>,
     /// The stack maps of code that keeps references in its native frame across calls (the
     /// `ir` tier); the VM keeps the table as long as it runs, since activations of an
     /// invalidated version may still be suspended.
@@ -407,42 +400,6 @@ impl NativeCode {
     /// The first byte of the code `size` and `pc_map` describe.
     pub fn start(&self) -> usize {
         self.code_start.unwrap_or(self.entry as usize)
-    }
-}
-
-/// Bits of bytecode index in a packed pc-map location of code with inlined methods; the bits
-/// above name the inline scope. Inlining is refused into or of code longer than this.
-pub const SCOPE_SHIFT: u32 = 20;
-
-/// A method inlined into compiled code: its code, the scope it was inlined into (0: the
-/// compiled code's own) and the send there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InlinedScope {
-    pub code: crate::bytecode::CodeId,
-    pub parent: u32,
-    pub call_bci: u32,
-}
-
-impl NativeCode {
-    /// The (code, bytecode index) chain a pc-map location stands for, innermost first; the
-    /// last entry is `root`'s (the compiled code's own).
-    pub fn chain(&self, root: crate::bytecode::CodeId, loc: u32) -> Vec<(u32, u32)> {
-        if self.inlined.is_empty() {
-            return vec![(root, loc)];
-        }
-        let mut scope = loc >> SCOPE_SHIFT;
-        let mut bci = loc & ((1 << SCOPE_SHIFT) - 1);
-        let mut chain = Vec::new();
-        while let Some(s) = scope
-            .checked_sub(1)
-            .and_then(|k| self.inlined.get(k as usize))
-        {
-            chain.push((s.code, bci));
-            bci = s.call_bci;
-            scope = s.parent;
-        }
-        chain.push((root, bci));
-        chain
     }
 }
 

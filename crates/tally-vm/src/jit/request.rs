@@ -123,9 +123,6 @@ pub struct CompileRequest {
     pub file: String,
     /// The facts of every site the code sends from, sorted by site.
     sites: Vec<(SiteId, SiteFacts)>,
-    /// Methods to inline at the code's sends, sorted by bytecode index (several per send at
-    /// a polymorphic one, each behind its receiver-class guard).
-    inlined: Vec<(u32, CompileRequest)>,
     /// The selector of each site, sorted by site, and the names of the codes the code
     /// creates closures of or may call directly: what listings call them.
     selectors: Vec<(SiteId, String)>,
@@ -237,7 +234,6 @@ impl CompileRequest {
             name: rt.code_name(code),
             file: rt.source_path(code),
             sites,
-            inlined: Vec::new(),
             selectors,
             code_names,
             osr: has_loops(code)
@@ -361,77 +357,6 @@ impl CompileRequest {
         self.sites.iter().map(|&(s, _)| s).collect()
     }
 
-    /// Adds what inlining `plan`'s choices needs: a request of each inlined method, with its
-    /// own inlined methods, so that the compiler thread reads nothing of the runtime. A
-    /// choice the code cannot take (a send with no site, a method too long to encode) is
-    /// left out.
-    /// `prepare` finishes each inlined method's request as the caller's was (value profiles).
-    pub fn with_inlining(
-        mut self,
-        plan: &tally_controller::InlinePlan,
-        rt: &Runtime,
-        speculation: Speculation,
-        prepare: &mut dyn FnMut(&mut CompileRequest),
-    ) -> CompileRequest {
-        if self.code.ops.len() >= 1 << super::SCOPE_SHIFT {
-            return self;
-        }
-        for (&bci, choices) in &plan.sites {
-            let sends = self
-                .code
-                .ops
-                .get(bci as usize)
-                .and_then(|op| op.site())
-                .is_some();
-            if !sends {
-                continue;
-            }
-            for choice in choices.iter().filter(|c| c.verdict.inlined()) {
-                let Some(&callee) = rt.codes.get(choice.callee.0 as usize) else {
-                    continue;
-                };
-                if !inlinable(callee) || rt.keeps_frame(callee) {
-                    continue;
-                }
-                let mut request = CompileRequest::new(callee, rt, speculation);
-                prepare(&mut request);
-                let request = request.with_inlining(&choice.inner, rt, speculation, prepare);
-                self.inlined.push((bci, request));
-            }
-        }
-        self.inlined.sort_by_key(|(bci, _)| *bci);
-        self
-    }
-
-    /// The request of `callee` when the plan inlines it at the send at `bci`.
-    pub fn inlined_at(&self, bci: u32, callee: crate::bytecode::CodeId) -> Option<&CompileRequest> {
-        let from = self.inlined.partition_point(|(b, _)| *b < bci);
-        self.inlined[from..]
-            .iter()
-            .take_while(|(b, _)| *b == bci)
-            .find(|(_, r)| r.code.id == callee)
-            .map(|(_, r)| r)
-    }
-
-    /// Methods inlined into this code, at every depth, with the send each is inlined at:
-    /// (depth, caller, bytecode index, callee), depth first.
-    pub fn inlining(&self) -> Vec<(u32, &CompileRequest, u32, &CompileRequest)> {
-        let mut out = Vec::new();
-        self.inlining_into(1, &mut out);
-        out
-    }
-
-    fn inlining_into<'a>(
-        &'a self,
-        depth: u32,
-        out: &mut Vec<(u32, &'a CompileRequest, u32, &'a CompileRequest)>,
-    ) {
-        for (bci, r) in &self.inlined {
-            out.push((depth, self, *bci, r));
-            r.inlining_into(depth + 1, out);
-        }
-    }
-
     /// How many sites the compile may speculate on.
     pub fn speculating_sites(&self) -> usize {
         self.sites
@@ -447,17 +372,6 @@ impl CompileRequest {
             .map(|i| self.sites[i].1)
             .map_err(|_| format!("send site {site} is not one of {}'s", self.name))
     }
-}
-
-/// Whether compiled code may inline `code` at a send: a method (not a block) with a plain
-/// frame, no context to make and a length a pc-map location can encode.
-pub fn inlinable(code: &Code) -> bool {
-    code.primitive.is_none()
-        && code.kind == crate::compiler::CodeKind::Method
-        && code.plain_frame
-        && code.context_size == 0
-        && !code.ops.is_empty()
-        && code.ops.len() < 1 << super::SCOPE_SHIFT
 }
 
 /// The receiver classes and targets of a send site's inline cache, when compiled code can do

@@ -38,8 +38,8 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .expect("run tally")
 }
 
-/// `Inl`: a small method, `step:`, called `calls` times from a loop in `run` (which the
-/// adaptive tier compiles with `step:` inlined); it prints the sum of `2i + 1`.
+/// `Inl`: a small method, `step:`, called `calls` times from a loop in `run`; it prints the
+/// sum of `2i + 1`.
 pub fn hot_loop_program(calls: u32) -> String {
     format!(
         "Inl = (
@@ -150,8 +150,8 @@ pub fn eager_opt_calibration(dir: &Path) -> String {
 }
 
 /// A cost model that moves every sampled method to the baseline tier at once and on to the
-/// optimizing tier only after it has run a few milliseconds there: long enough for CBS to
-/// have sampled the calls the optimizing tier's inliner decides by.
+/// optimizing tier only after it has run a few milliseconds there: long enough for its
+/// baseline code to have counted the receivers of its sends (value profiles).
 pub fn late_opt_calibration(dir: &Path) -> String {
     let path = dir.join("late-opt.toml");
     std::fs::write(

@@ -12,28 +12,9 @@ impl Translator<'_, '_> {
 
     /// A binary send from `site` with receiver and argument in slots `h - 2` and `h - 1`,
     /// resuming at `i + 1`.
-    pub(super) fn send_binary(&mut self, site: u32, h: i32, at: At) -> Result<(), String> {
-        let i = at.i;
-        let facts = self.site(site);
-        let op = facts.int_op;
+    pub(super) fn send_binary(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
+        let op = self.site(site).int_op;
         let next = self.block(i + 1)?;
-        if self.speculates() && facts.expects_small_ints && has_int_form(op) {
-            // Operands that have always been small integers: anything else deoptimizes, and
-            // so does a result that needs a big integer.
-            let not_ints = self.deopt_block(at, site, DeoptReason::NotSmallInts);
-            let overflow = self.deopt_block(at, site, DeoptReason::Overflow);
-            let a = self.slot(h - 2);
-            let b = self.slot(h - 1);
-            let ints = self.both_ints(a, b);
-            let go = self.b.create_block();
-            self.b.ins().brif(ints, go, &[], not_ints, &[]);
-            self.b.switch_to_block(go);
-            let r =
-                numbers::int_arith(&mut self.b, op, a, b, overflow).expect("has_int_form checked");
-            self.set_slot(h - 2, r);
-            self.jump(next);
-            return Ok(());
-        }
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if op != IntOp::None && op != IntOp::And && op != IntOp::Or {
@@ -200,31 +181,9 @@ impl Translator<'_, '_> {
         target: u32,
         jump_if: bool,
         h: i32,
-        at: At,
+        i: usize,
     ) -> Result<(), String> {
-        let i = at.i;
-        let facts = self.site(site);
-        let op = facts.int_op;
-        if let (Some(cc), true) = (
-            compare_cc(op),
-            self.speculates() && facts.expects_small_ints,
-        ) {
-            let (taken, not_taken) = (self.block(target as usize)?, self.block(i + 2)?);
-            let not_ints = self.deopt_block(at, site, DeoptReason::NotSmallInts);
-            let a = self.slot(h - 2);
-            let b = self.slot(h - 1);
-            let ints = self.both_ints(a, b);
-            let go = self.b.create_block();
-            self.b.ins().brif(ints, go, &[], not_ints, &[]);
-            self.b.switch_to_block(go);
-            let c = self.b.ins().icmp(cc, a, b);
-            if jump_if {
-                self.b.ins().brif(c, taken, &[], not_taken, &[]);
-            } else {
-                self.b.ins().brif(c, not_taken, &[], taken, &[]);
-            }
-            return Ok(());
-        }
+        let op = self.site(site).int_op;
         let slow = self.b.create_block();
         self.b.set_cold_block(slow);
         if let Some(cc) = compare_cc(op) {

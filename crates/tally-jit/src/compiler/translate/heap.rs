@@ -1,4 +1,4 @@
-//! Heap and frame access: array elements, fields, stores into the heap, contexts.
+//! Heap and frame access: fields, stores into the heap, contexts.
 
 use super::*;
 
@@ -11,32 +11,6 @@ pub(super) struct HeapSlot {
 }
 
 impl Translator<'_, '_> {
-    /// The address of element `index` (1-based, in the slot above the receiver in slot `k`)
-    /// of an instance of Array itself (no named fields), or a jump to `miss` when the index
-    /// is not a small integer within its bounds.
-    pub(super) fn element_address(&mut self, k: i32, miss: Block) -> HeapSlot {
-        let array = self.slot(k);
-        let index = self.slot(k + 1);
-        let is_int = and_imm(&mut self.b, index, 1);
-        let int = self.b.create_block();
-        self.b.ins().brif(is_int, int, &[], miss, &[]);
-        self.b.switch_to_block(int);
-        let one = self.b.ins().iconst(I64, 1);
-        let n = self.b.ins().sshr(index, one);
-        let zero_based = add_imm(&mut self.b, n, -1);
-        let len = self.b.ins().uload32(Self::flags(), array, 8);
-        let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
-        let ok = self.b.create_block();
-        self.b.ins().brif(within, ok, &[], miss, &[]);
-        self.b.switch_to_block(ok);
-        let byte = mul_imm(&mut self.b, zero_based, 8);
-        let address = self.b.ins().iadd(array, byte);
-        HeapSlot {
-            object: array,
-            address: add_imm(&mut self.b, address, HEADER_BYTES as i64),
-        }
-    }
-
     /// The address of field `index` (a run-time u64) of the object in stack slot `k`, or a
     /// jump to `miss` when it is not an object with that many fields.
     pub(super) fn dynamic_field_address(&mut self, k: i32, index: Value, miss: Block) -> HeapSlot {

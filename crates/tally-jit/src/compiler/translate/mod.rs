@@ -1,13 +1,11 @@
-//! Bytecode → Cranelift IR for both compiled tiers: one block per instruction, entered from a
+//! Bytecode → Cranelift IR for the baseline tier: one block per instruction, entered from a
 //! jump table on the frame's saved `ip`, so an activation can start or resume at any
-//! instruction the interpreter or a stub left it at (`Shape` says how a tier differs).
+//! instruction the interpreter or a stub left it at. Nothing is speculated: the code runs
+//! whatever the program does, and never deoptimizes.
 //!
 //! Invariant: no heap reference is held in an SSA value across a stub call or a direct call.
 //! Every value is in its value-stack slot (the frame's base `fp` plus the instruction's static
-//! stack height) whenever the collector may run, which updates it when it moves objects; it
-//! is loaded again where it is used (`Mode::Memory`) or after the call (`Mode::Registers`).
-//! Guards that deoptimize come before anything their instruction changes, so the interpreter
-//! can redo the instruction from its start.
+//! stack height), loaded where it is used, so the collector finds and updates it there.
 
 mod arith;
 mod heap;
@@ -25,21 +23,19 @@ use cranelift_module::Module;
 use std::sync::atomic::Ordering::Relaxed;
 use tally_heap::object::HEADER_BYTES;
 use tally_vm::bytecode::{stack_heights, Op};
-use tally_vm::jit::{
-    CompileRequest, DeoptReason, ExpectedReceivers, ExpectedTarget, InlinedScope, Layout,
-    SiteFacts, Status, SCOPE_SHIFT,
-};
-use tally_vm::objects::{block, context};
+use tally_vm::jit::{CompileRequest, Layout, SiteFacts, Status};
+use tally_vm::objects::context;
 use tally_vm::runtime::{
     IntOp, HOOK_AT_ENTRY, HOOK_AT_EXIT, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER,
     TRIVIAL_SETTER,
 };
 
+/// The baseline tier's column in per-tier counts (`tally_profile::Tier::column`).
+const TIER_COLUMN: usize = 1;
+
 const I64: types::Type = types::I64;
 const I32: types::Type = types::I32;
-use crate::numbers::{
-    self, add_imm, and_imm, cmp_imm, compare_cc, float_cc, has_int_form, FALSE, TRUE,
-};
+use crate::numbers::{self, add_imm, and_imm, cmp_imm, compare_cc, float_cc, FALSE, TRUE};
 /// Symbols' tag (`tally_heap::value`): the symbol's id above it.
 const SYMBOL_TAG: i64 = 0b010;
 
@@ -50,25 +46,15 @@ pub(super) fn translate(
     module: &JITModule,
     request: &CompileRequest,
     layout: &Layout,
-    shape: Shape,
-) -> Result<Translated, String> {
-    let Shape { mode, speculate } = shape;
+) -> Result<(), String> {
     let code = request.code;
     let ops = &code.ops;
     if ops.is_empty() {
         return Err("no bytecode".into());
     }
-    let start = 1 + code.num_args as usize + code.num_locals as usize;
     let heights = heights_of(request)?;
     let sigs = StubSignatures::declare(func, module);
     let mut b = FunctionBuilder::new(func, builder_context);
-    let vars = match mode {
-        Mode::Memory => None,
-        Mode::Registers => {
-            let slots = heights.iter().flatten().max().copied().unwrap_or(0) + 2;
-            Some((0..slots).map(|_| b.declare_var(I64)).collect::<Vec<_>>())
-        }
-    };
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     let blocks: Vec<Block> = ops.iter().map(|_| b.create_block()).collect();
@@ -98,7 +84,7 @@ pub(super) fn translate(
         b.ins().brif(resume, read_frame, &[], fresh, &[]);
         b.switch_to_block(fresh);
         if layout.count_calls {
-            crate::counters::count_call(&mut b, code, tier_column(mode));
+            crate::counters::count_call(&mut b, code, TIER_COLUMN);
         }
         if hooked_entry {
             let go_on = b.create_block();
@@ -126,29 +112,21 @@ pub(super) fn translate(
     let stack = b.ins().load(I64, flags, vm, layout.stack_base);
     let bp_bytes = mul_imm(&mut b, bp, 8);
     let fp = b.ins().iadd(stack, bp_bytes);
-    // With values in registers, an activation starts or resumes through a block that loads
-    // its slots; those blocks, and the jump table, are made at the end, once the places the
-    // code leaves a frame at (its resume points) are known.
     let dispatch = b.create_block();
-    let start_block = match mode {
-        Mode::Memory => blocks[0],
-        Mode::Registers => b.create_block(),
-    };
     let at_start = cmp_imm(&mut b, IntCC::Equal, ip32, 0);
-    b.ins().brif(at_start, start_block, &[], dispatch, &[]);
-    if mode == Mode::Memory {
-        b.switch_to_block(dispatch);
-        let default = b.func.dfg.block_call(bad_ip, &[]);
-        let table: Vec<BlockCall> = blocks
-            .iter()
-            .map(|&blk| b.func.dfg.block_call(blk, &[]))
-            .collect();
-        let jt = b.create_jump_table(JumpTableData::new(default, &table));
-        b.ins().br_table(ip32, jt);
-    }
+    b.ins().brif(at_start, blocks[0], &[], dispatch, &[]);
+    b.switch_to_block(dispatch);
+    let default = b.func.dfg.block_call(bad_ip, &[]);
+    let table: Vec<BlockCall> = blocks
+        .iter()
+        .map(|&blk| b.func.dfg.block_call(blk, &[]))
+        .collect();
+    let jt = b.create_jump_table(JumpTableData::new(default, &table));
+    b.ins().br_table(ip32, jt);
 
     // An `ip` no instruction block serves (never saved by this code): let the interpreter
-    // have the frame.
+    // have the frame. It and the exit run for no one bytecode.
+    b.set_srcloc(SourceLoc::new(super::pc_map::SHARED_EXIT));
     b.switch_to_block(bad_ip);
     let status = b.ins().iconst(I32, Status::Interpret as i64);
     b.ins().return_(&[status]);
@@ -163,12 +141,6 @@ pub(super) fn translate(
         layout,
         sigs,
         exit,
-        speculated: std::collections::BTreeSet::new(),
-        speculate,
-        tier_column: tier_column(mode),
-        frame_mark_inlined: inlined_frame_mark(mode),
-        inlined: Vec::new(),
-        root: code.id,
         s: Scope {
             frame,
             fp,
@@ -176,63 +148,15 @@ pub(super) fn translate(
             request,
             blocks,
             handovers: Vec::new(),
-            deopts: Vec::new(),
-            vars,
-            first_var: start as i32,
-            pending_reload: None,
-            resumes: std::collections::BTreeSet::new(),
-            index: 0,
-            return_to: None,
         },
     };
     t.translate_ops(&heights)?;
     t.finish_handovers();
-    if mode == Mode::Registers {
-        t.s.resumes.insert(0);
-        let mut table = vec![t.b.func.dfg.block_call(bad_ip, &[]); ops.len()];
-        for &ip in &t.s.resumes.clone() {
-            let Some(Some(h)) = heights.get(ip) else {
-                continue;
-            };
-            let resume = t.b.create_block();
-            t.b.switch_to_block(resume);
-            t.b.set_srcloc(t.loc(ip));
-            t.reload(*h as i32);
-            let target = t.s.blocks[ip];
-            t.jump(target);
-            table[ip] = t.b.func.dfg.block_call(resume, &[]);
-            if ip == 0 {
-                t.b.switch_to_block(start_block);
-                t.jump(resume);
-            }
-        }
-        t.b.switch_to_block(dispatch);
-        let default = t.b.func.dfg.block_call(bad_ip, &[]);
-        let jt = t.b.create_jump_table(JumpTableData::new(default, &table));
-        t.b.ins().br_table(ip32, jt);
-    }
-    let speculated = t.speculated.len() as u32;
-    let inlined = std::mem::take(&mut t.inlined);
     t.b.seal_all_blocks();
     let config = module.target_config();
     t.b.finalize(config);
-    Ok(Translated {
-        speculations: speculated,
-        inlined,
-    })
+    Ok(())
 }
-
-/// What a translation made besides the function.
-pub(super) struct Translated {
-    /// Sites the code speculates at.
-    pub speculations: u32,
-    /// The methods inlined, by scope (`NativeCode::inlined`).
-    pub inlined: Vec<InlinedScope>,
-}
-
-/// Inline scopes nest at most this deep (the plan's own bound is lower; this one keeps a
-/// plan that recurses from unrolling without end).
-const MAX_INLINE_DEPTH: u32 = 12;
 
 /// The stack height before each instruction of `request`'s code (`None`: unreachable),
 /// once every site it sends from is known to be in the request.
@@ -248,14 +172,6 @@ fn heights_of(request: &CompileRequest) -> Result<Vec<Option<u32>>, String> {
         request.site(s).map_or(0, |f| f.argc as usize)
     })?;
     Ok(heights)
-}
-
-/// The column of the tier translating in `mode` (`tally_profile::Tier::column`).
-fn tier_column(mode: Mode) -> usize {
-    match mode {
-        Mode::Memory => 1,
-        Mode::Registers => 2,
-    }
 }
 
 /// A method-hook point (`kind` 0: entry, 1: before the return; GC hints, phases): when
@@ -283,36 +199,6 @@ fn method_hook_point(
     let status = b.inst_results(call)[0];
     let ok = cmp_imm(b, IntCC::Equal, status, Status::Continue as i64);
     b.ins().brif(ok, go_on, &[], exit, &[status.into()]);
-}
-
-/// The mark this tier's code leaves on the frames of methods it inlines
-/// (`tally_profile::FrameMark`).
-fn inlined_frame_mark(mode: Mode) -> u32 {
-    tally_vm::tally_profile::FrameMark::of(tier_column(mode) as u8, true)
-}
-
-/// How a tier translates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Shape {
-    pub mode: Mode,
-    /// Whether to speculate on the sites' feedback (guards that deoptimize).
-    pub speculate: bool,
-}
-
-/// Where an activation's values live between stub calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Mode {
-    /// In their value-stack slots, loaded where used (the baseline tier: the least code).
-    Memory,
-    /// The operand stack (the slots above the locals) in SSA variables (registers), written to
-    /// their slots before every stub call and exit and read back after every call (the
-    /// collector may have moved what they point to); the receiver, arguments and locals in
-    /// their slots, as in `Memory`: the optimizing tier. Keeping the locals in memory costs
-    /// a load per use but spares every call a store and a load per local, which made code
-    /// with many locals twice the size (and compile time) and slower on call-heavy code.
-    /// An activation resumes only where the code left one (after a call, at a loop head, at
-    /// 0); anywhere else the interpreter takes the frame.
-    Registers,
 }
 
 /// Signatures of the stubs, by shape.
@@ -360,25 +246,11 @@ struct Translator<'a, 'f> {
     sigs: StubSignatures,
     /// Returns its one parameter, a status.
     exit: Block,
-    /// Sites the code speculates at.
-    speculated: std::collections::BTreeSet<u32>,
-    /// Whether to speculate on what the sites' feedback says (the optimizing tier).
-    speculate: bool,
-    /// The translating tier's column (`tier_column`).
-    tier_column: usize,
-    /// The mark of the frames it pushes for inlined methods.
-    frame_mark_inlined: u32,
-    /// Every method inlined so far.
-    inlined: Vec<InlinedScope>,
-    /// The compiled code's own id (a failing guard names it: its version is the one to
-    /// invalidate).
-    root: u32,
-    /// The inline scope being translated (the code's own, or an inlined method's, while
-    /// the enclosing one waits in `inline_method`).
+    /// The frame and code being translated.
     s: Scope<'a>,
 }
 
-/// What the translator keeps per inline scope: the frame and code it translates for.
+/// The frame and code being translated.
 struct Scope<'a> {
     /// The frame (its address in the frame array).
     frame: Value,
@@ -391,33 +263,6 @@ struct Scope<'a> {
     blocks: Vec<Block>,
     /// Blocks that hand the frame to the interpreter: (block, instruction, height).
     handovers: Vec<(Block, usize, i32)>,
-    /// Failing guards' blocks: they hand the frame to the interpreter at the instruction's
-    /// start and answer `Status::Deopt`.
-    deopts: Vec<(Block, Deopt)>,
-    /// `Mode::Registers`: the variable of each stack slot from `first_var` up (the operand
-    /// stack); the receiver, arguments and locals below it stay in their slots.
-    vars: Option<Vec<cranelift_frontend::Variable>>,
-    first_var: i32,
-    /// The height the last `sync` wrote to memory, until the call after it reads the slots
-    /// back; reset at each instruction and exit.
-    pending_reload: Option<i32>,
-    /// Every `ip` a frame was left at: where the code may be resumed (only the compiled
-    /// code's own scope's are used: an inlined method's frame resumes in its own code).
-    resumes: std::collections::BTreeSet<usize>,
-    /// 0 for the code's own scope, k for `inlined[k - 1]`.
-    index: u32,
-    /// In an inlined method: the block its returns jump to, the value as its parameter.
-    return_to: Option<Block>,
-}
-
-/// Where a guard of instruction `at` deoptimizes to: the instruction's start, `height` values
-/// on the stack (before anything a fused instruction pushes).
-#[derive(Clone, Copy)]
-struct Deopt {
-    at: usize,
-    height: i32,
-    site: u32,
-    reason: DeoptReason,
 }
 
 /// The code a direct call enters and the frame fields that differ between a method's and a
@@ -430,10 +275,6 @@ struct Callee {
     /// The frame's outer context and closure (nil and none for a method).
     ctx: Value,
     closure: Value,
-    /// The mark the pushed frame gets (`tally_profile::FrameMark`) while a profile is
-    /// recorded: the pushing code's tier for an inlined method; `None` for a called method,
-    /// whose frame gets the tier of its installed code (read from its `Code`).
-    mark: Option<u32>,
 }
 
 /// The frame stack (its address) and the number of live frames, loaded once per direct call.
@@ -443,33 +284,18 @@ struct FrameDepth {
     depth: Value,
 }
 
-/// The instruction being translated, as a guard needs it: its index and its stack height
-/// at its start.
-#[derive(Clone, Copy)]
-struct At {
-    i: usize,
-    h0: i32,
-}
-
 impl<'a> Translator<'a, '_> {
-    /// Whether this tier speculates on what the sites' feedback says.
-    fn speculates(&self) -> bool {
-        self.speculate
-    }
-
-    /// The source location of instruction `i` of the scope being translated (its scope
-    /// above `SCOPE_SHIFT` bits of bytecode index; scope 0 is the index alone).
+    /// The source location of instruction `i`: its bytecode index.
     fn loc(&self, i: usize) -> SourceLoc {
-        SourceLoc::new((self.s.index << SCOPE_SHIFT) | i as u32)
+        SourceLoc::new(i as u32)
     }
 
-    /// Translates every instruction of the scope's code into its block.
+    /// Translates every instruction of the code into its block.
     fn translate_ops(&mut self, heights: &[Option<u32>]) -> Result<(), String> {
         let ops = &self.s.request.code.ops;
         for (i, &op) in ops.iter().enumerate() {
             self.b.switch_to_block(self.s.blocks[i]);
             self.b.set_srcloc(self.loc(i));
-            self.s.pending_reload = None;
             match heights[i] {
                 Some(h) => self.op(i, op, h as i32, ops.len())?,
                 None => {
@@ -481,162 +307,17 @@ impl<'a> Translator<'a, '_> {
         Ok(())
     }
 
-    /// Makes `next` the scope being translated and answers the one it replaces.
-    fn swap_scope(&mut self, next: Scope<'a>) -> Scope<'a> {
-        std::mem::replace(&mut self.s, next)
-    }
-
     /// Returns the value on top of the `h` values on the stack at instruction `i`: the
-    /// function answers `Returned`, or an inlined method hands the value to its caller's
-    /// code.
+    /// function answers `Returned`.
     fn return_top(&mut self, h: i32, i: usize) {
-        match self.s.return_to {
-            Some(to) => {
-                let v = self.slot(h - 1);
-                if self.s.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
-                    // An inlined method's exit hook, before its frame's pop like a compiled
-                    // method's. Hooks of methods that may be inlined never collect (those
-                    // that may keep their frames), so `v` stays valid across the call.
-                    let leave = self.b.create_block();
-                    let (vm, exit) = (self.vm, self.exit);
-                    method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
-                    self.b.switch_to_block(leave);
-                }
-                self.s.pending_reload = None;
-                self.b.ins().jump(to, &[v.into()]);
-            }
-            None => {
-                self.sync(h, i + 1);
-                if self.s.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
-                    let leave = self.b.create_block();
-                    let (vm, exit) = (self.vm, self.exit);
-                    method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
-                    self.b.switch_to_block(leave);
-                }
-                self.leave(Status::Returned);
-            }
-        }
-    }
-
-    /// Inlines `callee` (its receiver's class already guarded) at the send at `i`, whose
-    /// receiver and `argc` arguments are below `h`. Its frame is pushed as a call would push
-    /// it, so that everything that walks or resumes frames (stubs, deoptimization, the
-    /// collector, samples, the dispatcher after a stub changed the frames) finds what a call
-    /// would have made; its code is translated here, with its own operand variables, and its
-    /// returns go on at `i + 1`. What the push cannot do (a tripped push limit: a profiler
-    /// hook due; too little value stack) goes to `slow`.
-    fn inline_method(
-        &mut self,
-        callee: &'a CompileRequest,
-        recv_slot: i32,
-        argc: i32,
-        h: i32,
-        i: usize,
-        slow: Block,
-    ) -> Result<(), String> {
-        let code = callee.code;
-        let heights = heights_of(callee)?;
-        let room = self.b.ins().iconst(I64, code.room_above_arguments as i64);
-        let (fits, frames) = self.room_for_call(h, room);
-        let push = self.b.create_block();
-        self.b.ins().brif(fits, push, &[], slow, &[]);
-        self.b.switch_to_block(push);
-        let id = self.b.ins().iconst(I32, code.id as i64);
-        let address = self
-            .b
-            .ins()
-            .iconst(I64, code as *const tally_vm::runtime::Code as i64);
-        let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
-        let none = self.b.ins().iconst(I64, 0);
-        let pushed = Callee {
-            id,
-            code: address,
-            function: none,
-            ctx: nil,
-            closure: none,
-            mark: Some(self.frame_mark_inlined),
-        };
-        let (frame, bp) = self.push_frame(&pushed, frames, argc, h, i, Some(code.num_locals));
-        if self.layout.count_calls {
-            crate::counters::count_call(&mut self.b, code, self.tier_column);
-        }
-        if code.hooks.load(Relaxed) & HOOK_AT_ENTRY != 0 {
-            // An inlined method's entry hook, once its frame is pushed, as a call's.
-            let go_on = self.b.create_block();
+        self.sync(h, i + 1);
+        if self.s.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
+            let leave = self.b.create_block();
             let (vm, exit) = (self.vm, self.exit);
-            method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 0, go_on, exit);
-            self.b.switch_to_block(go_on);
+            method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
+            self.b.switch_to_block(leave);
         }
-        let fp = add_imm(&mut self.b, self.s.fp, recv_slot as i64 * 8);
-        let ret = self.b.create_block();
-        self.b.append_block_param(ret, I64);
-        let blocks: Vec<Block> = code.ops.iter().map(|_| self.b.create_block()).collect();
-        let slots = heights.iter().flatten().max().copied().unwrap_or(0) + 2;
-        let vars = Some((0..slots).map(|_| self.b.declare_var(I64)).collect());
-        self.inlined.push(InlinedScope {
-            code: code.id,
-            parent: self.s.index,
-            call_bci: i as u32,
-        });
-        let entry = blocks[0];
-        let outer = self.swap_scope(Scope {
-            frame,
-            fp,
-            bp,
-            request: callee,
-            blocks,
-            handovers: Vec::new(),
-            deopts: Vec::new(),
-            vars,
-            first_var: 1 + code.num_args as i32 + code.num_locals as i32,
-            pending_reload: None,
-            resumes: std::collections::BTreeSet::new(),
-            index: self.inlined.len() as u32,
-            return_to: Some(ret),
-        });
-        self.jump(entry);
-        self.translate_ops(&heights)?;
-        self.finish_handovers();
-        self.swap_scope(outer);
-
-        // Back in the caller: its operands below the receiver may have been moved by a
-        // collection in the inlined code.
-        self.b.switch_to_block(ret);
-        self.b.set_srcloc(self.loc(i));
-        let result = self.b.block_params(ret)[0];
-        self.s.pending_reload = None;
-        self.reload(recv_slot);
-        self.pop_and_continue(result, frames, argc, h, i)
-    }
-
-    /// How deep the scope being translated is inlined (0: the code's own).
-    fn inline_depth(&self) -> u32 {
-        let mut depth = 0;
-        let mut scope = self.s.index;
-        while let Some(s) = scope
-            .checked_sub(1)
-            .and_then(|k| self.inlined.get(k as usize))
-        {
-            depth += 1;
-            scope = s.parent;
-        }
-        depth
-    }
-
-    /// The request of `callee` when the plan inlines it at the send at `i` of the scope
-    /// being translated and the compiler can.
-    fn inline_request(
-        &self,
-        i: usize,
-        callee: &tally_vm::runtime::Code,
-    ) -> Option<&'a CompileRequest> {
-        let request: &'a CompileRequest = self.s.request;
-        let r = request.inlined_at(i as u32, callee.id)?;
-        let fits = self.s.blocks.len() < 1 << SCOPE_SHIFT
-            && self.inlined.len() + 1 < 1 << (32 - SCOPE_SHIFT)
-            && self.inline_depth() < MAX_INLINE_DEPTH
-            && self.s.vars.is_some();
-        fits.then_some(r)
+        self.leave(Status::Returned);
     }
 
     fn site(&self, site: u32) -> SiteFacts {
@@ -668,62 +349,11 @@ impl Translator<'_, '_> {
 
     /// The value in stack slot `k` of the frame (0 is the receiver).
     fn slot(&mut self, k: i32) -> Value {
-        match &self.s.vars {
-            Some(vars) if k >= self.s.first_var => {
-                let var = vars[k as usize];
-                self.b.use_var(var)
-            }
-            _ => self.b.ins().load(I64, Self::flags(), self.s.fp, k * 8),
-        }
+        self.b.ins().load(I64, Self::flags(), self.s.fp, k * 8)
     }
 
     fn set_slot(&mut self, k: i32, v: Value) {
-        match &self.s.vars {
-            Some(vars) if k >= self.s.first_var => {
-                let var = vars[k as usize];
-                self.b.def_var(var, v);
-            }
-            _ => {
-                self.b.ins().store(Self::flags(), v, self.s.fp, k * 8);
-            }
-        }
-    }
-
-    /// `Mode::Registers`: writes the operand slots below `h` to memory.
-    fn flush(&mut self, h: i32) {
-        let Some(vars) = self.s.vars.clone() else {
-            return;
-        };
-        let first = self.s.first_var as usize;
-        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
-            let v = self.b.use_var(*var);
-            self.b
-                .ins()
-                .store(Self::flags(), v, self.s.fp, k as i32 * 8);
-        }
-    }
-
-    /// `Mode::Registers`: reads the operand slots below `h` back from memory.
-    fn reload(&mut self, h: i32) {
-        let Some(vars) = self.s.vars.clone() else {
-            return;
-        };
-        let first = self.s.first_var as usize;
-        for (k, var) in vars.iter().enumerate().take(h.max(0) as usize).skip(first) {
-            let v = self
-                .b
-                .ins()
-                .load(I64, Self::flags(), self.s.fp, k as i32 * 8);
-            self.b.def_var(*var, v);
-        }
-    }
-
-    /// After a call: the slots the last `sync` wrote, and the one above them (where a stub
-    /// pushes what it makes: a closure), read back.
-    fn reload_after_call(&mut self) {
-        if let Some(h) = self.s.pending_reload.take() {
-            self.reload(h + 1);
-        }
+        self.b.ins().store(Self::flags(), v, self.s.fp, k * 8);
     }
 
     fn jump(&mut self, to: Block) {
@@ -733,9 +363,6 @@ impl Translator<'_, '_> {
     /// Makes the VM's view exact before a stub or an exit: the stack height (`h` values above
     /// the frame's base) and the frame's `ip`.
     fn sync(&mut self, h: i32, ip: usize) {
-        self.flush(h);
-        self.s.pending_reload = Some(h);
-        self.s.resumes.insert(ip);
         let len = add_imm(&mut self.b, self.s.bp, h as i64);
         self.b
             .ins()
@@ -747,7 +374,6 @@ impl Translator<'_, '_> {
     }
 
     fn leave(&mut self, status: Status) {
-        self.s.pending_reload = None;
         let s = self.b.ins().iconst(I32, status as i64);
         self.b.ins().return_(&[s]);
     }
@@ -771,43 +397,6 @@ impl Translator<'_, '_> {
             self.sync(h, at);
             self.leave(Status::Interpret);
         }
-        for (blk, d) in std::mem::take(&mut self.s.deopts) {
-            self.b.switch_to_block(blk);
-            self.b.set_srcloc(self.loc(d.at));
-            self.sync(d.height, d.at);
-            let site = self.b.ins().iconst(I32, d.site as i64);
-            self.b
-                .ins()
-                .store(Self::flags(), site, self.vm, self.layout.deopt_site);
-            let root = self.b.ins().iconst(I32, self.root as i64);
-            self.b
-                .ins()
-                .store(Self::flags(), root, self.vm, self.layout.deopt_code);
-            let reason = self.b.ins().iconst(I32, d.reason as i64);
-            self.b
-                .ins()
-                .store(Self::flags(), reason, self.vm, self.layout.deopt_reason);
-            self.leave(Status::Deopt);
-        }
-    }
-
-    /// A new (cold) block where a guard of `site` in instruction `at` fails for `reason`:
-    /// the frame goes to the interpreter at the instruction's start, so nothing the
-    /// instruction did before its guards may be visible. Filled in by `finish_handovers`.
-    fn deopt_block(&mut self, at: At, site: u32, reason: DeoptReason) -> Block {
-        let blk = self.b.create_block();
-        self.b.set_cold_block(blk);
-        self.speculated.insert(site);
-        self.s.deopts.push((
-            blk,
-            Deopt {
-                at: at.i,
-                height: at.h0,
-                site,
-                reason,
-            },
-        ));
-        blk
     }
 
     /// Pushes the receiver's field `index` at slot `h`, or hands over to the interpreter at
@@ -820,7 +409,6 @@ impl Translator<'_, '_> {
     }
 
     fn op(&mut self, i: usize, op: Op, h: i32, len: usize) -> Result<(), String> {
-        let at = At { i, h0: h };
         let next = if i + 1 < len {
             self.s.blocks.get(i + 1).copied()
         } else {
@@ -909,9 +497,9 @@ impl Translator<'_, '_> {
                 self.set_slot(h, v);
                 self.jump(next_block(next)?);
             }
-            Op::Send(site) => self.direct_send(site, h, at)?,
+            Op::Send(site) => self.direct_send(site, h, i)?,
             Op::SuperSend(site) => self.send_stub(self.layout.stubs.super_send, site, h, i)?,
-            Op::SendBinary(site) => self.send_binary(site, h, at)?,
+            Op::SendBinary(site) => self.send_binary(site, h, i)?,
             Op::SendIsNil(site) | Op::SendNotNil(site) => {
                 // Answered by a comparison with nil while the core library's definitions
                 // stand (as the interpreter does), else sent through the stub.
@@ -968,7 +556,7 @@ impl Translator<'_, '_> {
             Op::JumpBack(t) => {
                 let to = self.block(t as usize)?;
                 if self.layout.count_calls {
-                    crate::counters::count_loop(&mut self.b, self.s.request.code, self.tier_column);
+                    crate::counters::count_loop(&mut self.b, self.s.request.code, TIER_COLUMN);
                 }
                 let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
                 let bits = self
@@ -1006,22 +594,20 @@ impl Translator<'_, '_> {
             Op::PushLocalSend(k, site) => {
                 let v = self.slot(k as i32);
                 self.set_slot(h, v);
-                self.direct_send(site, h + 1, at)?;
+                self.direct_send(site, h + 1, i)?;
             }
             Op::PushLocalSendBinary(k, site) => {
                 let v = self.slot(k as i32);
                 self.set_slot(h, v);
-                self.send_binary(site, h + 1, at)?;
+                self.send_binary(site, h + 1, i)?;
             }
             Op::PushConstSendBinary(v, site) => {
                 let v = self.b.ins().iconst(I64, v.0 as i64);
                 self.set_slot(h, v);
-                self.send_binary(site, h + 1, at)?;
+                self.send_binary(site, h + 1, i)?;
             }
-            Op::SendCompareJumpIfFalse(site, t) => {
-                self.compare_and_branch(site, t, false, h, at)?
-            }
-            Op::SendCompareJumpIfTrue(site, t) => self.compare_and_branch(site, t, true, h, at)?,
+            Op::SendCompareJumpIfFalse(site, t) => self.compare_and_branch(site, t, false, h, i)?,
+            Op::SendCompareJumpIfTrue(site, t) => self.compare_and_branch(site, t, true, h, i)?,
         }
         Ok(())
     }

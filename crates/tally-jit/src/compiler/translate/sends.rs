@@ -1,5 +1,5 @@
 //! Sends: the stubs, the inline-cache probe and direct calls (frames pushed and
-//! popped by compiled code), speculative sends behind class guards, and value counting.
+//! popped by compiled code), and value counting.
 
 use super::*;
 
@@ -22,9 +22,7 @@ impl Translator<'_, '_> {
         let mut all = vec![self.vm];
         all.extend_from_slice(args);
         let call = self.b.ins().call_indirect(sig, callee, &all);
-        let result = self.b.inst_results(call)[0];
-        self.reload_after_call();
-        result
+        self.b.inst_results(call)[0]
     }
 
     /// After a stub that answers a status: on to `next` on `Continue`, else leave with it.
@@ -55,19 +53,9 @@ impl Translator<'_, '_> {
     /// inline cache holds the receiver's class and the target is compiled bytecode with a
     /// plain frame, pushes the callee's frame and calls its code directly; anything else
     /// (a miss, a primitive, a trivial method, a context to make, a tripped push limit, too
-    /// little value stack or native stack) takes the send stub. Resumes at `i + 1`. Where
-    /// the tier speculates and the site's cache holds one or two classes, `speculative_send`.
-    pub(super) fn direct_send(&mut self, site: u32, h: i32, at: At) -> Result<(), String> {
+    /// little value stack or native stack) takes the send stub. Resumes at `i + 1`.
+    pub(super) fn direct_send(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
         let facts = self.site(site);
-        if self.speculates() {
-            if let Some(expected) = facts.expects_receiver {
-                return self.speculative_send(site, expected, h, at);
-            }
-            if facts.cold {
-                return self.send_stub(self.layout.stubs.send, site, h, at.i);
-            }
-        }
-        let i = at.i;
         let argc = facts.argc as i32;
         let c = &self.layout.calls;
         let flags = Self::flags();
@@ -174,7 +162,6 @@ impl Translator<'_, '_> {
             function,
             ctx: nil,
             closure: none,
-            mark: None,
         };
         self.push_and_call(callee, frames, argc, h, i)?;
 
@@ -329,38 +316,6 @@ impl Translator<'_, '_> {
         self.b.ins().load(I32, Self::flags(), v, 4)
     }
 
-    /// A guard that the value in slot `k` is an instance of `class`, else `fail`: a tag test
-    /// for small integers and symbols (all immediates), a word compare for `nil`, `true` and `false` (their classes have no
-    /// other instances: the VM refuses `new` for them), the header's class id for objects
-    /// (the request never expects immediate doubles).
-    pub(super) fn guard_class(&mut self, k: i32, class: u32, fail: Block) {
-        let recv = self.slot(k);
-        let ok = self.b.create_block();
-        let immediate = self
-            .layout
-            .calls
-            .immediate_classes
-            .iter()
-            .find(|(c, _)| *c == class)
-            .map(|&(_, word)| word);
-        if class == self.layout.calls.integer_class {
-            let is_int = and_imm(&mut self.b, recv, 1);
-            self.b.ins().brif(is_int, ok, &[], fail, &[]);
-        } else if class == self.layout.calls.symbol_class {
-            let tag = and_imm(&mut self.b, recv, 7);
-            let is_symbol = cmp_imm(&mut self.b, IntCC::Equal, tag, SYMBOL_TAG);
-            self.b.ins().brif(is_symbol, ok, &[], fail, &[]);
-        } else if let Some(word) = immediate {
-            let same = cmp_imm(&mut self.b, IntCC::Equal, recv, word as i64);
-            self.b.ins().brif(same, ok, &[], fail, &[]);
-        } else {
-            let actual = self.object_class(recv, fail);
-            let same = cmp_imm(&mut self.b, IntCC::Equal, actual, class as i64);
-            self.b.ins().brif(same, ok, &[], fail, &[]);
-        }
-        self.b.switch_to_block(ok);
-    }
-
     /// Whether no profiler hook is due (the yieldpoint flag is down): only then may a send
     /// be done without a frame, as the interpreter does.
     pub(super) fn no_hook_due(&mut self) -> Value {
@@ -418,7 +373,7 @@ impl Translator<'_, '_> {
         i: usize,
     ) -> Result<(), String> {
         let flags = Self::flags();
-        let (callee_frame, new_bp) = self.push_frame(&callee, at, argc, h, i, None);
+        let (callee_frame, new_bp) = self.push_frame(&callee, at, argc, h, i);
         let sig = self.sigs.entry;
         let fresh = self.b.ins().iconst(I32, 0);
         let call = self.b.ins().call_indirect(
@@ -427,7 +382,6 @@ impl Translator<'_, '_> {
             &[self.vm, callee_frame, new_bp, fresh],
         );
         let status = self.b.inst_results(call)[0];
-        self.reload_after_call();
         let returned = self.b.create_block();
         let is_return = cmp_imm(&mut self.b, IntCC::Equal, status, Status::Returned as i64);
         let exit = self.exit;
@@ -452,9 +406,8 @@ impl Translator<'_, '_> {
     }
 
     /// Writes `callee`'s frame over the receiver and `argc` arguments below height `h` at
-    /// depth `at` (room checked by `room_for_call`), its stack locals nil (`locals`: their
-    /// number when known, else read from the code), after making the caller exact for a
-    /// call from `i`. Answers the new frame's address and base (a u64).
+    /// depth `at` (room checked by `room_for_call`), its stack locals nil, after making the
+    /// caller exact for a call from `i`. Answers the new frame's address and base (a u64).
     pub(super) fn push_frame(
         &mut self,
         callee: &Callee,
@@ -462,7 +415,6 @@ impl Translator<'_, '_> {
         argc: i32,
         h: i32,
         i: usize,
-        locals: Option<u16>,
     ) -> (Value, Value) {
         let c = &self.layout.calls;
         let flags = Self::flags();
@@ -490,15 +442,12 @@ impl Translator<'_, '_> {
             // `bp` and `mark` are neighbours: one store writes both (little-endian, `bp`
             // first), so marking costs a profiled call no store of its own.
             debug_assert_eq!(self.layout.frame_mark, self.layout.frame_bp + 4);
-            let mark = match callee.mark {
-                Some(m) => self.b.ins().iconst(I64, i64::from(m)),
-                None => self.b.ins().uload8(
-                    I64,
-                    flags,
-                    callee.code,
-                    tally_vm::jit::TierCallCounter::tier_offset_in_code(),
-                ),
-            };
+            let mark = self.b.ins().uload8(
+                I64,
+                flags,
+                callee.code,
+                tally_vm::jit::TierCallCounter::tier_offset_in_code(),
+            );
             let mark_high = self.b.ins().ishl_imm_u(mark, 32);
             let bp_low = self.b.ins().uextend(I64, new_bp32);
             let both = self.b.ins().bor(bp_low, mark_high);
@@ -521,38 +470,27 @@ impl Translator<'_, '_> {
             .ins()
             .store(flags, new_depth, frame_stack, self.layout.frames_len);
         // Its stack locals, nil.
-        let locals = match locals {
-            Some(n) => {
-                for k in 0..n as i32 {
-                    self.b.ins().store(flags, nil, self.s.fp, (h + k) * 8);
-                }
-                self.b.ins().iconst(I64, n as i64)
-            }
-            None => {
-                let locals = self
-                    .b
-                    .ins()
-                    .uload16(I64, flags, callee.code, c.code_num_locals);
-                let fill = self.b.create_block();
-                self.b.append_block_param(fill, I64);
-                let filled = self.b.create_block();
-                let start = self.b.ins().iconst(I64, 0);
-                self.b.ins().jump(fill, &[start.into()]);
-                self.b.switch_to_block(fill);
-                let k = self.b.block_params(fill)[0];
-                let more = self.b.ins().icmp(IntCC::UnsignedLessThan, k, locals);
-                let store_one = self.b.create_block();
-                self.b.ins().brif(more, store_one, &[], filled, &[]);
-                self.b.switch_to_block(store_one);
-                let byte = mul_imm(&mut self.b, k, 8);
-                let address = self.b.ins().iadd(self.s.fp, byte);
-                self.b.ins().store(flags, nil, address, h * 8);
-                let k1 = add_imm(&mut self.b, k, 1);
-                self.b.ins().jump(fill, &[k1.into()]);
-                self.b.switch_to_block(filled);
-                locals
-            }
-        };
+        let locals = self
+            .b
+            .ins()
+            .uload16(I64, flags, callee.code, c.code_num_locals);
+        let fill = self.b.create_block();
+        self.b.append_block_param(fill, I64);
+        let filled = self.b.create_block();
+        let start = self.b.ins().iconst(I64, 0);
+        self.b.ins().jump(fill, &[start.into()]);
+        self.b.switch_to_block(fill);
+        let k = self.b.block_params(fill)[0];
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, k, locals);
+        let store_one = self.b.create_block();
+        self.b.ins().brif(more, store_one, &[], filled, &[]);
+        self.b.switch_to_block(store_one);
+        let byte = mul_imm(&mut self.b, k, 8);
+        let address = self.b.ins().iadd(self.s.fp, byte);
+        self.b.ins().store(flags, nil, address, h * 8);
+        let k1 = add_imm(&mut self.b, k, 1);
+        self.b.ins().jump(fill, &[k1.into()]);
+        self.b.switch_to_block(filled);
         let len = self.b.ins().iadd(height, locals);
         self.b
             .ins()
@@ -597,199 +535,5 @@ impl Translator<'_, '_> {
         let status = self.call_stub(self.layout.stubs.epilogue, sig, &[]);
         self.continue_or_leave(status, next);
         Ok(())
-    }
-
-    /// A send from a site whose inline cache holds one or two receiver classes: a guard on
-    /// each class in turn, each followed by its target without the cache probe: a trivial
-    /// method or an Array primitive in place, a method or a block's code called directly.
-    /// A receiver of no guarded class deoptimizes when the site has seen one class, and
-    /// takes the send stub when it has seen two (a full cache may have lost others). What a
-    /// fast path cannot do (a raised profiler flag, an index out of bounds, no compiled code
-    /// yet, no room) takes the send stub.
-    pub(super) fn speculative_send(
-        &mut self,
-        site: u32,
-        expected: ExpectedReceivers,
-        h: i32,
-        at: At,
-    ) -> Result<(), String> {
-        let i = at.i;
-        let argc = self.site(site).argc as i32;
-        let recv_slot = h - 1 - argc;
-        let slow = self.b.create_block();
-        self.b.set_cold_block(slow);
-        let classes = expected.classes();
-        let last_miss = if expected.deopt_on_miss() {
-            self.deopt_block(at, site, DeoptReason::ReceiverClass)
-        } else {
-            self.speculated.insert(site);
-            slow
-        };
-        for (k, e) in classes.iter().enumerate() {
-            let last = k + 1 == classes.len();
-            let miss = if last {
-                last_miss
-            } else {
-                self.b.create_block()
-            };
-            self.guard_class(recv_slot, e.class, miss);
-            self.expected_target(e.target, recv_slot, argc, h, i, slow)?;
-            if !last {
-                self.b.switch_to_block(miss);
-                self.s.pending_reload = None;
-            }
-        }
-        self.b.switch_to_block(slow);
-        self.send_stub(self.layout.stubs.send, site, h, i)
-    }
-
-    /// The code of one expected target, the receiver's class already guarded: done in place
-    /// or called directly, then on to `i + 1`; what it cannot do goes to `slow`.
-    pub(super) fn expected_target(
-        &mut self,
-        target: ExpectedTarget,
-        recv_slot: i32,
-        argc: i32,
-        h: i32,
-        i: usize,
-        slow: Block,
-    ) -> Result<(), String> {
-        let flags = Self::flags();
-        let c = &self.layout.calls;
-        let next = self.block(i + 1)?;
-        match target {
-            ExpectedTarget::Trivial { kind, operand } => {
-                self.when_no_hook_due(slow);
-                match kind {
-                    TRIVIAL_GETTER | TRIVIAL_SETTER => {
-                        let index = self.b.ins().iconst(I64, operand as i64);
-                        let field = self.dynamic_field_address(recv_slot, index, slow);
-                        if kind == TRIVIAL_GETTER {
-                            let v = self.b.ins().load(I64, flags, field.address, 0);
-                            self.set_slot(recv_slot, v);
-                        } else {
-                            let v = self.slot(recv_slot + 1);
-                            self.store_into_heap(v, field);
-                        }
-                    }
-                    TRIVIAL_CONSTANT => {
-                        let v = self.b.ins().iconst(I64, operand as i64);
-                        self.set_slot(recv_slot, v);
-                    }
-                    _ => {}
-                }
-                self.jump(next);
-            }
-            ExpectedTarget::Method(code) => {
-                if let Some(callee) = self.inline_request(i, code) {
-                    return self.inline_method(callee, recv_slot, argc, h, i, slow);
-                }
-                let address = self
-                    .b
-                    .ins()
-                    .iconst(I64, code as *const tally_vm::runtime::Code as i64);
-                let function = self.b.ins().load(I64, flags, address, c.code_compiled);
-                let compiled = cmp_imm(&mut self.b, IntCC::UnsignedGreaterThan, function, 1);
-                let room = self.b.ins().iconst(I64, code.room_above_arguments as i64);
-                let (fits, frames) = self.room_for_call(h, room);
-                let ok = self.b.ins().band(compiled, fits);
-                let push = self.b.create_block();
-                self.b.ins().brif(ok, push, &[], slow, &[]);
-                self.b.switch_to_block(push);
-                let id = self.b.ins().iconst(I32, code.id as i64);
-                let nil = self.b.ins().iconst(I64, tally_heap::Value::NIL.0 as i64);
-                let none = self.b.ins().iconst(I64, 0);
-                let callee = Callee {
-                    id,
-                    code: address,
-                    function,
-                    ctx: nil,
-                    closure: none,
-                    mark: None,
-                };
-                self.push_and_call(callee, frames, argc, h, i)?;
-            }
-            ExpectedTarget::ArrayAt | ExpectedTarget::ArrayAtPut => {
-                self.when_no_hook_due(slow);
-                let element = self.element_address(recv_slot, slow);
-                if matches!(target, ExpectedTarget::ArrayAt) {
-                    let v = self.b.ins().load(I64, flags, element.address, 0);
-                    self.set_slot(recv_slot, v);
-                } else {
-                    let v = self.slot(recv_slot + 2);
-                    self.store_into_heap(v, element);
-                }
-                self.jump(next);
-            }
-            ExpectedTarget::ArrayLength => {
-                self.when_no_hook_due(slow);
-                let recv = self.slot(recv_slot);
-                let len = self.b.ins().uload32(flags, recv, 8);
-                let twice = self.b.ins().iadd(len, len);
-                let v = add_imm(&mut self.b, twice, 1);
-                self.set_slot(recv_slot, v);
-                self.jump(next);
-            }
-            ExpectedTarget::Identical => {
-                self.when_no_hook_due(slow);
-                let a = self.slot(recv_slot);
-                let b = self.slot(recv_slot + 1);
-                let same = self.b.ins().icmp(IntCC::Equal, a, b);
-                let v = numbers::boolean(&mut self.b, same);
-                self.set_slot(recv_slot, v);
-                self.jump(next);
-            }
-            ExpectedTarget::BlockValue => {
-                // The closure's code: compiled, a plain frame, no context of its own.
-                let closure = self.slot(recv_slot);
-                let slot_offset = |k: usize| (HEADER_BYTES + k * 8) as i32;
-                let tagged_id = self
-                    .b
-                    .ins()
-                    .load(I64, flags, closure, slot_offset(block::CODE));
-                let one = self.b.ins().iconst(I64, 1);
-                let id = self.b.ins().sshr(tagged_id, one);
-                let id = self.b.ins().ireduce(I32, id);
-                let code = self.code_address(id);
-                let DirectCall {
-                    ok,
-                    function,
-                    frames,
-                    ..
-                } = self.callable_directly(code, argc, h);
-                let push = self.b.create_block();
-                self.b.ins().brif(ok, push, &[], slow, &[]);
-                self.b.switch_to_block(push);
-                // As `Vm::invoke_block`: the frame's receiver is the closure's, its outer
-                // context the closure's.
-                let ctx = self
-                    .b
-                    .ins()
-                    .load(I64, flags, closure, slot_offset(block::CONTEXT));
-                let receiver = self
-                    .b
-                    .ins()
-                    .load(I64, flags, closure, slot_offset(block::RECEIVER));
-                self.set_slot(recv_slot, receiver);
-                let callee = Callee {
-                    id,
-                    code,
-                    function,
-                    ctx,
-                    closure,
-                    mark: None,
-                };
-                self.push_and_call(callee, frames, argc, h, i)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Goes on in a new block when no profiler hook is due, else to `hook`.
-    pub(super) fn when_no_hook_due(&mut self, hook: Block) {
-        let quiet = self.no_hook_due();
-        let go = self.b.create_block();
-        self.b.ins().brif(quiet, go, &[], hook, &[]);
-        self.b.switch_to_block(go);
     }
 }
