@@ -35,7 +35,7 @@ pub struct Frame {
     pub closure: Value,
 }
 
-/// What the collector needs of an activation that the `ir` tier's native code runs: its
+/// What the collector needs of an activation that the optimizing tier's native code runs: its
 /// references live across a call are in its native frame (Cranelift's stack maps), not in
 /// the value stack. One per frame, beside the frame array at the same index (the same
 /// size, so native code finds its record at a fixed distance from its frame); `fp` is 0

@@ -138,7 +138,7 @@ pub struct Code {
     pub room_above_arguments: u32,
     /// Compiled code for this method or block, or whether to compile it at its next call.
     pub compiled: crate::jit::CompiledSlot,
-    /// The `ir` tier's direct entry of the installed version (0: none), which native code
+    /// The optimizing tier's direct entry of the installed version (0: none), which native code
     /// calls with the receiver and arguments in registers.
     pub direct: std::sync::atomic::AtomicUsize,
     /// What compiled code may do in place of calling this code when an inline cache names

@@ -287,9 +287,9 @@ struct Cli {
     value_profiles: Option<Switch>,
 
     /// No on-stack replacement: a loop running in the interpreter does not move into
-    /// compiled code at its back-edge. In the baseline and opt tiers its activation moves
-    /// when it next returns from a call; the ir tier's code is entered only at a call or a
-    /// loop head, so there the activation stays interpreted to its end.
+    /// compiled code at its back-edge. In the baseline tier its activation moves when it next
+    /// returns from a call; the optimizing tier's code is entered only at a call or a loop
+    /// head, so there the activation stays interpreted to its end.
     #[arg(long)]
     no_osr: bool,
 
@@ -720,7 +720,7 @@ fn class_path(values: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The native stack of the thread that runs everything: compiled code of the `ir` tier
+/// The native stack of the thread that runs everything: compiled code of the optimizing tier
 /// nests SOM calls on it, about 1 KiB a call, so this lets recursion reach the default
 /// `--max-stack-depth` before the native stack runs out (the pages are reserved, and only
 /// touched as the stack grows).

@@ -1,4 +1,4 @@
-//! The `ir` tier: bytecode → `tally_ir` → Cranelift. Every SOM value of an activation is an
+//! The optimizing tier: bytecode → `tally_ir` → Cranelift. Every SOM value of an activation is an
 //! SSA value (a register or a spill slot Cranelift chooses); the value stack is written only
 //! where the interpreter takes the activation over (a frame state's exit) and read only at
 //! entry.

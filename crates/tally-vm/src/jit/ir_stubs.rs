@@ -1,4 +1,4 @@
-//! The stubs of the `ir` tier's native code. Unlike `stubs.rs`'s, a call runs to completion
+//! The stubs of the optimizing tier's native code. Unlike `stubs.rs`'s, a call runs to completion
 //! here: the stub pushes the receiver and arguments on the value stack above the calling
 //! frame, makes the send (a primitive or trivial method answers in place, a method or block
 //! gets its frame) and runs the callee in a nested dispatch loop, then answers its result.

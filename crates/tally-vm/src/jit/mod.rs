@@ -218,7 +218,7 @@ pub struct Layout {
     pub method_hooks_armed: usize,
 }
 
-/// Offsets for the `ir` tier's native activations (`frames::NativeActivation`).
+/// Offsets for the optimizing tier's native activations (`frames::NativeActivation`).
 #[derive(Clone, Debug)]
 pub struct NativeLayout {
     /// In the frame stack: the distance (an `isize`) from a frame to its record.
@@ -379,20 +379,20 @@ pub struct NativeCode {
     /// run goes on to the next entry's offset. `None`: code of no one instruction (the
     /// entry's dispatch, shared exits).
     pub pc_map: Vec<(u32, Option<u32>)>,
-    /// Send sites the code speculates at (guards that deoptimize); 0 for code that runs
-    /// whatever the program does.
+    /// Send sites the code speculates at (guards that deoptimize, class switches on what a
+    /// site saw); 0 for code that runs whatever the program does.
     pub speculations: u32,
     /// The stack maps of code that keeps references in its native frame across calls (the
-    /// `ir` tier); the VM keeps the table as long as it runs, since activations of an
+    /// optimizing tier); the VM keeps the table as long as it runs, since activations of an
     /// invalidated version may still be suspended.
     pub safepoints: Option<Arc<SafepointTable>>,
-    /// The `ir` tier's direct entry (`Code::direct`), and where the machine code that
+    /// The optimizing tier's direct entry (`Code::direct`), and where the machine code that
     /// samples and symbols describe starts, when `entry` is a small adapter elsewhere.
     pub direct: Option<usize>,
     pub code_start: Option<usize>,
     /// The loop heads an interpreted frame may enter the code at (on-stack replacement) in
-    /// tiers whose code is entered only at a call otherwise (`ir`); empty in the others,
-    /// which resume a frame at any instruction boundary.
+    /// the optimizing tier, whose code is entered only at a call otherwise; empty in the
+    /// baseline tier's, which resumes a frame at any instruction boundary.
     pub osr_entries: Vec<u32>,
 }
 
@@ -553,7 +553,7 @@ pub(crate) struct Jit {
     pub(crate) error: Option<VmError>,
     /// Below this native stack pointer, compiled code stops calling compiled code directly
     /// and lets the dispatcher run the callee, which unwinds the chain of native frames: SOM
-    /// recursion may go far deeper than the native stack; the `ir` tier's calls, which nest,
+    /// recursion may go far deeper than the native stack; the optimizing tier's calls, which nest,
     /// end in a stack overflow (`native_stack`). Set when the generator is set.
     pub(crate) native_stack_limit: usize,
     /// Written by a failing guard (`Status::Deopt`).

@@ -1,4 +1,4 @@
-//! How deep compiled code may nest calls on the native stack. The `ir` tier runs a call
+//! How deep compiled code may nest calls on the native stack. The optimizing tier runs a call
 //! to completion inside the caller's native frame, so SOM recursion through it recurses on
 //! the thread's stack; its stubs refuse a call below `Jit::native_stack_limit` with SOM's
 //! stack-overflow error instead of letting the thread overflow. The limit leaves

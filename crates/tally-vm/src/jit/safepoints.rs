@@ -1,4 +1,4 @@
-//! Where the `ir` tier's native code keeps references across calls: for each call that may
+//! Where the optimizing tier's native code keeps references across calls: for each call that may
 //! collect (a safepoint), the slots of its native frame that hold live references, from
 //! Cranelift's user stack maps. The collector reads them through the frame's
 //! [`crate::frames::NativeActivation`] and updates the slots in place; the code reloads

@@ -47,7 +47,7 @@ pub struct Stubs {
     /// is on top, at its entry (`kind` 0) or before its return (1), while
     /// `method_hooks_armed` is set.
     pub method_hook: usize,
-    /// The `ir` tier's calls, each run to completion (`ir_stubs`), answering the result or
+    /// The optimizing tier's calls, each run to completion (`ir_stubs`), answering the result or
     /// `Value::NONE` (leave): `(vm, site, operands, argc)` a send, a super send;
     /// `(vm, code, operands, argc)` a method's call; `(vm, operands, argc)` a block's.
     pub ir_send: usize,
