@@ -9,6 +9,7 @@
 //! directly by compiled callers and an adapter the dispatcher enters it through.
 
 mod pc_map;
+pub(crate) use pc_map::SHARED_EXIT;
 mod translate;
 
 use cranelift_codegen::ir::immediates::Imm64;

@@ -591,7 +591,8 @@ impl Lowerer<'_, '_> {
     /// A send whose receiver class the compile did not know: the site's inline cache is
     /// probed at run time (a small integer's class or a heap object's header against its two
     /// entries), and a hit on a method with a direct entry is called straight; anything else
-    /// goes through the send stub, which fills the cache. Both are safepoints.
+    /// goes through the send stub, which fills the cache. Both are safepoints. A cold site
+    /// (`SiteFacts::cold`) gets the stub call alone.
     fn send_through_cache(
         &mut self,
         site: u32,
@@ -603,6 +604,11 @@ impl Lowerer<'_, '_> {
             self.request.code.ops.get(inst.bci as usize).copied()
         {
             return self.nil_test(matches!(op, Op::SendIsNil(_)), site, receiver, inst);
+        }
+        if self.request.site(site).is_ok_and(|f| f.cold) {
+            // A send that never ran while the code around it did: the stub alone, no fast
+            // path to spend code (and compile time) on.
+            return self.call(self.layout.stubs.ir_send, Some(site), receiver, args, inst);
         }
         let calls = &self.layout.calls;
         let recv = self.val(receiver)?;

@@ -28,7 +28,7 @@
 //!   the dispatcher the body leaves the status (`Status::Deopt`: the speculation is recorded
 //!   and the version invalidated; `Status::Interpret`) in `Layout::exit_status`, for a direct
 //!   call `ir_interpret` runs the frame in the interpreter to its return. One exit per frame
-//!   state and status, shared by its guards.
+//!   state and status, shared by its guards, each ending in the function's one hand-over.
 
 mod insts;
 
@@ -152,6 +152,7 @@ pub(crate) fn lower(
         blocks: Vec::new(),
         exits: HashMap::new(),
         leave: None,
+        hand_over: None,
         safepoints: 0,
         speculated: std::collections::BTreeSet::new(),
     };
@@ -292,6 +293,9 @@ struct Lowerer<'a, 'f> {
     exits: HashMap<(FrameStateId, ExitKind), Block>,
     /// Where a call that answered `Value::NONE` leaves.
     leave: Option<Block>,
+    /// The end every exit shares once it has written its frame: hands the frame over with
+    /// the status (its parameter).
+    hand_over: Option<Block>,
     /// Safepoints numbered so far.
     safepoints: u32,
     speculated: std::collections::BTreeSet<u32>,
@@ -795,7 +799,51 @@ impl Lowerer<'_, '_> {
         for ((state, kind), exit) in exits {
             self.fill_exit(state, kind, exit)?;
         }
+        if let Some(hand_over) = self.hand_over {
+            self.fill_hand_over(hand_over);
+        }
         Ok(())
+    }
+
+    /// The end the exits share (`hand_over`), created at the first exit.
+    fn hand_over(&mut self) -> Block {
+        if let Some(b) = self.hand_over {
+            return b;
+        }
+        let b = self.b.create_block();
+        self.b.set_cold_block(b);
+        self.b.append_block_param(b, I32);
+        self.hand_over = Some(b);
+        b
+    }
+
+    /// Hands the frame an exit wrote over with its status: for the dispatcher, the status
+    /// through the adapter; for a direct call, the interpreter runs the frame to its return
+    /// here. It runs for no one bytecode (`SHARED_EXIT`).
+    fn fill_hand_over(&mut self, hand_over: Block) {
+        let layout = self.layout;
+        self.b.switch_to_block(hand_over);
+        self.b
+            .set_srcloc(SourceLoc::new(crate::compiler::SHARED_EXIT));
+        let status = self.b.block_params(hand_over)[0];
+        self.clear_native();
+        let framed = self.b.create_block();
+        let direct = self.b.create_block();
+        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+        self.b.switch_to_block(framed);
+        self.b
+            .ins()
+            .store(flags(), status, self.vm, layout.exit_status);
+        let none = self.iconst(I64, 0);
+        self.b.ins().return_(&[none]);
+        self.b.switch_to_block(direct);
+        let stub = self.iconst(I64, layout.stubs.ir_interpret as i64);
+        let call =
+            self.b
+                .ins()
+                .call_indirect(self.sigs.interpret, stub, &[self.vm, self.frame, status]);
+        let result = self.b.inst_results(call)[0];
+        self.b.ins().return_(&[result]);
     }
 
     fn fill_exit(
@@ -839,7 +887,6 @@ impl Lowerer<'_, '_> {
             let ip = self.iconst(I32, fs.bci as i64);
             self.b.ins().store(flags(), ip, self.frame, layout.frame_ip);
         }
-        self.clear_native();
         let status = match kind {
             ExitKind::Interpret | ExitKind::Restart => self.iconst(I32, Status::Interpret as i64),
             ExitKind::Status => param.expect("a status"),
@@ -864,25 +911,8 @@ impl Lowerer<'_, '_> {
                 self.iconst(I32, Status::Deopt as i64)
             }
         };
-        // For the dispatcher: the status, through the adapter. For a direct call: the
-        // interpreter runs the frame to its return here.
-        let framed = self.b.create_block();
-        let direct = self.b.create_block();
-        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
-        self.b.switch_to_block(framed);
-        self.b
-            .ins()
-            .store(flags(), status, self.vm, layout.exit_status);
-        let none = self.iconst(I64, 0);
-        self.b.ins().return_(&[none]);
-        self.b.switch_to_block(direct);
-        let stub = self.iconst(I64, layout.stubs.ir_interpret as i64);
-        let call =
-            self.b
-                .ins()
-                .call_indirect(self.sigs.interpret, stub, &[self.vm, self.frame, status]);
-        let result = self.b.inst_results(call)[0];
-        self.b.ins().return_(&[result]);
+        let hand_over = self.hand_over();
+        self.b.ins().jump(hand_over, &[status.into()]);
         Ok(())
     }
 
