@@ -153,6 +153,7 @@ pub(crate) fn lower(
         exits: HashMap::new(),
         leave: None,
         hand_over: None,
+        ret: None,
         safepoints: 0,
         speculated: std::collections::BTreeSet::new(),
     };
@@ -296,6 +297,8 @@ struct Lowerer<'a, 'f> {
     /// The end every exit shares once it has written its frame: hands the frame over with
     /// the status (its parameter).
     hand_over: Option<Block>,
+    /// Where the returns go (`fill_ret`), and the bytecode index of the first.
+    ret: Option<(Block, u32)>,
     /// Safepoints numbered so far.
     safepoints: u32,
     speculated: std::collections::BTreeSet<u32>,
@@ -653,7 +656,8 @@ impl Lowerer<'_, '_> {
                 if self.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
                     self.method_hook(PointKind::Exit, bci);
                 }
-                self.return_value(v);
+                let ret = self.ret(bci);
+                self.b.ins().jump(ret, &[v.into()]);
             }
             Terminator::ReturnNonLocal { state, .. } | Terminator::Deopt(state) => {
                 let exit = self.exit(*state, ExitKind::Interpret)?;
@@ -675,10 +679,26 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
-    /// Returns `v`: for the dispatcher the adapter pushes it and answers
-    /// `Status::Returned` (the dispatcher pops the frame); a direct call pops its frame.
-    fn return_value(&mut self, v: Value) {
+    /// The block every return jumps to with its value (created at the first, whose
+    /// bytecode index, `bci`, its code is placed on).
+    fn ret(&mut self, bci: u32) -> Block {
+        if let Some((b, _)) = self.ret {
+            return b;
+        }
+        let b = self.b.create_block();
+        self.b.append_block_param(b, I64);
+        self.ret = Some((b, bci));
+        b
+    }
+
+    /// Fills `ret`, which returns its parameter: for the dispatcher the adapter pushes it and
+    /// answers `Status::Returned` (the dispatcher pops the frame); a direct call pops its
+    /// frame.
+    fn fill_ret(&mut self, ret: Block, bci: u32) {
         let layout = self.layout;
+        self.b.switch_to_block(ret);
+        self.b.set_srcloc(SourceLoc::new(bci));
+        let v = self.b.block_params(ret)[0];
         self.clear_native();
         let framed = self.b.create_block();
         let direct = self.b.create_block();
@@ -801,6 +821,9 @@ impl Lowerer<'_, '_> {
         }
         if let Some(hand_over) = self.hand_over {
             self.fill_hand_over(hand_over);
+        }
+        if let Some((ret, bci)) = self.ret {
+            self.fill_ret(ret, bci);
         }
         Ok(())
     }
