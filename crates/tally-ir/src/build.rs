@@ -635,10 +635,7 @@ impl Builder<'_> {
     ) -> Result<(), String> {
         let facts = self.facts(site);
         let arith = match facts.int_op {
-            SiteOp::Add => Some(Err(IntOp::Add)),
-            SiteOp::Sub => Some(Err(IntOp::Sub)),
-            SiteOp::Mul => Some(Err(IntOp::Mul)),
-            SiteOp::BitAnd => Some(Err(IntOp::BitAnd)),
+            op if IntOp::of_site(op).is_some() => IntOp::of_site(op).map(Err),
             SiteOp::Less => Some(Ok(IntCmp::Less)),
             SiteOp::Greater => Some(Ok(IntCmp::Greater)),
             SiteOp::LessEq => Some(Ok(IntCmp::LessEq)),

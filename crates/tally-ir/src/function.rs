@@ -3,6 +3,7 @@
 
 use tally_heap::Value;
 use tally_vm::bytecode::{CodeId, SiteId};
+use tally_vm::runtime::IntOp as SiteOp;
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -79,13 +80,25 @@ pub struct ValueData {
     pub ty: Ty,
 }
 
-/// Small-integer arithmetic that may overflow (the instruction deoptimizes then).
+/// Small-integer arithmetic (the instruction deoptimizes where the VM's own answer would
+/// take the general path: `IntOp::may_overflow`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntOp {
     Add,
     Sub,
     Mul,
     BitAnd,
+    /// `/`, truncated.
+    Div,
+    /// `%`, floored.
+    Mod,
+    /// `rem:`, truncated.
+    Rem,
+    BitXor,
+    /// `<<`.
+    Shl,
+    /// `>>>` of a non-negative receiver.
+    Shr,
 }
 
 impl IntOp {
@@ -95,23 +108,58 @@ impl IntOp {
             IntOp::Sub => "int_sub",
             IntOp::Mul => "int_mul",
             IntOp::BitAnd => "int_and",
+            IntOp::Div => "int_div",
+            IntOp::Mod => "int_mod",
+            IntOp::Rem => "int_rem",
+            IntOp::BitXor => "int_xor",
+            IntOp::Shl => "int_shl",
+            IntOp::Shr => "int_shr",
         }
     }
 
-    /// The result, `None` where it leaves the small integers.
-    pub fn apply(self, a: i64, b: i64) -> Option<i64> {
-        let r = match self {
-            IntOp::Add => a.checked_add(b)?,
-            IntOp::Sub => a.checked_sub(b)?,
-            IntOp::Mul => a.checked_mul(b)?,
-            IntOp::BitAnd => a & b,
-        };
-        (Value::MIN_INT..=Value::MAX_INT).contains(&r).then_some(r)
+    /// The send-site operation it does (`tally_vm::runtime::IntOp`), whose `apply` is the one
+    /// definition of its result.
+    pub fn site_op(self) -> SiteOp {
+        match self {
+            IntOp::Add => SiteOp::Add,
+            IntOp::Sub => SiteOp::Sub,
+            IntOp::Mul => SiteOp::Mul,
+            IntOp::BitAnd => SiteOp::BitAnd,
+            IntOp::Div => SiteOp::Div,
+            IntOp::Mod => SiteOp::Mod,
+            IntOp::Rem => SiteOp::Rem,
+            IntOp::BitXor => SiteOp::BitXor,
+            IntOp::Shl => SiteOp::ShiftLeft,
+            IntOp::Shr => SiteOp::ShiftRight,
+        }
     }
 
-    /// Whether the result may leave the small integers (the instruction then needs a state).
+    /// The operation a send site's operation is, if it is arithmetic.
+    pub fn of_site(op: SiteOp) -> Option<IntOp> {
+        Some(match op {
+            SiteOp::Add => IntOp::Add,
+            SiteOp::Sub => IntOp::Sub,
+            SiteOp::Mul => IntOp::Mul,
+            SiteOp::BitAnd => IntOp::BitAnd,
+            SiteOp::Div => IntOp::Div,
+            SiteOp::Mod => IntOp::Mod,
+            SiteOp::Rem => IntOp::Rem,
+            SiteOp::BitXor => IntOp::BitXor,
+            SiteOp::ShiftLeft => IntOp::Shl,
+            SiteOp::ShiftRight => IntOp::Shr,
+            _ => return None,
+        })
+    }
+
+    /// The result, `None` where the VM takes the general path (it leaves the small integers,
+    /// a zero divisor, a shift out of range).
+    pub fn apply(self, a: i64, b: i64) -> Option<i64> {
+        self.site_op().apply(a, b)?.as_int()
+    }
+
+    /// Whether the operation may take the general path (the instruction then needs a state).
     pub fn may_overflow(self) -> bool {
-        !matches!(self, IntOp::BitAnd)
+        !matches!(self, IntOp::BitAnd | IntOp::BitXor)
     }
 }
 

@@ -64,7 +64,19 @@ pub(crate) fn compare_cc(op: IntOp) -> Option<IntCC> {
 
 /// Whether [`int_arith`] has an inline form of `op`.
 pub(crate) fn has_int_form(op: IntOp) -> bool {
-    matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::BitAnd) || compare_cc(op).is_some()
+    matches!(
+        op,
+        IntOp::Add
+            | IntOp::Sub
+            | IntOp::Mul
+            | IntOp::BitAnd
+            | IntOp::Div
+            | IntOp::Mod
+            | IntOp::Rem
+            | IntOp::BitXor
+            | IntOp::ShiftLeft
+            | IntOp::ShiftRight
+    ) || compare_cc(op).is_some()
 }
 
 /// Whether `isNil` and `notNil` may be answered by a comparison with nil: the core
@@ -134,8 +146,9 @@ pub(crate) fn has_float_form(op: IntOp) -> bool {
     matches!(op, IntOp::Add | IntOp::Sub | IntOp::Mul | IntOp::FloatDiv) || float_cc(op).is_some()
 }
 
-/// `x op y` for two tagged small integers, or a jump to `overflow` when the result does
-/// not fit; `None` when the operation has no inline form.
+/// `x op y` for two tagged small integers, as `IntOp::apply` answers it, or a jump to
+/// `overflow` where that takes the general path (a result that does not fit, a zero divisor,
+/// a shift out of range); `None` when the operation has no inline form.
 pub(crate) fn int_arith(
     b: &mut FunctionBuilder,
     op: IntOp,
@@ -172,12 +185,81 @@ pub(crate) fn int_arith(
             b.ins().bor(r, one)
         }
         IntOp::BitAnd => b.ins().band(x, y),
+        // (2x+1) ^ (2y+1) = 2(x^y): the tag again.
+        IntOp::BitXor => {
+            let r = b.ins().bxor(x, y);
+            b.ins().bor_imm_u(r, 1)
+        }
+        IntOp::Div | IntOp::Mod | IntOp::Rem => {
+            let (xs, ys) = (untag(b, x), untag(b, y));
+            let nonzero = cmp_imm(b, IntCC::NotEqual, ys, 0);
+            let ok = b.create_block();
+            b.ins().brif(nonzero, ok, &[], overflow, &[]);
+            b.switch_to_block(ok);
+            let q = match op {
+                // No i64 division traps here: the operands are 63-bit, so never MIN / -1.
+                IntOp::Div => b.ins().sdiv(xs, ys),
+                _ => {
+                    let r = b.ins().srem(xs, ys);
+                    if op == IntOp::Mod {
+                        // Floored: a remainder whose sign differs from the divisor's moves by it.
+                        let moved = b.ins().iadd(r, ys);
+                        let signs = b.ins().bxor(r, ys);
+                        let differ = cmp_imm(b, IntCC::SignedLessThan, signs, 0);
+                        let nonzero = cmp_imm(b, IntCC::NotEqual, r, 0);
+                        let both = b.ins().band(differ, nonzero);
+                        b.ins().select(both, moved, r)
+                    } else {
+                        r
+                    }
+                }
+            };
+            // -2^62 / -1 is the one quotient that leaves the small integers.
+            let r = b.ins().sadd_overflow(q, q);
+            let r = checked(b, r);
+            b.ins().bor_imm_u(r, 1)
+        }
+        IntOp::ShiftLeft => {
+            // (2x) << s, shifted back, must give 2x again: no bit of x is lost.
+            let s = untag(b, y);
+            let in_word = cmp_imm(b, IntCC::UnsignedLessThan, s, 63);
+            let ok = b.create_block();
+            b.ins().brif(in_word, ok, &[], overflow, &[]);
+            b.switch_to_block(ok);
+            let twice = add_imm(b, x, -1);
+            let shifted = b.ins().ishl(twice, s);
+            let back = b.ins().sshr(shifted, s);
+            let kept = b.ins().icmp(IntCC::Equal, back, twice);
+            let ok = b.create_block();
+            b.ins().brif(kept, ok, &[], overflow, &[]);
+            b.switch_to_block(ok);
+            b.ins().bor_imm_u(shifted, 1)
+        }
+        IntOp::ShiftRight => {
+            // A non-negative receiver, a shift within the word: its bits move down.
+            let (xs, s) = (untag(b, x), untag(b, y));
+            let in_word = cmp_imm(b, IntCC::UnsignedLessThan, s, 64);
+            let non_negative = cmp_imm(b, IntCC::SignedGreaterThanOrEqual, xs, 0);
+            let fits = b.ins().band(in_word, non_negative);
+            let ok = b.create_block();
+            b.ins().brif(fits, ok, &[], overflow, &[]);
+            b.switch_to_block(ok);
+            let r = b.ins().ushr(xs, s);
+            let twice = b.ins().iadd(r, r);
+            b.ins().bor_imm_u(twice, 1)
+        }
         _ => {
             let cc = compare_cc(op)?;
             let c = b.ins().icmp(cc, x, y);
             boolean(b, c)
         }
     })
+}
+
+/// The integer a tagged small integer stands for.
+fn untag(b: &mut FunctionBuilder, v: Value) -> Value {
+    let one = b.ins().iconst(I64, 1);
+    b.ins().sshr(v, one)
 }
 
 /// `true` or `false` as a SOM value, from a condition.

@@ -263,6 +263,18 @@ pub enum IntOp {
     And,
     /// `||`, likewise.
     Or,
+    /// `/`: the quotient truncated toward zero.
+    Div,
+    /// `%`: the remainder with the divisor's sign (floored).
+    Mod,
+    /// `rem:`: the remainder with the receiver's sign (truncated).
+    Rem,
+    /// `bitXor:`.
+    BitXor,
+    /// `<<`.
+    ShiftLeft,
+    /// `>>>`: the receiver's 64-bit pattern shifted right, zeros coming in.
+    ShiftRight,
 }
 
 impl IntOp {
@@ -281,6 +293,12 @@ impl IntOp {
             "//" => IntOp::FloatDiv,
             "&&" => IntOp::And,
             "||" => IntOp::Or,
+            "/" => IntOp::Div,
+            "%" => IntOp::Mod,
+            "rem:" => IntOp::Rem,
+            "bitXor:" => IntOp::BitXor,
+            "<<" => IntOp::ShiftLeft,
+            ">>>" => IntOp::ShiftRight,
             _ => IntOp::None,
         }
     }
@@ -347,7 +365,8 @@ impl IntOp {
     }
 
     /// The result for two small integers, or None when it must take the general path
-    /// (overflow into a big integer).
+    /// (overflow into a big integer, a zero divisor, a shift the primitive refuses or whose
+    /// result is no small integer).
     #[inline(always)]
     pub fn apply(self, a: i64, b: i64) -> Option<Value> {
         Some(match self {
@@ -363,7 +382,30 @@ impl IntOp {
             IntOp::BitAnd => Value::from_small_int(a & b),
             // As Integer's `//` primitive computes it for two small integers.
             IntOp::FloatDiv if b != 0 => return Value::from_small_float(a as f64 / b as f64),
-            IntOp::FloatDiv | IntOp::And | IntOp::Or | IntOp::None => return None,
+            IntOp::Div => return a.checked_div(b).and_then(Value::from_int),
+            IntOp::Mod => {
+                let r = a.checked_rem(b)?;
+                let floored = if r != 0 && (r < 0) != (b < 0) {
+                    r + b
+                } else {
+                    r
+                };
+                Value::from_small_int(floored)
+            }
+            IntOp::Rem => Value::from_small_int(a.checked_rem(b)?),
+            IntOp::BitXor => Value::from_small_int(a ^ b),
+            IntOp::ShiftLeft if (0..63).contains(&b) && (a << b) >> b == a => {
+                return Value::from_int(a << b)
+            }
+            // A negative receiver's pattern shifted right may need a big integer; a shift
+            // beyond the word is left to the primitive, which refuses the largest.
+            IntOp::ShiftRight if a >= 0 && (0..64).contains(&b) => Value::from_small_int(a >> b),
+            IntOp::FloatDiv
+            | IntOp::And
+            | IntOp::Or
+            | IntOp::None
+            | IntOp::ShiftLeft
+            | IntOp::ShiftRight => return None,
         })
     }
 
@@ -718,5 +760,93 @@ impl Runtime {
 impl Default for Runtime {
     fn default() -> Self {
         Runtime::new(VmOptions::default().max_stack_depth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IntOp;
+    use tally_heap::Value;
+
+    /// What Integer's primitive answers for two small integers, computed wide: `None` for
+    /// an error (a zero divisor, a negative shift) or a shift the primitive refuses.
+    fn primitive(op: IntOp, a: i64, b: i64) -> Option<i128> {
+        let (x, y) = (i128::from(a), i128::from(b));
+        Some(match op {
+            IntOp::Div if b != 0 => x / y,
+            IntOp::Mod if b != 0 => {
+                x.rem_euclid(y) + if y < 0 && x.rem_euclid(y) != 0 { y } else { 0 }
+            }
+            IntOp::Rem if b != 0 => x % y,
+            IntOp::BitXor => x ^ y,
+            IntOp::ShiftLeft if (0..=64).contains(&b) => x << b,
+            IntOp::ShiftRight if b >= 0 => {
+                if b >= 64 {
+                    0
+                } else {
+                    i128::from((a as u64) >> b)
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// Each operation the interpreter and compiled code answer in place gives what the
+    /// primitive gives, and leaves to the primitive what it cannot: a result beyond the
+    /// small integers, a zero divisor, a shift out of range.
+    #[test]
+    fn divisions_remainders_bits_and_shifts_in_place_agree_with_the_primitives() {
+        let values = [
+            Value::MIN_INT,
+            Value::MIN_INT + 1,
+            -1_000_003,
+            -64,
+            -63,
+            -7,
+            -2,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            7,
+            62,
+            63,
+            64,
+            65,
+            1_000_003,
+            Value::MAX_INT - 1,
+            Value::MAX_INT,
+        ];
+        let ops = [
+            IntOp::Div,
+            IntOp::Mod,
+            IntOp::Rem,
+            IntOp::BitXor,
+            IntOp::ShiftLeft,
+            IntOp::ShiftRight,
+        ];
+        for op in ops {
+            for &a in &values {
+                for &b in &values {
+                    let fast = op.apply(a, b).map(|v| i128::from(v.as_int().unwrap()));
+                    let exact = primitive(op, a, b);
+                    let small = exact.filter(|&r| {
+                        (i128::from(Value::MIN_INT)..=i128::from(Value::MAX_INT)).contains(&r)
+                    });
+                    match fast {
+                        Some(r) => assert_eq!(Some(r), exact, "{op:?} {a} {b}"),
+                        // Left to the primitive: no small result, or a shift the code
+                        // does not try (beyond the word, a negative receiver's pattern).
+                        None => assert!(
+                            small.is_none()
+                                || (op == IntOp::ShiftLeft && b >= 63)
+                                || (op == IntOp::ShiftRight && (a < 0 || b >= 64)),
+                            "{op:?} {a} {b} = {small:?} not answered in place"
+                        ),
+                    }
+                }
+            }
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! calls to the `ir_*` stubs (safepoints).
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, Value};
+use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, TrapCode, Value};
 use tally_heap::object::HEADER_BYTES;
 use tally_ir::{Inst, InstKind, IntCmp, IntOp};
 use tally_vm::bytecode::Op;
@@ -333,7 +333,9 @@ impl Lowerer<'_, '_> {
         self.b.block_params(join)[0]
     }
 
-    /// Tagged small-integer arithmetic; an overflow deoptimizes to `state`.
+    /// `a op b` for two small integers (tagged), as the interpreter answers it
+    /// (`numbers::int_arith`); where that takes the general path the code deoptimizes to
+    /// `state`.
     fn int_binary(
         &mut self,
         op: IntOp,
@@ -341,36 +343,28 @@ impl Lowerer<'_, '_> {
         b: Value,
         state: Option<tally_ir::FrameStateId>,
     ) -> Result<Value, String> {
-        let checked = |l: &mut Self, (r, overflow): (Value, Value)| -> Result<Value, String> {
-            let state = state.ok_or("arithmetic that may overflow without a frame state")?;
-            let no = l.cmp_imm(IntCC::Equal, overflow, 0);
-            l.guard(no, state, DeoptReason::Overflow)?;
-            Ok(r)
-        };
-        Ok(match op {
-            // (2x+1) + 2y = 2(x+y)+1: the i64 operation overflows exactly when x+y needs
-            // more than 63 bits.
-            IntOp::Add => {
-                let b2 = self.add_imm(b, -1);
-                let r = self.b.ins().sadd_overflow(a, b2);
-                checked(self, r)?
-            }
-            IntOp::Sub => {
-                let b2 = self.add_imm(b, -1);
-                let r = self.b.ins().ssub_overflow(a, b2);
-                checked(self, r)?
-            }
-            // x * 2y = 2xy, then the tag.
-            IntOp::Mul => {
-                let one = self.iconst(I64, 1);
-                let x = self.b.ins().sshr(a, one);
-                let b2 = self.add_imm(b, -1);
-                let r = self.b.ins().smul_overflow(x, b2);
-                let r = checked(self, r)?;
-                self.b.ins().bor(r, one)
-            }
-            IntOp::BitAnd => self.b.ins().band(a, b),
-        })
+        let fail = self.b.create_block();
+        let v = crate::numbers::int_arith(&mut self.b, op.site_op(), a, b, fail)
+            .ok_or_else(|| format!("{} has no inline form", op.name()))?;
+        let go_on = self.b.create_block();
+        let result = self.b.append_block_param(go_on, I64);
+        self.b.ins().jump(go_on, &[v.into()]);
+        self.b.switch_to_block(fail);
+        self.b.set_cold_block(fail);
+        if op.may_overflow() {
+            let state = state.ok_or("arithmetic that may fail without a frame state")?;
+            let reason = match op {
+                IntOp::Add | IntOp::Sub | IntOp::Mul => DeoptReason::Overflow,
+                _ => DeoptReason::IntRange,
+            };
+            let exit = self.exit(state, ExitKind::Deopt)?;
+            let reason = self.iconst(I32, reason as i64);
+            self.b.ins().jump(exit, &[reason.into()]);
+        } else {
+            self.b.ins().trap(TrapCode::unwrap_user(1));
+        }
+        self.b.switch_to_block(go_on);
+        Ok(result)
     }
 
     /// The address of element `index` (a small integer, 1-based) of Array `array`; an index

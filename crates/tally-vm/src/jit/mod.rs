@@ -120,6 +120,9 @@ pub enum DeoptReason {
     NotSmallInts = 2,
     /// Small-integer arithmetic overflowed (the result needs a big integer).
     Overflow = 3,
+    /// A small-integer division, remainder or shift the code does not answer: a zero
+    /// divisor, a shift beyond the word, a result that is no small integer.
+    IntRange = 4,
 }
 
 impl DeoptReason {
@@ -128,6 +131,7 @@ impl DeoptReason {
             1 => DeoptReason::ReceiverClass,
             2 => DeoptReason::NotSmallInts,
             3 => DeoptReason::Overflow,
+            4 => DeoptReason::IntRange,
             _ => return None,
         })
     }
@@ -137,6 +141,7 @@ impl DeoptReason {
             DeoptReason::ReceiverClass => "receiver class guard failed",
             DeoptReason::NotSmallInts => "small-integer guard failed",
             DeoptReason::Overflow => "small-integer overflow",
+            DeoptReason::IntRange => "small-integer operands out of the operation's range",
         }
     }
 }
