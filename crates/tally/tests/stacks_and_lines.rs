@@ -195,9 +195,16 @@ fn samples_resolve_to_source_lines_in_the_report_pprof_and_the_listing() {
             }
         }
     }
-    assert_eq!(
-        by_line.keys().copied().collect::<Vec<_>>(),
-        vec![4, 5],
+    // A sample taken where `work`'s frame is pushed (a profiler hook due at the push) sees
+    // it entered with no call yet: its header line (3). That happens at a handful of its 4
+    // calls at most.
+    let all: u64 = by_line.values().sum();
+    let header = by_line.get(&3).copied().unwrap_or(0);
+    assert!(
+        by_line.contains_key(&4)
+            && by_line.contains_key(&5)
+            && by_line.keys().all(|l| [3, 4, 5].contains(l))
+            && header * 20 <= all,
         "{by_line:?}"
     );
 
