@@ -791,101 +791,6 @@ impl Builder<'_> {
         guard_state: FrameStateId,
     ) -> ValueId {
         match e.target {
-            ExpectedTarget::Trivial { kind, .. }
-                if ![
-                    TRIVIAL_GETTER,
-                    TRIVIAL_SETTER,
-                    TRIVIAL_CONSTANT,
-                    TRIVIAL_RECEIVER,
-                ]
-                .contains(&kind) =>
-            {
-                self.call(s, site, receiver, args.to_vec(), i, false)
-            }
-            ExpectedTarget::Method(code) => {
-                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
-                let kind = InstKind::CallMethod {
-                    code: code.id,
-                    receiver,
-                    args: args.to_vec(),
-                };
-                self.value(s, kind, Ty::Word, Some(state), i)
-            }
-            ExpectedTarget::BlockValue => {
-                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
-                let kind = InstKind::CallBlock {
-                    closure: receiver,
-                    args: args.to_vec(),
-                };
-                self.value(s, kind, Ty::Word, Some(state), i)
-            }
-            target => self.unless_hook_due(s, site, receiver, args, i, |b, s| {
-                b.in_place(s, target, site, receiver, args, i, guard_state)
-            }),
-        }
-    }
-
-    /// What `in_place` makes, unless a profiler hook is due: then the send, as the
-    /// interpreter makes it, so that the profiler sees a call where the interpreter's
-    /// profile has one (CBS windows, exhaustive counts).
-    fn unless_hook_due(
-        &mut self,
-        s: &mut State,
-        site: SiteId,
-        receiver: ValueId,
-        args: &[ValueId],
-        i: usize,
-        in_place: impl FnOnce(&mut Self, &mut State) -> ValueId,
-    ) -> ValueId {
-        let due = self.value(s, InstKind::HookDue, Ty::Flag, None, i);
-        let send = self.f.add_block(i as u32);
-        let fast = self.f.add_block(i as u32);
-        let join = self.f.add_block(i as u32);
-        let result = self.f.add_param(join, Ty::Word);
-        self.f.blocks[s.block.index()].term = Terminator::Branch {
-            cond: due,
-            then: Edge {
-                block: send,
-                args: vec![],
-            },
-            otherwise: Edge {
-                block: fast,
-                args: vec![],
-            },
-        };
-        let in_send = State {
-            block: send,
-            ..s.clone()
-        };
-        let v = self.call(&in_send, site, receiver, args.to_vec(), i, false);
-        self.f.blocks[in_send.block.index()].term = Terminator::Jump(Edge {
-            block: join,
-            args: vec![v],
-        });
-        s.block = fast;
-        let v = in_place(self, s);
-        self.f.blocks[s.block.index()].term = Terminator::Jump(Edge {
-            block: join,
-            args: vec![v],
-        });
-        s.block = join;
-        result
-    }
-
-    /// What one expected target that is done without a call makes: a trivial method's
-    /// field access, constant or receiver, Array's `at:`, `at:put:` and `length`, `==`.
-    #[allow(clippy::too_many_arguments)]
-    fn in_place(
-        &mut self,
-        s: &mut State,
-        target: ExpectedTarget,
-        site: SiteId,
-        receiver: ValueId,
-        args: &[ValueId],
-        i: usize,
-        guard_state: FrameStateId,
-    ) -> ValueId {
-        match target {
             ExpectedTarget::Trivial { kind, operand } => match kind {
                 TRIVIAL_GETTER => self.value(
                     s,
@@ -907,8 +812,18 @@ impl Builder<'_> {
                     receiver
                 }
                 TRIVIAL_CONSTANT => self.constant(s.block, Value(operand), i as u32),
-                _ => receiver,
+                TRIVIAL_RECEIVER => receiver,
+                _ => self.call(s, site, receiver, args.to_vec(), i, false),
             },
+            ExpectedTarget::Method(code) => {
+                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
+                let kind = InstKind::CallMethod {
+                    code: code.id,
+                    receiver,
+                    args: args.to_vec(),
+                };
+                self.value(s, kind, Ty::Word, Some(state), i)
+            }
             ExpectedTarget::ArrayAt => {
                 let index = self.value(
                     s,
@@ -942,13 +857,17 @@ impl Builder<'_> {
             ExpectedTarget::ArrayLength => {
                 self.value(s, InstKind::ArrayLength(receiver), Ty::Int, None, i)
             }
+            ExpectedTarget::BlockValue => {
+                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
+                let kind = InstKind::CallBlock {
+                    closure: receiver,
+                    args: args.to_vec(),
+                };
+                self.value(s, kind, Ty::Word, Some(state), i)
+            }
             ExpectedTarget::Identical => {
                 let flag = self.value(s, InstKind::Identical(receiver, args[0]), Ty::Flag, None, i);
                 self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
-            }
-            // Calls (`target` makes them without the detour).
-            ExpectedTarget::Method(_) | ExpectedTarget::BlockValue => {
-                self.call(s, site, receiver, args.to_vec(), i, false)
             }
         }
     }

@@ -322,10 +322,6 @@ pub enum InstKind {
     ArrayLength(ValueId),
     /// A loop's back-edge: the profiler and the controller are served here.
     Yieldpoint,
-    /// Whether a profiler hook is due (the yieldpoint flag is up): what a send does in
-    /// place is then sent, so that the profiler sees the call as the interpreter's (CBS
-    /// windows, exhaustive counts).
-    HookDue,
 }
 
 impl InstKind {
@@ -334,7 +330,7 @@ impl InstKind {
         use InstKind::*;
         match self {
             Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint | HookDue => vec![],
+            | Literal(_) | Global(_) | Yieldpoint => vec![],
             LoadField { obj, .. } => vec![*obj],
             StoreField { obj, value, .. } => vec![*obj, *value],
             NewContext { outer, .. } => outer.iter().copied().collect(),
@@ -371,7 +367,7 @@ impl InstKind {
         use InstKind::*;
         match self {
             Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint | HookDue => {}
+            | Literal(_) | Global(_) | Yieldpoint => {}
             LoadField { obj, .. } => *obj = f(*obj),
             StoreField { obj, value, .. } => {
                 *obj = f(*obj);
@@ -477,8 +473,7 @@ impl InstKind {
             | FlagToBool(_)
             | Truth(_)
             | ArrayAt { .. }
-            | ArrayLength(_)
-            | HookDue => true,
+            | ArrayLength(_) => true,
             Global(_)
             | StoreField { .. }
             | NewContext { .. }

@@ -134,7 +134,6 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
         IntBinary { op, lhs, rhs } => format!("{} {lhs}, {rhs}", op.name()),
         IntCompare { op, lhs, rhs } => format!("int_{} {lhs}, {rhs}", op.name()),
         Identical(a, b) => format!("identical {a}, {b}"),
-        HookDue => "hook_due".to_string(),
         FlagToBool(v) => format!("flag_to_bool {v}"),
         Truth(v) => format!("truth {v}"),
         Send {

@@ -401,26 +401,22 @@ fn a_monomorphic_site_is_guarded_and_a_polymorphic_one_switches_on_the_class() {
         "{text}"
     );
     // The guard proved class 7 for the second site: its first test is constant, so the
-    // getter is taken; the rest of the switch is dead. Each getter is done in place unless a
-    // profiler hook is due, when it is sent.
+    // getter is taken; the rest of the switch is dead.
     assert_eq!(
         count(&f, |k| matches!(k, InstKind::ClassIs { .. })),
         0,
         "{text}"
     );
     assert_eq!(
-        count(&f, |k| matches!(k, InstKind::CallMethod { .. })),
+        count(&f, |k| matches!(
+            k,
+            InstKind::CallMethod { .. } | InstKind::Send { .. }
+        )),
         0,
         "{text}"
     );
-    assert_eq!(count(&f, |k| matches!(k, InstKind::HookDue)), 2, "{text}");
-    assert_eq!(
-        count(&f, |k| matches!(k, InstKind::Send { .. })),
-        2,
-        "{text}"
-    );
-    // Without the first site's guard, the switch stays: class 7's getter (sent when a hook
-    // is due), class 8's call, the send for the rest.
+    // Without the first site's guard, the switch stays: class 7's getter, class 8's call,
+    // the send for the rest.
     let c2 = code(
         11,
         CodeKind::Method,
@@ -443,7 +439,7 @@ fn a_monomorphic_site_is_guarded_and_a_polymorphic_one_switches_on_the_class() {
     );
     assert_eq!(
         count(&f, |k| matches!(k, InstKind::Send { .. })),
-        2,
+        1,
         "{text}"
     );
     assert!(text.contains("call code9, v"), "{text}");

@@ -256,11 +256,6 @@ impl Lowerer<'_, '_> {
                 let shifted = self.b.ins().ishl(len, one);
                 Some(self.b.ins().bor(shifted, one))
             }
-            InstKind::HookDue => {
-                let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
-                let flag = self.b.ins().uload8(I32, flags(), address, 0);
-                Some(self.cmp_imm(IntCC::NotEqual, flag, 0))
-            }
             InstKind::Yieldpoint => {
                 self.yieldpoint(state()?, inst.bci)?;
                 None
