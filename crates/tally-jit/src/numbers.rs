@@ -193,9 +193,7 @@ pub(crate) fn int_arith(
         IntOp::Div | IntOp::Mod | IntOp::Rem => {
             let (xs, ys) = (untag(b, x), untag(b, y));
             let nonzero = cmp_imm(b, IntCC::NotEqual, ys, 0);
-            let ok = b.create_block();
-            b.ins().brif(nonzero, ok, &[], overflow, &[]);
-            b.switch_to_block(ok);
+            go_on_if(b, nonzero, overflow);
             let q = match op {
                 // No i64 division traps here: the operands are 63-bit, so never MIN / -1.
                 IntOp::Div => b.ins().sdiv(xs, ys),
@@ -223,16 +221,12 @@ pub(crate) fn int_arith(
             // (2x) << s, shifted back, must give 2x again: no bit of x is lost.
             let s = untag(b, y);
             let in_word = cmp_imm(b, IntCC::UnsignedLessThan, s, 63);
-            let ok = b.create_block();
-            b.ins().brif(in_word, ok, &[], overflow, &[]);
-            b.switch_to_block(ok);
+            go_on_if(b, in_word, overflow);
             let twice = add_imm(b, x, -1);
             let shifted = b.ins().ishl(twice, s);
             let back = b.ins().sshr(shifted, s);
             let kept = b.ins().icmp(IntCC::Equal, back, twice);
-            let ok = b.create_block();
-            b.ins().brif(kept, ok, &[], overflow, &[]);
-            b.switch_to_block(ok);
+            go_on_if(b, kept, overflow);
             b.ins().bor_imm_u(shifted, 1)
         }
         IntOp::ShiftRight => {
@@ -241,9 +235,7 @@ pub(crate) fn int_arith(
             let in_word = cmp_imm(b, IntCC::UnsignedLessThan, s, 64);
             let non_negative = cmp_imm(b, IntCC::SignedGreaterThanOrEqual, xs, 0);
             let fits = b.ins().band(in_word, non_negative);
-            let ok = b.create_block();
-            b.ins().brif(fits, ok, &[], overflow, &[]);
-            b.switch_to_block(ok);
+            go_on_if(b, fits, overflow);
             let r = b.ins().ushr(xs, s);
             let twice = b.ins().iadd(r, r);
             b.ins().bor_imm_u(twice, 1)
@@ -254,6 +246,13 @@ pub(crate) fn int_arith(
             boolean(b, c)
         }
     })
+}
+
+/// Goes on in a new block when `cond` holds, else jumps to `otherwise`.
+fn go_on_if(b: &mut FunctionBuilder, cond: Value, otherwise: Block) {
+    let ok = b.create_block();
+    b.ins().brif(cond, ok, &[], otherwise, &[]);
+    b.switch_to_block(ok);
 }
 
 /// The integer a tagged small integer stands for.
