@@ -161,6 +161,15 @@ impl IntOp {
     pub fn may_overflow(self) -> bool {
         !matches!(self, IntOp::BitAnd | IntOp::BitXor)
     }
+
+    /// Whether its general path may raise an error (a zero divisor, a negative or too large
+    /// shift): then it is done even when its result is unused.
+    pub fn may_raise(self) -> bool {
+        matches!(
+            self,
+            IntOp::Div | IntOp::Mod | IntOp::Rem | IntOp::Shl | IntOp::Shr
+        )
+    }
 }
 
 /// A comparison of small integers.
@@ -449,7 +458,8 @@ impl InstKind {
     }
 
     /// Whether removing it, when its result is unused, changes nothing the program can
-    /// see: it neither writes, calls nor allocates. (Deoptimizing is not seen: the
+    /// see: it neither writes, calls nor allocates, nor can its general path raise an error
+    /// (an index out of bounds, a zero divisor). (Deoptimizing is not seen otherwise: the
     /// interpreter then computes what compiled code would have.) Guards stay: what they
     /// prove is used by other passes without a use of their value (a class switch's test
     /// below a class guard folds to true).
@@ -467,12 +477,10 @@ impl InstKind {
             | ClosureContext(_)
             | LoadContext { .. }
             | ClassIs { .. }
-            | IntBinary { .. }
             | IntCompare { .. }
             | Identical(..)
             | FlagToBool(_)
             | Truth(_)
-            | ArrayAt { .. }
             | ArrayLength(_) => true,
             Global(_)
             | StoreField { .. }
@@ -485,8 +493,10 @@ impl InstKind {
             | SuperSend { .. }
             | CallMethod { .. }
             | CallBlock { .. }
+            | ArrayAt { .. }
             | ArrayAtPut { .. }
             | Yieldpoint => false,
+            IntBinary { op, .. } => !op.may_raise(),
         }
     }
 

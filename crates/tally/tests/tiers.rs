@@ -185,6 +185,33 @@ fn generated_programs_print_the_same_in_every_tier() {
     }
 }
 
+/// An operation whose result is unused still raises its error in every tier: the optimizing
+/// tier removes unused arithmetic, but not a division, a shift or an element read whose
+/// general path reports a zero divisor, a shift too big or an index out of bounds.
+#[test]
+fn an_unused_operation_that_fails_raises_its_error_in_every_tier() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (expr, error) in [
+        ("10 / 0", "Division by zero."),
+        ("7 % 0", "Division by zero."),
+        ("1 << (1 << 200)", "Shift too big."),
+        ("1 >>> -1", "Negative shift."),
+        ("(Array new: 2) at: 3", "not valid for array"),
+    ] {
+        std::fs::write(
+            dir.path().join("Gen.som"),
+            format!("Gen = ( run = ( 'before' println. {expr}. 'after' println ) )\n"),
+        )
+        .unwrap();
+        for tier in ["--tier=interp", "--tier=baseline", "--tier=opt"] {
+            let (out, err, status) = run(dir.path(), &[tier]);
+            assert_eq!(out, "before\n", "{tier} {expr}: {err}");
+            assert!(err.contains(error), "{tier} {expr}: {err}");
+            assert_ne!(status, Some(0), "{tier} {expr}");
+        }
+    }
+}
+
 /// Runs `Fib.som` (written into `dir`; `fib:` on lines 3 and 4) in the baseline tier with
 /// `flag`, checks its output and answers the process id (which names perf's files).
 fn run_fib(dir: &std::path::Path, flag: &str) -> u32 {
