@@ -634,16 +634,18 @@ impl Builder<'_> {
         before: &[ValueId],
     ) -> Result<(), String> {
         let facts = self.facts(site);
-        let arith = match facts.int_op {
-            op if IntOp::of_site(op).is_some() => IntOp::of_site(op).map(Err),
-            SiteOp::Less => Some(Ok(IntCmp::Less)),
-            SiteOp::Greater => Some(Ok(IntCmp::Greater)),
-            SiteOp::LessEq => Some(Ok(IntCmp::LessEq)),
-            SiteOp::GreaterEq => Some(Ok(IntCmp::GreaterEq)),
-            SiteOp::Equal => Some(Ok(IntCmp::Equal)),
-            SiteOp::NotEqual => Some(Ok(IntCmp::NotEqual)),
+        let compare = |op| match op {
+            SiteOp::Less => Some(IntCmp::Less),
+            SiteOp::Greater => Some(IntCmp::Greater),
+            SiteOp::LessEq => Some(IntCmp::LessEq),
+            SiteOp::GreaterEq => Some(IntCmp::GreaterEq),
+            SiteOp::Equal => Some(IntCmp::Equal),
+            SiteOp::NotEqual => Some(IntCmp::NotEqual),
             _ => None,
         };
+        let arith = IntOp::of_site(facts.int_op)
+            .map(Err)
+            .or_else(|| compare(facts.int_op).map(Ok));
         let Some(arith) = arith.filter(|_| facts.expects_small_ints && facts.argc == 1) else {
             return self.send(s, site, i, before, false);
         };

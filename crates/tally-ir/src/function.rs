@@ -134,21 +134,22 @@ impl IntOp {
         }
     }
 
-    /// The operation a send site's operation is, if it is arithmetic.
+    const ALL: [IntOp; 10] = [
+        IntOp::Add,
+        IntOp::Sub,
+        IntOp::Mul,
+        IntOp::BitAnd,
+        IntOp::Div,
+        IntOp::Mod,
+        IntOp::Rem,
+        IntOp::BitXor,
+        IntOp::Shl,
+        IntOp::Shr,
+    ];
+
+    /// The operation a send site's operation is, if it is arithmetic (`site_op`'s inverse).
     pub fn of_site(op: SiteOp) -> Option<IntOp> {
-        Some(match op {
-            SiteOp::Add => IntOp::Add,
-            SiteOp::Sub => IntOp::Sub,
-            SiteOp::Mul => IntOp::Mul,
-            SiteOp::BitAnd => IntOp::BitAnd,
-            SiteOp::Div => IntOp::Div,
-            SiteOp::Mod => IntOp::Mod,
-            SiteOp::Rem => IntOp::Rem,
-            SiteOp::BitXor => IntOp::BitXor,
-            SiteOp::ShiftLeft => IntOp::Shl,
-            SiteOp::ShiftRight => IntOp::Shr,
-            _ => return None,
-        })
+        IntOp::ALL.into_iter().find(|o| o.site_op() == op)
     }
 
     /// The result, `None` where the VM takes the general path (it leaves the small integers,

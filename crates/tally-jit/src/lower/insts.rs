@@ -154,13 +154,7 @@ impl Lowerer<'_, '_> {
             InstKind::ClassIs { value, class } => {
                 // A class switch on what the site saw: speculation too, though a miss sends
                 // instead of deoptimizing.
-                if let Some(site) = self
-                    .request
-                    .code
-                    .ops
-                    .get(inst.bci as usize)
-                    .and_then(|op| op.site())
-                {
+                if let Some(site) = self.site_at(inst.bci) {
                     self.speculated.insert(site);
                 }
                 let x = self.val(*value)?;

@@ -699,10 +699,7 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(ret);
         self.b.set_srcloc(SourceLoc::new(bci));
         let v = self.b.block_params(ret)[0];
-        self.clear_native();
-        let framed = self.b.create_block();
-        let direct = self.b.create_block();
-        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+        let (framed, direct) = self.leave_by_caller();
         self.b.switch_to_block(direct);
         let frame_stack = self.b.ins().load(I64, flags(), self.vm, layout.frame_stack);
         let depth = self
@@ -743,11 +740,26 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(go_on);
     }
 
+    /// The send site of the instruction at `bci`, if it sends.
+    fn site_at(&self, bci: u32) -> Option<u32> {
+        self.request.code.ops.get(bci as usize)?.site()
+    }
+
     fn clear_native(&mut self) {
         let zero = self.iconst(I64, 0);
         self.b
             .ins()
             .store(flags(), zero, self.native, self.layout.native.fp);
+    }
+
+    /// The start of every way out: clears the native record, then branches on who called
+    /// the body, answering the blocks for the dispatcher (`framed`) and for a direct call.
+    fn leave_by_caller(&mut self) -> (Block, Block) {
+        self.clear_native();
+        let framed = self.b.create_block();
+        let direct = self.b.create_block();
+        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+        (framed, direct)
     }
 
     /// Where a call that answered `Value::NONE` goes: the frame is gone or an error is
@@ -798,10 +810,7 @@ impl Lowerer<'_, '_> {
             // unwinding); for a direct call, the value of a non-local return that ended at
             // this frame, or `Value::NONE`.
             self.b.switch_to_block(leave);
-            self.clear_native();
-            let framed = self.b.create_block();
-            let direct = self.b.create_block();
-            self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+            let (framed, direct) = self.leave_by_caller();
             self.b.switch_to_block(framed);
             let none = self.iconst(I64, 0);
             self.b.ins().return_(&[none]);
@@ -849,10 +858,7 @@ impl Lowerer<'_, '_> {
         self.b
             .set_srcloc(SourceLoc::new(crate::compiler::SHARED_EXIT));
         let status = self.b.block_params(hand_over)[0];
-        self.clear_native();
-        let framed = self.b.create_block();
-        let direct = self.b.create_block();
-        self.b.ins().brif(self.framed, framed, &[], direct, &[]);
+        let (framed, direct) = self.leave_by_caller();
         self.b.switch_to_block(framed);
         self.b
             .ins()
@@ -915,10 +921,8 @@ impl Lowerer<'_, '_> {
             ExitKind::Status => param.expect("a status"),
             ExitKind::Deopt => {
                 let code = self.request.code;
-                let site = code
-                    .ops
-                    .get(fs.bci as usize)
-                    .and_then(|op| op.site())
+                let site = self
+                    .site_at(fs.bci)
                     .ok_or_else(|| format!("a guard at {} without a send site", fs.bci))?;
                 self.speculated.insert(site);
                 let site = self.iconst(I32, site as i64);
@@ -944,13 +948,7 @@ impl Lowerer<'_, '_> {
     /// over) hands the frame back instead: no site's speculation failed.
     fn guard(&mut self, ok: Value, state: FrameStateId, reason: DeoptReason) -> Result<(), String> {
         let bci = self.ir.states[state.index()].bci;
-        let sends = self
-            .request
-            .code
-            .ops
-            .get(bci as usize)
-            .is_some_and(|op| op.site().is_some());
-        if !sends {
+        if self.site_at(bci).is_none() {
             return self.check(ok, state);
         }
         let exit = self.exit(state, ExitKind::Deopt)?;
