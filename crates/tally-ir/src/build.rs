@@ -792,6 +792,23 @@ impl Builder<'_> {
         i: usize,
         guard_state: FrameStateId,
     ) -> ValueId {
+        let in_place = match e.target {
+            ExpectedTarget::Trivial { kind, .. } => matches!(
+                kind,
+                TRIVIAL_GETTER | TRIVIAL_SETTER | TRIVIAL_CONSTANT | TRIVIAL_RECEIVER
+            ),
+            ExpectedTarget::Method(_) => false,
+            ExpectedTarget::ArrayAt
+            | ExpectedTarget::ArrayAtPut
+            | ExpectedTarget::ArrayLength
+            | ExpectedTarget::BlockValue
+            | ExpectedTarget::Identical => true,
+        };
+        if in_place {
+            // A method called directly runs its hook at its entry; a `value…` calls the
+            // closure's body that way, but the primitive's own call is done here.
+            self.inst(s, InstKind::CallHook(e.code), None, None, i);
+        }
         match e.target {
             ExpectedTarget::Trivial { kind, operand } => match kind {
                 TRIVIAL_GETTER => self.value(

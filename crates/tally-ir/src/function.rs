@@ -332,6 +332,10 @@ pub enum InstKind {
     ArrayLength(ValueId),
     /// A loop's back-edge: the profiler and the controller are served here.
     Yieldpoint,
+    /// The prologue hook of a call of `code` done in place (a trivial method, a primitive):
+    /// while the profiler counts calls (a CBS window, exact counts) it sees this one as the
+    /// interpreter's send would show it. Neither collects nor fails.
+    CallHook(CodeId),
 }
 
 impl InstKind {
@@ -340,7 +344,7 @@ impl InstKind {
         use InstKind::*;
         match self {
             Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint => vec![],
+            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) => vec![],
             LoadField { obj, .. } => vec![*obj],
             StoreField { obj, value, .. } => vec![*obj, *value],
             NewContext { outer, .. } => outer.iter().copied().collect(),
@@ -377,7 +381,7 @@ impl InstKind {
         use InstKind::*;
         match self {
             Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint => {}
+            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) => {}
             LoadField { obj, .. } => *obj = f(*obj),
             StoreField { obj, value, .. } => {
                 *obj = f(*obj);
@@ -496,7 +500,8 @@ impl InstKind {
             | CallBlock { .. }
             | ArrayAt { .. }
             | ArrayAtPut { .. }
-            | Yieldpoint => false,
+            | Yieldpoint
+            | CallHook(_) => false,
             IntBinary { op, .. } => !op.may_raise(),
         }
     }

@@ -177,6 +177,7 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
         } => format!("array_at_put {array}, {index}, {value}"),
         ArrayLength(a) => format!("array_length {a}"),
         Yieldpoint => "yieldpoint".into(),
+        CallHook(code) => format!("call_hook {}", name_of(*code)),
     }
 }
 

@@ -356,7 +356,12 @@ fn constants_fold_and_a_dominating_guard_is_not_repeated() {
 }
 
 fn receiver(class: u32, target: ExpectedTarget) -> ExpectedReceiver {
-    ExpectedReceiver { class, target }
+    // The method's id is only named by the call hooks of targets done in place.
+    ExpectedReceiver {
+        class,
+        code: 90 + class,
+        target,
+    }
 }
 
 #[test]
@@ -415,6 +420,13 @@ fn a_monomorphic_site_is_guarded_and_a_polymorphic_one_switches_on_the_class() {
         0,
         "{text}"
     );
+    // Each getter done in place keeps its call visible to the profiler: a hook naming the
+    // method the cache found (`receiver` numbers it 90 + class).
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::CallHook(97))),
+        2,
+        "{text}"
+    );
     // Without the first site's guard, the switch stays: class 7's getter, class 8's call,
     // the send for the rest.
     let c2 = code(
@@ -443,6 +455,12 @@ fn a_monomorphic_site_is_guarded_and_a_polymorphic_one_switches_on_the_class() {
         "{text}"
     );
     assert!(text.contains("call code9, v"), "{text}");
+    // The method called directly runs its hook at its own entry.
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::CallHook(_))),
+        1,
+        "{text}"
+    );
 }
 
 #[test]

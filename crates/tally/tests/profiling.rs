@@ -385,21 +385,64 @@ fn cbs_windows_see_calls_that_push_no_frame() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     let r = run_in(d.path(), &["report", "g.profile"]);
     let report = text(&r.stdout);
+    // Exactly, `work` sends `x` 100 times per call of `work`: 99 % of the calls.
+    assert!(cbs_share(&report, "-> Getter>>x") >= 90.0, "{report}");
+    assert!(cbs_share(&report, "-> Getter>>work") <= 10.0, "{report}");
+}
+
+/// The share (percent) of the CBS call edges of `report` whose callee is `callee`.
+fn cbs_share(report: &str, callee: &str) -> f64 {
     let edges = report
         .split("== Hottest call edges (sampled by CBS)")
         .nth(1)
         .unwrap_or_else(|| panic!("no CBS edges in\n{report}"));
-    // Exactly, `work` sends `x` 100 times per call of `work`: 99 % of the calls.
-    let share = |callee: &str| -> f64 {
-        edges
-            .lines()
-            .find(|l| l.trim_end().ends_with(callee))
-            .and_then(|l| l.split_whitespace().next())
-            .and_then(|w| w.trim_end_matches('%').parse().ok())
-            .unwrap_or(0.0)
-    };
-    assert!(share("-> Getter>>x") >= 90.0, "{report}");
-    assert!(share("-> Getter>>work") <= 10.0, "{report}");
+    edges
+        .lines()
+        .find(|l| l.trim_end().ends_with(callee))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|w| w.trim_end_matches('%').parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// `work:`'s first call fails its small-integer guard (a large integer), so it is
+/// recompiled knowing what its sites saw: `self x` becomes a class guard and a field load
+/// in place. CBS windows must still see each of those calls, as the interpreter's sends.
+const GUARDED_GETTER_LOOP: &[u8] = b"Getter = (
+    | x |
+    run = ( x := 1. self work: 4611686018427387904. 1 to: 40000 do: [:i | self work: 0 ] )
+    work: n = ( | s | s := n. 1 to: 100 do: [:j | s := s + self x ]. ^s )
+    x = ( ^x )
+)";
+
+#[test]
+fn cbs_windows_see_calls_that_optimized_code_does_in_place() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Getter.som"), GUARDED_GETTER_LOOP).unwrap();
+    let o = run_in(
+        d.path(),
+        &[
+            "--tier=opt",
+            "--tier-log",
+            "--profile=g.profile",
+            "--sampler",
+            "none",
+            "--cbs",
+            "3:32",
+            "Getter.som",
+        ],
+    );
+    let log = text(&o.stderr);
+    assert!(o.status.success(), "{log}");
+    assert!(
+        log.contains("[tier] deopt Getter>>work:") && log.contains("entered at loop head"),
+        "work: was not recompiled after its guard failed:\n{log}"
+    );
+    let r = run_in(d.path(), &["report", "g.profile"]);
+    let report = text(&r.stdout);
+    assert!(
+        cbs_share(&report, "-> Getter>>x") >= 90.0,
+        "{report}\n{log}"
+    );
 }
 
 /// A loop that runs until killed, making calls (so the VM serves a stop at its next call).

@@ -254,6 +254,10 @@ impl Lowerer<'_, '_> {
                 self.yieldpoint(state()?, inst.bci)?;
                 None
             }
+            InstKind::CallHook(code) => {
+                self.call_hook(*code, inst.bci);
+                None
+            }
         };
         match (inst.result, result) {
             (Some(r), Some(x)) => self.define(r, x),
@@ -673,8 +677,13 @@ impl Lowerer<'_, '_> {
         // A primitive compiled code does itself (a block's `value…`, Array's `at:`,
         // `at:put:`, `length`), or a trivial method (getter, setter, constant, `^self`) done
         // in place, as the interpreter does when no profiler hook is due (a raised flag
-        // takes the stub).
+        // takes the stub, which runs the hook).
         self.b.switch_to_block(frameless);
+        let flag_address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), flag_address, 0);
+        let unhooked = self.b.create_block();
+        self.b.ins().brif(flag, slow, &[], unhooked, &[]);
+        self.b.switch_to_block(unhooked);
         let trivial = self.b.create_block();
         let selector = self.request.selector(site).unwrap_or("").to_string();
         let selector = selector.trim_start_matches('#');
@@ -993,11 +1002,6 @@ impl Lowerer<'_, '_> {
             .b
             .ins()
             .uload8(I32, flags(), code, calls.code_trivial_kind);
-        let flag_address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
-        let flag = self.b.ins().uload8(I32, flags(), flag_address, 0);
-        let trivial = self.b.create_block();
-        self.b.ins().brif(flag, slow, &[], trivial, &[]);
-        self.b.switch_to_block(trivial);
         let operand = self
             .b
             .ins()
@@ -1051,6 +1055,31 @@ impl Lowerer<'_, '_> {
         }
         self.b.ins().jump(slow, &[]);
         Ok(())
+    }
+
+    /// The prologue hook of a call of `code` done in place: while a bit of
+    /// `Layout::call_hook_bits` is raised, the stub runs it with this activation's `ip` at
+    /// `bci` (the call's site). Not a safepoint: the stub neither collects nor fails.
+    fn call_hook(&mut self, code: u32, bci: u32) {
+        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), address, 0);
+        let raised = self.and_imm(flag, self.layout.call_hook_bits as i64);
+        let hook = self.b.create_block();
+        let go_on = self.b.create_block();
+        self.b.set_cold_block(hook);
+        self.b.ins().brif(raised, hook, &[], go_on, &[]);
+        self.b.switch_to_block(hook);
+        let ip = self.iconst(I32, bci as i64 + 1);
+        self.b
+            .ins()
+            .store(flags(), ip, self.frame, self.layout.frame_ip);
+        let stub = self.iconst(I64, self.layout.stubs.ir_call_hook as i64);
+        let code = self.iconst(I32, code as i64);
+        self.b
+            .ins()
+            .call_indirect(self.sigs.status1, stub, &[self.vm, code]);
+        self.b.ins().jump(go_on, &[]);
+        self.b.switch_to_block(go_on);
     }
 
     /// Leaves when a stub answered `Value::NONE`; for a call (with its frame state after

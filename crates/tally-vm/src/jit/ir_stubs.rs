@@ -171,6 +171,24 @@ pub(super) extern "C" fn new_context(vm: *mut Vm, code: u32) -> u64 {
     })
 }
 
+/// `(vm, code) -> 0`: the prologue hook of a call of `code` that native code does in place
+/// (a trivial method, an Array primitive, `==`, a block's `value…`), as the interpreter runs
+/// it before such a call: counter-based sampling and exact counting see the call edge from
+/// the top frame at its `ip` (which native code wrote). Only the bits of
+/// [`super::CALL_HOOK_BITS`] are served: the others may collect or fail and wait for the
+/// next safepoint, so this call is not one.
+pub(super) extern "C" fn call_hook(vm: *mut Vm, code: u32) -> u32 {
+    // SAFETY: as in `run`: the live VM, not otherwise borrowed while native code runs.
+    let vm = unsafe { &mut *vm };
+    let f = vm.yieldpoint_flag() & super::CALL_HOOK_BITS;
+    if f != 0 {
+        // Neither bit leads to an error (only `flag::STOP` and the controller's do).
+        let outcome = vm.profile_prologue(code, f);
+        debug_assert!(outcome.is_ok());
+    }
+    0
+}
+
 /// `(vm, frame, status) -> Value`: native code that native code called directly left its
 /// frame (`frame`, the top one) to the interpreter, with `status` (`Status::Deopt`: a guard
 /// failed, recorded as for the dispatcher; `Interpret`; or what a yieldpoint's stub

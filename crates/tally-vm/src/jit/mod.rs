@@ -180,6 +180,8 @@ pub struct Layout {
     /// `Stubs::back_edge`.
     pub yieldpoint_flag: usize,
     pub yieldpoint_bits: u8,
+    /// The bits that ask a call done in place to call `Stubs::ir_call_hook`.
+    pub call_hook_bits: u8,
     pub stubs: Stubs,
     /// For sends that push the callee's frame and call its code directly:
     pub calls: CallLayout,
@@ -339,6 +341,7 @@ impl Layout {
             frame_mark: offset_of!(crate::frames::Frame, mark) as i32,
             yieldpoint_flag: crate::profiling::YIELDPOINT.bits_address() as usize,
             yieldpoint_bits: flag::ALL_YIELDPOINTS,
+            call_hook_bits: CALL_HOOK_BITS,
             stubs: Stubs::new(),
             native: NativeLayout {
                 delta: crate::frames::FrameStack::NATIVE_DELTA_OFFSET as i32,
@@ -597,6 +600,10 @@ pub(crate) struct DeoptRecord {
 
 /// Speculative compiles of one code under a compile-at-first-call tier, at most.
 const MAX_SPECULATIVE_COMPILES: u32 = 4;
+
+/// The flag's bits for which a call that compiled code does in place runs the profiler's
+/// prologue hook (`Stubs::ir_call_hook`): what counts calls. The rest wait for a safepoint.
+pub const CALL_HOOK_BITS: u8 = flag::CBS_WINDOW | flag::EXACT;
 
 /// How [`Vm::run_compiled`] hands back to the interpreter.
 pub(crate) enum Exit {

@@ -73,6 +73,8 @@ impl ExpectedReceivers {
 #[derive(Clone, Copy, Debug)]
 pub struct ExpectedReceiver {
     pub class: u32,
+    /// The method the class finds: a call done in place still runs its prologue hook.
+    pub code: crate::bytecode::CodeId,
     pub target: ExpectedTarget,
 }
 
@@ -402,6 +404,7 @@ fn expected_receiver(
     if class == rt.core.double {
         return None;
     }
+    let id = code;
     let code: &'static Code = rt.codes[code as usize];
     let argc = argc as usize;
     let target = if code.trivial_kind != TRIVIAL_NONE && argc == code.num_args as usize {
@@ -440,5 +443,9 @@ fn expected_receiver(
     } else {
         return None;
     };
-    Some(ExpectedReceiver { class, target })
+    Some(ExpectedReceiver {
+        class,
+        code: id,
+        target,
+    })
 }
