@@ -346,7 +346,16 @@ pub(crate) fn float_quotient(b: &mut FunctionBuilder, x: Value, y: Value, slow: 
 
 /// `v` as a double: decoded if `is_float`, else converted from a small integer.
 pub(crate) fn number_as_double(b: &mut FunctionBuilder, v: Value, is_float: Value) -> Value {
-    // Decoding (the inverse of `encode_small_float`): payload 0 and 1 are ±0.0.
+    let decoded = decode_small_float(b, v);
+    let one = b.ins().iconst(I64, 1);
+    let int = b.ins().sshr(v, one);
+    let converted = b.ins().fcvt_from_sint(types::F64, int);
+    b.ins().select(is_float, decoded, converted)
+}
+
+/// The double an immediate double `v` (tag `110`) encodes: the inverse of
+/// [`encode_small_float`], whose payloads 0 and 1 are ±0.0.
+pub(crate) fn decode_small_float(b: &mut FunctionBuilder, v: Value) -> Value {
     let three = b.ins().iconst(I64, 3);
     let payload = b.ins().ushr(v, three);
     let small = cmp_imm(b, IntCC::UnsignedLessThanOrEqual, payload, 1);
@@ -354,10 +363,7 @@ pub(crate) fn number_as_double(b: &mut FunctionBuilder, v: Value, is_float: Valu
     let rotated = b.ins().select(small, payload, rebased);
     let one = b.ins().iconst(I64, 1);
     let bits = b.ins().rotr(rotated, one);
-    let decoded = b.ins().bitcast(types::F64, MemFlagsData::new(), bits);
-    let int = b.ins().sshr(v, one);
-    let converted = b.ins().fcvt_from_sint(types::F64, int);
-    b.ins().select(is_float, decoded, converted)
+    b.ins().bitcast(types::F64, MemFlagsData::new(), bits)
 }
 
 /// The immediate encoding of double `r` (as `Value::from_small_float`), or a jump to

@@ -167,7 +167,8 @@ pub const HOOK_KEEPS_FRAME: u8 = 4;
 
 /// `Code::trivial_kind` values.
 /// `Code::intrinsic`: nothing, a block's `value…` with as many arguments as the block takes,
-/// `Array>>at:`, `Array>>at:put:`, `Array>>length` (on instances of Array itself), String's.
+/// `Array>>at:`, `Array>>at:put:`, `Array>>length` (on instances of Array itself), String's,
+/// Double's.
 pub const INTRINSIC_NONE: u8 = 0;
 pub const INTRINSIC_BLOCK_VALUE: u8 = 1;
 pub const INTRINSIC_ARRAY_AT: u8 = 2;
@@ -177,6 +178,10 @@ pub const INTRINSIC_ARRAY_LENGTH: u8 = 4;
 /// primitive, `jit::Stubs::string_equal`).
 pub const INTRINSIC_STRING_LENGTH: u8 = 5;
 pub const INTRINSIC_STRING_EQUAL: u8 = 6;
+/// `Double>>sqrt`, Double's own primitive.
+pub const INTRINSIC_DOUBLE_SQRT: u8 = 7;
+/// `Class>>new`, Class's own primitive (`jit::Stubs::ir_new_instance`).
+pub const INTRINSIC_CLASS_NEW: u8 = 8;
 
 pub const TRIVIAL_NONE: u8 = 0;
 pub const TRIVIAL_GETTER: u8 = 1;

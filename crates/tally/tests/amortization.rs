@@ -166,7 +166,12 @@ compile_per_bytecode_ns = 0.0\n";
 fn timed(dir: &std::path::Path, tier: &str) -> std::collections::HashMap<String, f64> {
     let out = run_in(
         dir,
-        &[&format!("--tier={tier}"), "--cpu-clock", "Amort.som", "time"],
+        &[
+            &format!("--tier={tier}"),
+            "--cpu-clock",
+            "Amort.som",
+            "time",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout)

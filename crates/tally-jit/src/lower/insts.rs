@@ -628,14 +628,16 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(object);
         let header_class = self.b.ins().load(I32, flags(), recv, 4);
         self.b.ins().jump(classed, &[header_class.into()]);
-        // nil, true and false by their words, symbols by their tag; anything else (an
-        // immediate double) takes the stub.
+        // nil, true and false by their words, symbols and doubles by their tags.
         self.b.switch_to_block(immediate);
         let mut class = self.iconst(I32, UNCACHED_CLASS);
         let tag = self.and_imm(recv, 7);
         let is_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
         let symbol = self.iconst(I32, calls.symbol_class as i64);
         class = self.b.ins().select(is_symbol, symbol, class);
+        let is_double = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
+        let double = self.iconst(I32, calls.double_class as i64);
+        class = self.b.ins().select(is_double, double, class);
         for &(c, word) in &calls.immediate_classes {
             let is = self.cmp_imm(IntCC::Equal, recv, word as i64);
             let this = self.iconst(I32, c as i64);
@@ -817,7 +819,8 @@ impl Lowerer<'_, '_> {
     ) -> Result<(), String> {
         use tally_vm::runtime::{
             INTRINSIC_ARRAY_AT, INTRINSIC_ARRAY_AT_PUT, INTRINSIC_ARRAY_LENGTH,
-            INTRINSIC_BLOCK_VALUE, INTRINSIC_STRING_EQUAL, INTRINSIC_STRING_LENGTH,
+            INTRINSIC_BLOCK_VALUE, INTRINSIC_CLASS_NEW, INTRINSIC_DOUBLE_SQRT,
+            INTRINSIC_STRING_EQUAL, INTRINSIC_STRING_LENGTH,
         };
         let kind = self
             .b
@@ -829,6 +832,8 @@ impl Lowerer<'_, '_> {
             "at:" => INTRINSIC_ARRAY_AT,
             "at:put:" => INTRINSIC_ARRAY_AT_PUT,
             "=" => INTRINSIC_STRING_EQUAL,
+            "sqrt" => INTRINSIC_DOUBLE_SQRT,
+            "new" => INTRINSIC_CLASS_NEW,
             _ => 0,
         };
         let cases: Vec<u8> = match (selector, case) {
@@ -850,6 +855,37 @@ impl Lowerer<'_, '_> {
             }
             if want == INTRINSIC_STRING_LENGTH || want == INTRINSIC_STRING_EQUAL {
                 let v = self.string_intrinsic(want, class, recv, args, slow)?;
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            if want == INTRINSIC_CLASS_NEW {
+                // The receiver is a class (its class, a metaclass, found Class>>new): the
+                // allocation without the send (a safepoint; `Value::NONE` is an error, which
+                // leaves as the send's would).
+                let k = self.safepoint(inst.bci);
+                let stub = self.iconst(I64, self.layout.stubs.ir_new_instance as i64);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.sigs.left, stub, &[self.vm, recv]);
+                self.tag(call, k);
+                let v = self.b.inst_results(call)[0];
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            if want == INTRINSIC_DOUBLE_SQRT {
+                // An immediate double's root, when it is one too (a boxed receiver or
+                // result takes the stub).
+                let tag = self.and_imm(recv, 7);
+                let is_float = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
+                let float = self.b.create_block();
+                self.b.ins().brif(is_float, float, &[], slow, &[]);
+                self.b.switch_to_block(float);
+                let x = crate::numbers::decode_small_float(&mut self.b, recv);
+                let root = self.b.ins().sqrt(x);
+                let v = crate::numbers::encode_small_float(&mut self.b, root, slow);
                 self.b.ins().jump(join, &[v.into()]);
                 self.b.switch_to_block(next);
                 continue;
@@ -901,8 +937,9 @@ impl Lowerer<'_, '_> {
     }
 
     /// String's `length` (of an instance of String whose characters are its bytes) or `=`
-    /// (of an instance of String itself, through the pure `string_equal` stub, which
-    /// neither allocates nor fails); other receivers go to `slow`.
+    /// (of an instance of String itself or a Symbol, as String's primitive answers it: a
+    /// symbol equals only itself, and text is compared by the pure `string_equal` stub,
+    /// which neither allocates nor fails); other receivers go to `slow`.
     fn string_intrinsic(
         &mut self,
         which: u8,
@@ -913,20 +950,44 @@ impl Lowerer<'_, '_> {
     ) -> Result<Value, String> {
         let is_string = self.cmp_imm(IntCC::Equal, class, self.layout.string_class as i64);
         let string = self.b.create_block();
-        self.b.ins().brif(is_string, string, &[], slow, &[]);
-        self.b.switch_to_block(string);
         if which == tally_vm::runtime::INTRINSIC_STRING_EQUAL {
             let other = self.val(args[0])?;
+            let done = self.b.create_block();
+            let answer = self.b.append_block_param(done, I64);
+            let t = self.iconst(I64, TRUE);
+            let f = self.iconst(I64, FALSE);
+            let symbol = self.b.create_block();
+            let is_symbol =
+                self.cmp_imm(IntCC::Equal, class, self.layout.calls.symbol_class as i64);
+            let text = self.b.create_block();
+            self.b.ins().brif(is_string, text, &[], symbol, &[]);
+            self.b.switch_to_block(symbol);
+            let symbols = self.b.create_block();
+            self.b.ins().brif(is_symbol, symbols, &[], slow, &[]);
+            self.b.switch_to_block(symbols);
+            let same = self.b.ins().icmp(IntCC::Equal, recv, other);
+            let not_same = self.b.create_block();
+            self.b.ins().brif(same, done, &[t.into()], not_same, &[]);
+            self.b.switch_to_block(not_same);
+            let tag = self.and_imm(other, 7);
+            let other_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+            self.b
+                .ins()
+                .brif(other_symbol, done, &[f.into()], text, &[]);
+            self.b.switch_to_block(text);
             let stub = self.iconst(I64, self.layout.stubs.string_equal as i64);
             let call =
                 self.b
                     .ins()
                     .call_indirect(self.sigs.string_equal, stub, &[self.vm, recv, other]);
             let equal = self.b.inst_results(call)[0];
-            let t = self.iconst(I64, TRUE);
-            let f = self.iconst(I64, FALSE);
-            return Ok(self.b.ins().select(equal, t, f));
+            let v = self.b.ins().select(equal, t, f);
+            self.b.ins().jump(done, &[v.into()]);
+            self.b.switch_to_block(done);
+            return Ok(answer);
         }
+        self.b.ins().brif(is_string, string, &[], slow, &[]);
+        self.b.switch_to_block(string);
         // The kind is bits 9..2 of header word 0.
         let word0 = self.b.ins().load(I64, flags(), recv, 0);
         let kind = self.b.ins().ushr_imm_u(word0, 2);

@@ -189,6 +189,12 @@ pub(super) extern "C" fn call_hook(vm: *mut Vm, code: u32) -> u32 {
     0
 }
 
+/// `(vm, class) -> Value`: `Class>>new`, the primitive native code found at a send site,
+/// done without the send: a new instance of `class`. A safepoint (it allocates).
+pub(super) extern "C" fn new_instance(vm: *mut Vm, class: u64) -> u64 {
+    run(vm, |vm| vm.instantiate(Value(class)).map(Some))
+}
+
 /// `(vm, frame, status) -> Value`: native code that native code called directly left its
 /// frame (`frame`, the top one) to the interpreter, with `status` (`Status::Deopt`: a guard
 /// failed, recorded as for the dispatcher; `Interpret`; or what a yieldpoint's stub

@@ -277,6 +277,8 @@ pub struct CallLayout {
     /// The class id of symbols, all of them immediates (tag `010`): a class guard for it
     /// tests the tag.
     pub symbol_class: u32,
+    /// The class id of doubles: immediate ones (tag `110`) carry no header to read it from.
+    pub double_class: u32,
     /// The classes whose usual instances are the immediates `nil`, `true` and `false`, with
     /// those words: a class guard for them compares the word.
     pub immediate_classes: [(u32, u64); 3],
@@ -316,6 +318,7 @@ impl Layout {
             code_trivial_operand: offset_of!(Code, trivial_operand) as i32,
             integer_class: rt.core.integer,
             symbol_class: rt.core.symbol,
+            double_class: rt.core.double,
             immediate_classes: [
                 (rt.core.nil, Value::NIL.0),
                 (rt.core.true_, Value::TRUE.0),
@@ -830,6 +833,18 @@ impl Vm {
             return match selector {
                 "length" => INTRINSIC_STRING_LENGTH,
                 "=" => INTRINSIC_STRING_EQUAL,
+                _ => INTRINSIC_NONE,
+            };
+        }
+        if code.holder == rt.core.double {
+            return match selector {
+                "sqrt" => INTRINSIC_DOUBLE_SQRT,
+                _ => INTRINSIC_NONE,
+            };
+        }
+        if code.holder == rt.core.class {
+            return match selector {
+                "new" => INTRINSIC_CLASS_NEW,
                 _ => INTRINSIC_NONE,
             };
         }

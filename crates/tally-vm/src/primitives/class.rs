@@ -28,27 +28,35 @@ fn name(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 }
 
 fn new(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
-    let c = vm.class_ref(vm.arg(argc, 0))?;
-    let info = &vm.rt.classes[c as usize];
-    let (kind, slots) = match info.instance_kind {
-        _ if info.special_layout => {
-            let name = vm.rt.class_name(c);
-            return Err(vm.error(format!(
-                "Cannot create an instance of {name} with new: the VM makes its instances"
-            )));
-        }
-        Kind::Plain => (Kind::Plain, info.fields.len()),
-        Kind::Array => (Kind::Array, info.fields.len()),
-        Kind::String | Kind::AsciiString if info.fields.is_empty() => (Kind::AsciiString, 0),
-        other => {
-            let name = vm.rt.class_name(c);
-            return Err(vm.error(format!(
-                "instances of {name} cannot be created with new ({other:?})"
-            )));
-        }
-    };
-    let obj = vm.alloc(c, kind, slots, Value::NIL, 0)?;
+    let obj = vm.instantiate(vm.arg(argc, 0))?;
     vm.answer(argc, obj)
+}
+
+impl Vm {
+    /// `Class>>new`: a new instance of the class object `class`, its fields nil. Compiled
+    /// code calls this for the primitive too (`jit::Stubs::ir_new_instance`).
+    pub(crate) fn instantiate(&mut self, class: Value) -> Result<Value, VmError> {
+        let c = self.class_ref(class)?;
+        let info = &self.rt.classes[c as usize];
+        let (kind, slots) = match info.instance_kind {
+            _ if info.special_layout => {
+                let name = self.rt.class_name(c);
+                return Err(self.error(format!(
+                    "Cannot create an instance of {name} with new: the VM makes its instances"
+                )));
+            }
+            Kind::Plain => (Kind::Plain, info.fields.len()),
+            Kind::Array => (Kind::Array, info.fields.len()),
+            Kind::String | Kind::AsciiString if info.fields.is_empty() => (Kind::AsciiString, 0),
+            other => {
+                let name = self.rt.class_name(c);
+                return Err(self.error(format!(
+                    "instances of {name} cannot be created with new ({other:?})"
+                )));
+            }
+        };
+        self.alloc(c, kind, slots, Value::NIL, 0)
+    }
 }
 
 fn superclass(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
