@@ -680,12 +680,18 @@ impl Builder<'_> {
         let facts = self.facts(site);
         let guard_state = self.state(s, i, Resume::Before, before);
         let (receiver, args) = self.operands(s, facts.argc as usize)?;
-        let expected = if is_super {
-            None
-        } else {
-            facts.expects_receiver
-        };
-        let Some(expected) = expected else {
+        if is_super {
+            // Its target is fixed: called directly or done in place, no guard.
+            let v = match facts.expects_receiver {
+                Some(ExpectedReceivers::One(e)) => {
+                    self.target(s, e, site, receiver, &args, i, guard_state)
+                }
+                _ => self.call(s, site, receiver, args, i, true),
+            };
+            s.stack.push(v);
+            return Ok(());
+        }
+        let Some(expected) = facts.expects_receiver else {
             let v = self.call(s, site, receiver, args, i, is_super);
             s.stack.push(v);
             return Ok(());

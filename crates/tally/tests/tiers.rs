@@ -1093,6 +1093,46 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
     }
 }
 
+/// A super send's target is fixed: the optimizing tier calls the method directly, or does a
+/// trivial one (a getter here) in place, instead of going through the super-send stub.
+#[test]
+fn super_sends_call_their_fixed_target_directly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    std::fs::write(
+        dir.path().join("Base.som"),
+        "Base = ( | n | value: x = ( ^x + 1 ) n = ( ^n ) setUp = ( n := 5 ) )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = Base (\n\
+         \x20   value: x = ( ^(super value: x) * 2 )\n\
+         \x20   n = ( ^super n + 1 )\n\
+         \x20   run = ( | s | self setUp. s := 0.\n\
+         \x20       1 to: 300000 do: [:i | s := s + (self value: i) + self n]. s println )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "90002700000\n");
+    let (got, log) = run_main(
+        dir.path(),
+        &["--tier=adaptive", "--calibration", &model, "--tier-log"],
+    );
+    assert_eq!(got, want, "{log}");
+    assert!(log.contains("[tier] opt Main>>value: ("), "{log}");
+    let stub_sends: u64 = log
+        .lines()
+        .filter(|l| l.contains("(#value:)") || l.contains("(#n)"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    assert!(
+        stub_sends < 1000,
+        "{stub_sends} super sends through the stub\n{log}"
+    );
+}
+
 /// `==` at a monomorphic site is answered inline by the optimizing tier (identity of the two
 /// words); numbers, which compare by value, never take that path: a receiver of another class
 /// deoptimizes, and an argument that is a number is simply not identical.

@@ -377,11 +377,21 @@ impl CompileRequest {
 }
 
 /// The receiver classes and targets of a send site's inline cache, when compiled code can do
-/// every target without the send stub.
+/// every target without the send stub. A super send's one entry is its fixed target (the
+/// cache's class is where its lookup starts), served when it is a method called directly or
+/// a trivial method: those need no class of their receiver (which is `self`).
 fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
     let s = &rt.sites[site as usize];
-    if s.super_lookup.is_some() || s.cached_class == NO_CLASS {
+    if s.cached_class == NO_CLASS {
         return None;
+    }
+    if let Some(start) = s.super_lookup {
+        let e = expected_receiver(rt, start, s.cached_code, s.argc)?;
+        return matches!(
+            e.target,
+            ExpectedTarget::Method(_) | ExpectedTarget::Trivial { .. }
+        )
+        .then_some(ExpectedReceivers::One(e));
     }
     let first = expected_receiver(rt, s.cached_class, s.cached_code, s.argc)?;
     if s.cached_class2 == NO_CLASS {
