@@ -154,6 +154,7 @@ pub(crate) fn lower(
         leave: None,
         hand_over: None,
         ret: None,
+        epilogue: None,
         safepoints: 0,
         speculated: std::collections::BTreeSet::new(),
     };
@@ -299,6 +300,8 @@ struct Lowerer<'a, 'f> {
     hand_over: Option<Block>,
     /// Where the returns go (`fill_ret`), and the bytecode index of the first.
     ret: Option<(Block, u32)>,
+    /// The one block that returns from the function (`Lowerer::return_`).
+    epilogue: Option<Block>,
     /// Safepoints numbered so far.
     safepoints: u32,
     speculated: std::collections::BTreeSet<u32>,
@@ -450,7 +453,7 @@ impl Lowerer<'_, '_> {
 
         self.b.switch_to_block(slow);
         let result = self.call_through_stub(&operands)?;
-        self.b.ins().return_(&[result]);
+        self.return_(result);
 
         self.b.switch_to_block(push);
         let frames = self
@@ -710,9 +713,25 @@ impl Lowerer<'_, '_> {
         self.b
             .ins()
             .store(flags(), depth, frame_stack, layout.frames_len);
-        self.b.ins().return_(&[v]);
+        self.return_(v);
         self.b.switch_to_block(framed);
-        self.b.ins().return_(&[v]);
+        self.return_(v);
+    }
+
+    /// Returns `v` through the one epilogue every way out of the function shares (Cranelift
+    /// writes an epilogue at each `return`: restoring registers and the frame, some twenty
+    /// bytes).
+    fn return_(&mut self, v: Value) {
+        let epilogue = match self.epilogue {
+            Some(b) => b,
+            None => {
+                let b = self.b.create_block();
+                self.b.append_block_param(b, I64);
+                self.epilogue = Some(b);
+                b
+            }
+        };
+        self.b.ins().jump(epilogue, &[v.into()]);
     }
 
     /// A hooked method's entry or exit hook (GC hints, phases) while the hooks are armed,
@@ -813,7 +832,7 @@ impl Lowerer<'_, '_> {
             let (framed, direct) = self.leave_by_caller();
             self.b.switch_to_block(framed);
             let none = self.iconst(I64, 0);
-            self.b.ins().return_(&[none]);
+            self.return_(none);
             self.b.switch_to_block(direct);
             let stub = self.iconst(I64, self.layout.stubs.ir_left as i64);
             let call = self
@@ -821,7 +840,7 @@ impl Lowerer<'_, '_> {
                 .ins()
                 .call_indirect(self.sigs.left, stub, &[self.vm, self.frame]);
             let v = self.b.inst_results(call)[0];
-            self.b.ins().return_(&[v]);
+            self.return_(v);
         }
         let mut exits: Vec<_> = self.exits.iter().map(|(&k, &b)| (k, b)).collect();
         exits.sort_by_key(|&((s, _), b)| (s, b));
@@ -833,6 +852,13 @@ impl Lowerer<'_, '_> {
         }
         if let Some((ret, bci)) = self.ret {
             self.fill_ret(ret, bci);
+        }
+        if let Some(epilogue) = self.epilogue {
+            self.b.switch_to_block(epilogue);
+            let bci = self.ret.map_or(crate::compiler::SHARED_EXIT, |(_, bci)| bci);
+            self.b.set_srcloc(SourceLoc::new(bci));
+            let v = self.b.block_params(epilogue)[0];
+            self.b.ins().return_(&[v]);
         }
         Ok(())
     }
@@ -864,7 +890,7 @@ impl Lowerer<'_, '_> {
             .ins()
             .store(flags(), status, self.vm, layout.exit_status);
         let none = self.iconst(I64, 0);
-        self.b.ins().return_(&[none]);
+        self.return_(none);
         self.b.switch_to_block(direct);
         let stub = self.iconst(I64, layout.stubs.ir_interpret as i64);
         let call =
@@ -872,7 +898,7 @@ impl Lowerer<'_, '_> {
                 .ins()
                 .call_indirect(self.sigs.interpret, stub, &[self.vm, self.frame, status]);
         let result = self.b.inst_results(call)[0];
-        self.b.ins().return_(&[result]);
+        self.return_(result);
     }
 
     fn fill_exit(
