@@ -12,13 +12,14 @@ mod pc_map;
 pub(crate) use pc_map::SHARED_EXIT;
 mod translate;
 
+use crate::lower::{AdapterBody, AdapterShape};
 use cranelift_codegen::ir::immediates::Imm64;
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{default_libcall_names, Module};
+use cranelift_module::{default_libcall_names, FuncId, Module};
 use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCode, Tier};
 
 /// A compiler for one tier: one Cranelift JIT module holding every function it made.
@@ -28,6 +29,8 @@ pub struct Compiler {
     context: Context,
     builder_context: FunctionBuilderContext,
     listing_parts: ListingParts,
+    /// The adapters shared by the bodies without loop-head entries, by shape.
+    shared_adapters: std::collections::HashMap<AdapterShape, FuncId>,
 }
 
 /// What [`CodeGenerator::listing`] shows (`tally disasm --show`): machine code differs from
@@ -90,6 +93,7 @@ impl Compiler {
             module,
             context,
             builder_context: FunctionBuilderContext::new(),
+            shared_adapters: std::collections::HashMap::new(),
             listing_parts: ListingParts {
                 tally_ir: true,
                 ir: true,
@@ -169,6 +173,58 @@ pub(crate) fn entry_signature(module: &JITModule) -> Signature {
     sig
 }
 
+impl Compiler {
+    /// The adapter the dispatcher enters every body of `shape` without loop-head entries
+    /// through, made at its first use.
+    fn shared_adapter(&mut self, shape: AdapterShape, layout: &Layout) -> Result<FuncId, String> {
+        if let Some(&id) = self.shared_adapters.get(&shape) {
+            return Ok(id);
+        }
+        let id = self.define_adapter(shape, layout, AdapterBody::OfFrame, &[], u32::MAX)?;
+        self.shared_adapters.insert(shape, id);
+        Ok(id)
+    }
+
+    /// Defines an adapter (`lower::lower_adapter`) calling `body` (a function of this
+    /// module, or the frame's), entering at the loop heads `osr`; `name` numbers it.
+    fn define_adapter(
+        &mut self,
+        shape: AdapterShape,
+        layout: &Layout,
+        body: AdapterBody<FuncId>,
+        osr: &[u32],
+        name: u32,
+    ) -> Result<FuncId, String> {
+        self.module.clear_context(&mut self.context);
+        self.context.func.signature = entry_signature(&self.module);
+        self.context.func.name = UserFuncName::user(1, name);
+        let body = match body {
+            AdapterBody::Known(f) => {
+                AdapterBody::Known(self.module.declare_func_in_func(f, &mut self.context.func))
+            }
+            AdapterBody::OfFrame => AdapterBody::OfFrame,
+        };
+        crate::lower::lower_adapter(
+            &mut self.context.func,
+            &mut self.builder_context,
+            shape,
+            layout,
+            body,
+            osr,
+            self.module.target_config(),
+            self.module.isa().default_call_conv(),
+        );
+        let adapter = self
+            .module
+            .declare_anonymous_function(&self.context.func.signature.clone())
+            .map_err(|e| e.to_string())?;
+        self.module
+            .define_function(adapter, &mut self.context)
+            .map_err(|e| format!("{e:?}"))?;
+        Ok(adapter)
+    }
+}
+
 impl CodeGenerator for Compiler {
     fn tier(&self) -> Tier {
         self.tier
@@ -207,30 +263,16 @@ impl CodeGenerator for Compiler {
             Built::Lowered(ir, _) => ir.osr_entries().iter().map(|o| o.bci).collect(),
             Built::Translated => Vec::new(),
         };
+        let shape = AdapterShape::of(request.code);
         let adapter = match &built {
+            // A body without loop-head entries shares its shape's adapter, which calls the
+            // body installed with it: one compile less per method.
+            Built::Lowered(..) if osr_entries.is_empty() => {
+                Some(self.shared_adapter(shape, layout)?)
+            }
             Built::Lowered(..) => {
-                let osr = &osr_entries;
-                self.module.clear_context(&mut self.context);
-                self.context.func.signature = entry_signature(&self.module);
-                self.context.func.name = UserFuncName::user(1, request.code.id);
-                let body = self.module.declare_func_in_func(id, &mut self.context.func);
-                crate::lower::lower_adapter(
-                    &mut self.context.func,
-                    &mut self.builder_context,
-                    request,
-                    layout,
-                    body,
-                    osr,
-                    self.module.target_config(),
-                );
-                let adapter = self
-                    .module
-                    .declare_anonymous_function(&self.context.func.signature.clone())
-                    .map_err(|e| e.to_string())?;
-                self.module
-                    .define_function(adapter, &mut self.context)
-                    .map_err(|e| format!("{e:?}"))?;
-                Some(adapter)
+                let body = AdapterBody::Known(id);
+                Some(self.define_adapter(shape, layout, body, &osr_entries, request.code.id)?)
             }
             Built::Translated => None,
         };

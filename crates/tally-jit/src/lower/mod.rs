@@ -855,7 +855,9 @@ impl Lowerer<'_, '_> {
         }
         if let Some(epilogue) = self.epilogue {
             self.b.switch_to_block(epilogue);
-            let bci = self.ret.map_or(crate::compiler::SHARED_EXIT, |(_, bci)| bci);
+            let bci = self
+                .ret
+                .map_or(crate::compiler::SHARED_EXIT, |(_, bci)| bci);
             self.b.set_srcloc(SourceLoc::new(bci));
             let v = self.b.block_params(epilogue)[0];
             self.b.ins().return_(&[v]);
@@ -1033,6 +1035,30 @@ impl Lowerer<'_, '_> {
     }
 }
 
+/// What an adapter calls: the body it was made with, or (an adapter shared by every body
+/// of its shape without loop-head entries) the body installed for the frame's code.
+#[derive(Clone, Copy)]
+pub(crate) enum AdapterBody<F = cranelift_codegen::ir::FuncRef> {
+    Known(F),
+    OfFrame,
+}
+
+/// The activations an adapter enters: a method's or a block's, with `argc` arguments.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) struct AdapterShape {
+    pub argc: usize,
+    pub is_block: bool,
+}
+
+impl AdapterShape {
+    pub(crate) fn of(code: &tally_vm::runtime::Code) -> AdapterShape {
+        AdapterShape {
+            argc: code.num_args as usize,
+            is_block: code.kind == tally_vm::compiler::CodeKind::Block,
+        }
+    }
+}
+
 /// Writes the adapter the dispatcher calls (an `EntryPoint`) into `func`: for a new frame
 /// (`resume` 0: a call from the baseline tier's code, `framed` [`FRESH_FROM_COMPILED`]; or
 /// the top frame at `ip` 0, `framed` 1) it reads the receiver and arguments from the
@@ -1040,16 +1066,17 @@ impl Lowerer<'_, '_> {
 /// enters the body there (`framed` 2 + k); a frame left elsewhere goes back to the
 /// interpreter. The body's value is pushed for `Status::Returned`; `Value::NONE` gives the
 /// status its exit left in `Layout::exit_status`, or `Status::Unwound`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn lower_adapter(
     func: &mut Function,
     builder_context: &mut FunctionBuilderContext,
-    request: &CompileRequest,
+    shape: AdapterShape,
     layout: &Layout,
-    body: cranelift_codegen::ir::FuncRef,
+    body: AdapterBody,
     osr: &[u32],
     target: cranelift_codegen::isa::TargetFrontendConfig,
+    call_conv: cranelift_codegen::isa::CallConv,
 ) {
-    let code = request.code;
     let mut b = FunctionBuilder::new(func, builder_context);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -1114,16 +1141,31 @@ pub(crate) fn lower_adapter(
     let bp_bytes = b.ins().imul(bp, eight);
     let slots = b.ins().iadd(stack, bp_bytes);
     let mut args = vec![vm, framed];
-    for k in 0..=code.num_args as i32 {
+    for k in 0..=shape.argc as i32 {
         args.push(b.ins().load(I64, flags(), slots, 8 * k));
     }
-    if code.kind == tally_vm::compiler::CodeKind::Block {
+    if shape.is_block {
         args.push(
             b.ins()
                 .load(I64, flags(), frame, layout.native.frame_closure),
         );
     }
-    let call = b.ins().call(body, &args);
+    let call = match body {
+        AdapterBody::Known(body) => b.ins().call(body, &args),
+        AdapterBody::OfFrame => {
+            // The body installed for the frame's code (`Code::direct`): read where the
+            // dispatcher entered through this adapter, which the VM installed with it.
+            let calls = &layout.calls;
+            let id = b.ins().uload32(flags(), frame, calls.frame_code);
+            let codes = b.ins().load(I64, flags(), vm, calls.codes_base);
+            let offset = b.ins().imul(id, eight);
+            let at = b.ins().iadd(codes, offset);
+            let code = b.ins().load(I64, flags(), at, 0);
+            let direct = b.ins().load(I64, flags(), code, layout.code_direct);
+            let sig = b.import_signature(body_signature(call_conv, shape.argc, shape.is_block));
+            b.ins().call_indirect(sig, direct, &args)
+        }
+    };
     let result = b.inst_results(call)[0];
     let returned = b.create_block();
     let left = b.create_block();
