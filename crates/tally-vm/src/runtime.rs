@@ -182,6 +182,8 @@ pub const INTRINSIC_STRING_EQUAL: u8 = 6;
 pub const INTRINSIC_DOUBLE_SQRT: u8 = 7;
 /// `Class>>new`, Class's own primitive (`jit::Stubs::ir_new_instance`).
 pub const INTRINSIC_CLASS_NEW: u8 = 8;
+/// `Array class>>new:`, Array's own primitive (`jit::Stubs::ir_new_indexable`).
+pub const INTRINSIC_ARRAY_NEW: u8 = 9;
 
 pub const TRIVIAL_NONE: u8 = 0;
 pub const TRIVIAL_GETTER: u8 = 1;

@@ -1025,7 +1025,7 @@ fn a_library_that_redefines_string_equality_is_sent_to_in_every_tier() {
 /// Primitives the optimizing tier does at a send site without the send stub once the
 /// site's cache names them: Double's `sqrt` (an immediate double's root), String's `=` for
 /// strings and symbols (a symbol equals only itself), Class's `new` (an allocation, with
-/// its error for a class the VM makes). Each answers what the interpreter does, the edge
+/// its error for a class the VM makes), Array's `new:`. Each answers what the interpreter does, the edge
 /// cases included, and the tier log's report of stub sends shows that they did not go
 /// through the stub.
 #[test]
@@ -1038,12 +1038,14 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
          \x20   root: x = ( ^x sqrt )\n\
          \x20   same: a as: b = ( ^a = b )\n\
          \x20   make: c = ( ^c new )\n\
+         \x20   make: c size: n = ( ^c new: n )\n\
          \x20   run = (\n\
          \x20       | n |\n\
          \x20       n := 0.\n\
          \x20       1 to: 300000 do: [:i |\n\
          \x20           n := n + (self root: 4.0) + ((self same: #a as: #a) ifTrue: [1] ifFalse: [0]).\n\
-         \x20           (self make: Gen) class == Gen ifTrue: [n := n + 1]].\n\
+         \x20           (self make: Gen) class == Gen ifTrue: [n := n + 1].\n\
+         \x20           n := n + (self make: Array size: 2) length].\n\
          \x20       n println.\n\
          \x20       (self root: 2.25) println. (self root: -1.0) println.\n\
          \x20       (self root: 1.0e300) println. (self root: 1.0e-300) println.\n\
@@ -1052,6 +1054,7 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
          \x20       (self same: 'a' as: #a) println. (self same: #a as: 3) println.\n\
          \x20       (self same: 'ab' as: 'ab') println.\n\
          \x20       (self make: Array) length println. (self make: String) println.\n\
+         \x20       (self make: Array size: 0) length println.\n\
          \x20       (self make: Integer) println\n\
          \x20   )\n\
          )\n",
@@ -1060,7 +1063,7 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
     let (want, want_err, status) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(
         want,
-        "1200000.0\n1.5\nNaN\n1.0e150\n1.0e-150\n0.0\n4\nfalse\ntrue\ntrue\nfalse\ntrue\n0\n\n"
+        "1800000.0\n1.5\nNaN\n1.0e150\n1.0e-150\n0.0\n4\nfalse\ntrue\ntrue\nfalse\ntrue\n0\n\n0\n"
     );
     assert!(
         want_err.contains("Cannot create an instance of Integer with new"),
@@ -1080,7 +1083,7 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
             .collect()
     };
     assert_eq!(trace(&log), trace(&want_err), "{log}");
-    for selector in ["(#sqrt)", "(#new)", "(#=)"] {
+    for selector in ["(#sqrt)", "(#new)", "(#new:)", "(#=)"] {
         let stub_sends: u64 = log
             .lines()
             .filter(|l| l.contains(selector))

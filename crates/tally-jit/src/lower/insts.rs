@@ -819,7 +819,7 @@ impl Lowerer<'_, '_> {
     ) -> Result<(), String> {
         use tally_vm::runtime::{
             INTRINSIC_ARRAY_AT, INTRINSIC_ARRAY_AT_PUT, INTRINSIC_ARRAY_LENGTH,
-            INTRINSIC_BLOCK_VALUE, INTRINSIC_CLASS_NEW, INTRINSIC_DOUBLE_SQRT,
+            INTRINSIC_ARRAY_NEW, INTRINSIC_BLOCK_VALUE, INTRINSIC_CLASS_NEW, INTRINSIC_DOUBLE_SQRT,
             INTRINSIC_STRING_EQUAL, INTRINSIC_STRING_LENGTH,
         };
         let kind = self
@@ -834,6 +834,7 @@ impl Lowerer<'_, '_> {
             "=" => INTRINSIC_STRING_EQUAL,
             "sqrt" => INTRINSIC_DOUBLE_SQRT,
             "new" => INTRINSIC_CLASS_NEW,
+            "new:" => INTRINSIC_ARRAY_NEW,
             _ => 0,
         };
         let cases: Vec<u8> = match (selector, case) {
@@ -859,16 +860,23 @@ impl Lowerer<'_, '_> {
                 self.b.switch_to_block(next);
                 continue;
             }
-            if want == INTRINSIC_CLASS_NEW {
-                // The receiver is a class (its class, a metaclass, found Class>>new): the
+            if want == INTRINSIC_CLASS_NEW || want == INTRINSIC_ARRAY_NEW {
+                // The receiver is a class (its class, a metaclass, found the primitive): the
                 // allocation without the send (a safepoint; `Value::NONE` is an error, which
                 // leaves as the send's would).
                 let k = self.safepoint(inst.bci);
-                let stub = self.iconst(I64, self.layout.stubs.ir_new_instance as i64);
-                let call = self
-                    .b
-                    .ins()
-                    .call_indirect(self.sigs.left, stub, &[self.vm, recv]);
+                let call = if want == INTRINSIC_CLASS_NEW {
+                    let stub = self.iconst(I64, self.layout.stubs.ir_new_instance as i64);
+                    self.b
+                        .ins()
+                        .call_indirect(self.sigs.left, stub, &[self.vm, recv])
+                } else {
+                    let n = self.val(args[0])?;
+                    let stub = self.iconst(I64, self.layout.stubs.ir_new_indexable as i64);
+                    self.b
+                        .ins()
+                        .call_indirect(self.sigs.new_indexable, stub, &[self.vm, recv, n])
+                };
                 self.tag(call, k);
                 let v = self.b.inst_results(call)[0];
                 self.b.ins().jump(join, &[v.into()]);

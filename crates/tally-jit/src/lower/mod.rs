@@ -224,6 +224,7 @@ struct Signatures {
     left: SigRef,
     /// `(vm, u64, u64) -> u32`: `string_equal`.
     string_equal: SigRef,
+    new_indexable: SigRef,
     /// `(vm, u32) -> u32`: `method_hook`.
     status1: SigRef,
     /// The bodies' signatures, by argument count (methods, then blocks): direct calls.
@@ -249,6 +250,7 @@ impl Signatures {
             interpret: make(&[I64, I64, I32], I64),
             left: make(&[I64, I64], I64),
             string_equal: make(&[I64, I64, I64], I32),
+            new_indexable: make(&[I64, I64, I64], I64),
             status1: make(&[I64, I32], I32),
             bodies: HashMap::new(),
         }

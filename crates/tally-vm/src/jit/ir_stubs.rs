@@ -195,6 +195,13 @@ pub(super) extern "C" fn new_instance(vm: *mut Vm, class: u64) -> u64 {
     run(vm, |vm| vm.instantiate(Value(class)).map(Some))
 }
 
+/// `(vm, class, n) -> Value`: `Array class>>new:` done as [`new_instance`] does `new`.
+pub(super) extern "C" fn new_indexable(vm: *mut Vm, class: u64, n: u64) -> u64 {
+    run(vm, |vm| {
+        vm.instantiate_indexable(Value(class), Value(n)).map(Some)
+    })
+}
+
 /// `(vm, frame, status) -> Value`: native code that native code called directly left its
 /// frame (`frame`, the top one) to the interpreter, with `status` (`Status::Deopt`: a guard
 /// failed, recorded as for the dispatcher; `Interpret`; or what a yieldpoint's stub

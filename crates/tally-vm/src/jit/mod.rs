@@ -848,6 +848,12 @@ impl Vm {
                 _ => INTRINSIC_NONE,
             };
         }
+        if code.holder == rt.classes[rt.core.array as usize].partner {
+            return match selector {
+                "new:" => INTRINSIC_ARRAY_NEW,
+                _ => INTRINSIC_NONE,
+            };
+        }
         let arity = match selector {
             "value" => 0,
             "value:" => 1,

@@ -63,6 +63,8 @@ pub struct Stubs {
     pub ir_call_hook: usize,
     /// `(vm, class) -> Value`: `Class>>new` of a class object (`Value::NONE`: an error).
     pub ir_new_instance: usize,
+    /// `(vm, class, n) -> Value`: `Array class>>new:` (`Value::NONE`: an error).
+    pub ir_new_indexable: usize,
     /// `(vm, frame, status) -> Value`: a directly called activation's frame, left to the
     /// interpreter, run to its return.
     pub ir_interpret: usize,
@@ -95,6 +97,7 @@ impl Stubs {
             ir_new_context: super::ir_stubs::new_context as *const () as usize,
             ir_call_hook: super::ir_stubs::call_hook as *const () as usize,
             ir_new_instance: super::ir_stubs::new_instance as *const () as usize,
+            ir_new_indexable: super::ir_stubs::new_indexable as *const () as usize,
             ir_interpret: super::ir_stubs::interpret as *const () as usize,
             ir_left: super::ir_stubs::left as *const () as usize,
         }
@@ -103,7 +106,7 @@ impl Stubs {
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 23] {
+    pub fn named(&self) -> [(&'static str, usize); 24] {
         let Stubs {
             send,
             super_send,
@@ -126,6 +129,7 @@ impl Stubs {
             ir_new_context,
             ir_call_hook,
             ir_new_instance,
+            ir_new_indexable,
             ir_interpret,
             ir_left,
         } = self;
@@ -151,6 +155,7 @@ impl Stubs {
             ("ir_new_context", *ir_new_context),
             ("ir_call_hook", *ir_call_hook),
             ("ir_new_instance", *ir_new_instance),
+            ("ir_new_indexable", *ir_new_indexable),
             ("ir_interpret", *ir_interpret),
             ("ir_left", *ir_left),
         ]

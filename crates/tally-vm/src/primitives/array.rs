@@ -38,15 +38,27 @@ fn length(vm: &mut Vm, argc: usize) -> Result<(), VmError> {
 /// `Array new: n` (also on subclasses of Array: the instance gets the receiver's class, and
 /// its named fields, nil, come before the `n` elements).
 fn new(vm: &mut Vm, _: usize) -> Result<(), VmError> {
-    let (class, n) = (vm.arg(1, 0), vm.arg(1, 1));
-    let len = vm.size_arg(n)?;
-    let class_id = vm.class_ref(class)?;
-    let info = &vm.rt.classes[class_id as usize];
-    if info.instance_kind != Kind::Array {
-        let name = vm.rt.class_name(class_id);
-        return Err(vm.error(format!("{name} new: makes no indexable instances")));
-    }
-    let fields = info.fields.len();
-    let a = vm.alloc(class_id, Kind::Array, fields + len, Value::NIL, 0)?;
+    let a = vm.instantiate_indexable(vm.arg(1, 0), vm.arg(1, 1))?;
     vm.answer(1, a)
+}
+
+impl Vm {
+    /// `Array class>>new:`: a new instance of the class object `class` with `n` elements,
+    /// all nil. Compiled code calls this for the primitive too
+    /// (`jit::Stubs::ir_new_indexable`).
+    pub(crate) fn instantiate_indexable(
+        &mut self,
+        class: Value,
+        n: Value,
+    ) -> Result<Value, VmError> {
+        let len = self.size_arg(n)?;
+        let class_id = self.class_ref(class)?;
+        let info = &self.rt.classes[class_id as usize];
+        if info.instance_kind != Kind::Array {
+            let name = self.rt.class_name(class_id);
+            return Err(self.error(format!("{name} new: makes no indexable instances")));
+        }
+        let fields = info.fields.len();
+        self.alloc(class_id, Kind::Array, fields + len, Value::NIL, 0)
+    }
 }

@@ -4,6 +4,7 @@
 use tally_heap::Value;
 
 use super::Table;
+use crate::objects::Kind;
 use crate::{Vm, VmError};
 
 pub static INSTANCE: Table = &[
@@ -116,7 +117,19 @@ fn substring(vm: &mut Vm, _: usize) -> Result<(), VmError> {
                 "substring {start} to {end} is out of bounds for a string of length {len}"
             )));
         }
-        s[(start - 1) as usize..end.max(start - 1) as usize].to_vec()
+        // Allocated first and filled from the receiver read again (a collection may have
+        // moved it): no copy in between.
+        let (from, to) = ((start - 1) as usize, end.max(start - 1) as usize);
+        let v = vm.alloc(
+            vm.rt.core.string,
+            Kind::AsciiString,
+            0,
+            Value::NIL,
+            to - from,
+        )?;
+        let source = vm.text_arg(vm.arg(2, 0))?;
+        v.bytes_mut()[..to - from].copy_from_slice(&source[from..to]);
+        return vm.answer(2, v);
     } else {
         let text = String::from_utf8_lossy(s);
         let len = text.chars().count() as i64;
