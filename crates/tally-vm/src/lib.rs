@@ -136,6 +136,7 @@ impl Vm {
             // Before any code is compiled: compiled code counts only if told so when made.
             vm.rt.count_calls = p.count_calls && p.output.is_some();
             vm.rt.mark_frames = p.output.is_some();
+            vm.rt.counts_calls_in_place = p.cbs.is_some() || p.exhaustive;
             if vm.rt.count_calls {
                 profiling::call_count_cost_ns();
             }

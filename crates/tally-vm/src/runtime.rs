@@ -557,6 +557,9 @@ pub struct Runtime {
     /// Samples go into a profile: compiled code marks the frames it runs with its tier
     /// (`Frame::mark`), which only the profile's reports read.
     pub mark_frames: bool,
+    /// The profiler counts calls (counter-based sampling, exhaustive counts): compiled code
+    /// runs the prologue hook of the calls it does in place (`jit::Layout::call_hook_bits`).
+    pub counts_calls_in_place: bool,
     /// The first entries of `sites` and `codes`, kept current as they grow (`add_site`,
     /// `add_code`), for compiled code, which probes inline caches and finds callees itself.
     pub(crate) sites_base: *const Site,
@@ -615,6 +618,7 @@ impl Runtime {
             count_calls: false,
             hooked_methods: Default::default(),
             mark_frames: false,
+            counts_calls_in_place: false,
             sites_base: std::ptr::null(),
             codes_base: std::ptr::null(),
         }

@@ -679,13 +679,12 @@ impl Lowerer<'_, '_> {
         // A primitive compiled code does itself (a block's `value…`, Array's `at:`,
         // `at:put:`, `length`), or a trivial method (getter, setter, constant, `^self`) done
         // in place, as the interpreter does when no profiler hook is due (a raised flag
-        // takes the stub, which runs the hook).
+        // takes the stub, which runs the hook: tested here while the profiler counts calls,
+        // else for trivial methods alone, which the interpreter runs in place only then).
         self.b.switch_to_block(frameless);
-        let flag_address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
-        let flag = self.b.ins().uload8(I32, flags(), flag_address, 0);
-        let unhooked = self.b.create_block();
-        self.b.ins().brif(flag, slow, &[], unhooked, &[]);
-        self.b.switch_to_block(unhooked);
+        if self.layout.call_hook_bits != 0 {
+            self.unless_flag_raised(slow);
+        }
         let trivial = self.b.create_block();
         let selector = self.request.selector(site).unwrap_or("").to_string();
         let selector = selector.trim_start_matches('#');
@@ -1071,6 +1070,9 @@ impl Lowerer<'_, '_> {
             .b
             .ins()
             .uload8(I32, flags(), code, calls.code_trivial_kind);
+        if self.layout.call_hook_bits == 0 {
+            self.unless_flag_raised(slow);
+        }
         let operand = self
             .b
             .ins()
@@ -1126,10 +1128,22 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
+    /// Goes on in a new block while the yieldpoint flag is down, else to `slow`.
+    fn unless_flag_raised(&mut self, slow: cranelift_codegen::ir::Block) {
+        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), address, 0);
+        let down = self.b.create_block();
+        self.b.ins().brif(flag, slow, &[], down, &[]);
+        self.b.switch_to_block(down);
+    }
+
     /// The prologue hook of a call of `code` done in place: while a bit of
     /// `Layout::call_hook_bits` is raised, the stub runs it with this activation's `ip` at
     /// `bci` (the call's site). Not a safepoint: the stub neither collects nor fails.
     fn call_hook(&mut self, code: u32, bci: u32) {
+        if self.layout.call_hook_bits == 0 {
+            return;
+        }
         let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
         let flag = self.b.ins().uload8(I32, flags(), address, 0);
         let raised = self.and_imm(flag, self.layout.call_hook_bits as i64);

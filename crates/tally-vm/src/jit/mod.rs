@@ -180,7 +180,8 @@ pub struct Layout {
     /// `Stubs::back_edge`.
     pub yieldpoint_flag: usize,
     pub yieldpoint_bits: u8,
-    /// The bits that ask a call done in place to call `Stubs::ir_call_hook`.
+    /// The bits that ask a call done in place to call `Stubs::ir_call_hook`: none when the
+    /// profiler does not count calls, whose code then leaves the test out.
     pub call_hook_bits: u8,
     pub stubs: Stubs,
     /// For sends that push the callee's frame and call its code directly:
@@ -344,7 +345,11 @@ impl Layout {
             frame_mark: offset_of!(crate::frames::Frame, mark) as i32,
             yieldpoint_flag: crate::profiling::YIELDPOINT.bits_address() as usize,
             yieldpoint_bits: flag::ALL_YIELDPOINTS,
-            call_hook_bits: CALL_HOOK_BITS,
+            call_hook_bits: if rt.counts_calls_in_place {
+                CALL_HOOK_BITS
+            } else {
+                0
+            },
             stubs: Stubs::new(),
             native: NativeLayout {
                 delta: crate::frames::FrameStack::NATIVE_DELTA_OFFSET as i32,
