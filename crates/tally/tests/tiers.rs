@@ -1042,7 +1042,7 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
          \x20   run = (\n\
          \x20       | n |\n\
          \x20       n := 0.\n\
-         \x20       1 to: 300000 do: [:i |\n\
+         \x20       1 to: 1000000 do: [:i |\n\
          \x20           n := n + (self root: 4.0) + ((self same: #a as: #a) ifTrue: [1] ifFalse: [0]).\n\
          \x20           (self make: Gen) class == Gen ifTrue: [n := n + 1].\n\
          \x20           n := n + (self make: Array size: 2) length].\n\
@@ -1063,7 +1063,7 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
     let (want, want_err, status) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(
         want,
-        "1800000.0\n1.5\nNaN\n1.0e150\n1.0e-150\n0.0\n4\nfalse\ntrue\ntrue\nfalse\ntrue\n0\n\n0\n"
+        "6000000.0\n1.5\nNaN\n1.0e150\n1.0e-150\n0.0\n4\nfalse\ntrue\ntrue\nfalse\ntrue\n0\n\n0\n"
     );
     assert!(
         want_err.contains("Cannot create an instance of Integer with new"),
@@ -1083,6 +1083,12 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
             .collect()
     };
     assert_eq!(trace(&log), trace(&want_err), "{log}");
+    for method in ["root:", "same:as:", "make:", "make:size:"] {
+        assert!(
+            log.contains(&format!("[tier] opt Gen>>{method} (")),
+            "{log}"
+        );
+    }
     for selector in ["(#sqrt)", "(#new)", "(#new:)", "(#=)"] {
         let stub_sends: u64 = log
             .lines()
@@ -1113,12 +1119,12 @@ fn super_sends_call_their_fixed_target_directly() {
          \x20   value: x = ( ^(super value: x) * 2 )\n\
          \x20   n = ( ^super n + 1 )\n\
          \x20   run = ( | s | self setUp. s := 0.\n\
-         \x20       1 to: 300000 do: [:i | s := s + (self value: i) + self n]. s println )\n\
+         \x20       1 to: 3000000 do: [:i | s := s + (self value: i) + self n]. s println )\n\
          )\n",
     )
     .unwrap();
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
-    assert_eq!(want, "90002700000\n");
+    assert_eq!(want, "9000027000000\n");
     let (got, log) = run_main(
         dir.path(),
         &["--tier=adaptive", "--calibration", &model, "--tier-log"],

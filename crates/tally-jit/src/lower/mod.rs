@@ -31,6 +31,7 @@
 //!   state and status, shared by its guards, each ending in the function's one hand-over.
 
 mod insts;
+mod sends;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;

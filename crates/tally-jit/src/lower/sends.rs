@@ -1,0 +1,588 @@
+//! The sends whose receiver class a compile did not know: the inline cache probed at run
+//! time, and what compiled code does there without the send stub (arithmetic on numbers,
+//! the primitives of `Code::intrinsic`, trivial methods, `isNil`/`notNil`).
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use tally_heap::object::HEADER_BYTES;
+use tally_ir::Inst;
+use tally_vm::bytecode::Op;
+use tally_vm::objects::block;
+use tally_vm::runtime::IntOp as VmIntOp;
+
+use super::insts::{slot_offset, FALSE, SYMBOL_TAG, TRUE, UNCACHED_CLASS};
+use super::{flags, Lowerer, I32, I64};
+
+impl Lowerer<'_, '_> {
+    /// A send whose receiver class the compile did not know: the site's inline cache is
+    /// probed at run time (a small integer's class or a heap object's header against its two
+    /// entries), and a hit on a method with a direct entry is called straight; anything else
+    /// goes through the send stub, which fills the cache. Both are safepoints. A cold site
+    /// (`SiteFacts::cold`) gets the stub call alone.
+    pub(super) fn send_through_cache(
+        &mut self,
+        site: u32,
+        receiver: tally_ir::ValueId,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        if let Some(op @ (Op::SendIsNil(_) | Op::SendNotNil(_))) =
+            self.request.code.ops.get(inst.bci as usize).copied()
+        {
+            return self.nil_test(matches!(op, Op::SendIsNil(_)), site, receiver, inst);
+        }
+        if self.request.site(site).is_ok_and(|f| f.cold) {
+            // A send that never ran while the code around it did: the stub alone, no fast
+            // path to spend code (and compile time) on.
+            return self.call(self.layout.stubs.ir_send, Some(site), receiver, args, inst);
+        }
+        let calls = &self.layout.calls;
+        let recv = self.val(receiver)?;
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let result = self.b.append_block_param(join, I64);
+        if let [arg] = args {
+            let arg = self.val(*arg)?;
+            self.numbers_in_place(site, recv, arg, join)?;
+        }
+        // The receiver's class id: small integers by their tag, objects by their header.
+        let classed = self.b.create_block();
+        self.b.append_block_param(classed, I32);
+        let not_int = self.b.create_block();
+        let int_class = self.iconst(I32, calls.integer_class as i64);
+        let bit = self.and_imm(recv, 1);
+        self.b
+            .ins()
+            .brif(bit, classed, &[int_class.into()], not_int, &[]);
+        self.b.switch_to_block(not_int);
+        let is_object = self.is_object(recv);
+        let object = self.b.create_block();
+        let immediate = self.b.create_block();
+        self.b.ins().brif(is_object, object, &[], immediate, &[]);
+        self.b.switch_to_block(object);
+        let header_class = self.b.ins().load(I32, flags(), recv, 4);
+        self.b.ins().jump(classed, &[header_class.into()]);
+        // nil, true and false by their words, symbols and doubles by their tags.
+        self.b.switch_to_block(immediate);
+        let mut class = self.iconst(I32, UNCACHED_CLASS);
+        let tag = self.and_imm(recv, 7);
+        let is_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+        let symbol = self.iconst(I32, calls.symbol_class as i64);
+        class = self.b.ins().select(is_symbol, symbol, class);
+        let is_double = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
+        let double = self.iconst(I32, calls.double_class as i64);
+        class = self.b.ins().select(is_double, double, class);
+        for &(c, word) in &calls.immediate_classes {
+            let is = self.cmp_imm(IntCC::Equal, recv, word as i64);
+            let this = self.iconst(I32, c as i64);
+            class = self.b.ins().select(is, this, class);
+        }
+        let known = self.cmp_imm(IntCC::NotEqual, class, UNCACHED_CLASS);
+        self.b
+            .ins()
+            .brif(known, classed, &[class.into()], slow, &[]);
+        self.b.switch_to_block(classed);
+        let class = self.b.block_params(classed)[0];
+        // The site's two entries.
+        let sites = self.b.ins().load(I64, flags(), self.vm, calls.sites_base);
+        let entry = self.add_imm(sites, site as i64 * calls.site_size as i64);
+        let found = self.b.create_block();
+        self.b.append_block_param(found, I32);
+        let second = self.b.create_block();
+        let c1 = self.b.ins().load(I32, flags(), entry, calls.site_class1);
+        let code1 = self.b.ins().load(I32, flags(), entry, calls.site_code1);
+        let hit1 = self.b.ins().icmp(IntCC::Equal, class, c1);
+        self.b.ins().brif(hit1, found, &[code1.into()], second, &[]);
+        self.b.switch_to_block(second);
+        let c2 = self.b.ins().load(I32, flags(), entry, calls.site_class2);
+        let code2 = self.b.ins().load(I32, flags(), entry, calls.site_code2);
+        let hit2 = self.b.ins().icmp(IntCC::Equal, class, c2);
+        self.b.ins().brif(hit2, found, &[code2.into()], slow, &[]);
+        self.b.switch_to_block(found);
+        let code = self.b.block_params(found)[0];
+        let code = self.b.ins().uextend(I64, code);
+        let target = self.code_address(code);
+        let direct = self
+            .b
+            .ins()
+            .load(I64, flags(), target, self.layout.code_direct);
+        let fast = self.b.create_block();
+        let frameless = self.b.create_block();
+        self.b.ins().brif(direct, fast, &[], frameless, &[]);
+
+        // A primitive compiled code does itself (a block's `value…`, Array's `at:`,
+        // `at:put:`, `length`), or a trivial method (getter, setter, constant, `^self`) done
+        // in place, as the interpreter does when no profiler hook is due (a raised flag
+        // takes the stub, which runs the hook: tested here while the profiler counts calls,
+        // else for trivial methods alone, which the interpreter runs in place only then).
+        self.b.switch_to_block(frameless);
+        if self.layout.call_hook_bits != 0 {
+            self.unless_flag_raised(slow);
+        }
+        let trivial = self.b.create_block();
+        let selector = self.request.selector(site).unwrap_or("").to_string();
+        let selector = selector.trim_start_matches('#');
+        self.intrinsic(
+            selector, target, class, recv, args, inst, join, slow, trivial,
+        )?;
+        self.b.switch_to_block(trivial);
+        self.trivial_in_place(selector, target, recv, args, join, slow)?;
+
+        self.b.switch_to_block(fast);
+        let k = self.safepoint(inst.bci);
+        let sig = self.body_sig(args.len(), false);
+        let zero = self.iconst(I32, 0);
+        let mut call_args = vec![self.vm, zero, recv];
+        for &a in args {
+            call_args.push(self.val(a)?);
+        }
+        let call = self.b.ins().call_indirect(sig, direct, &call_args);
+        self.tag(call, k);
+        let v = self.b.inst_results(call)[0];
+        self.b.ins().jump(join, &[v.into()]);
+
+        self.b.switch_to_block(slow);
+        self.b.set_cold_block(slow);
+        let v = self.call(self.layout.stubs.ir_send, Some(site), receiver, args, inst)?;
+        self.b.ins().jump(join, &[v.into()]);
+        self.b.switch_to_block(join);
+        Ok(result)
+    }
+
+    /// `isNil` (`is_nil`) or `notNil`: a comparison with nil while the core library's
+    /// definitions stand (as the interpreter answers it), else the send stub.
+    fn nil_test(
+        &mut self,
+        is_nil: bool,
+        site: u32,
+        receiver: tally_ir::ValueId,
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let c = &self.layout.calls;
+        let recv = self.val(receiver)?;
+        let inline = crate::numbers::nil_tests_standard(
+            &mut self.b,
+            self.vm,
+            c.nil_tests_standard,
+            c.nil_tests_redefined,
+        );
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let result = self.b.append_block_param(join, I64);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(inline, fast, &[], slow, &[]);
+        self.b.switch_to_block(fast);
+        let answer = crate::numbers::nil_test(&mut self.b, is_nil, recv);
+        self.b.ins().jump(join, &[answer.into()]);
+        self.b.switch_to_block(slow);
+        let v = self.call(self.layout.stubs.ir_send, Some(site), receiver, &[], inst)?;
+        self.b.ins().jump(join, &[v.into()]);
+        self.b.switch_to_block(join);
+        Ok(result)
+    }
+
+    /// A binary arithmetic or comparison send answered in place when its operands are small
+    /// integers or immediate doubles, and `&&`/`||` of two Booleans (as the interpreter
+    /// answers them, whatever the site's cache holds): the answer goes to `join`; anything else (an overflow, a result that
+    /// needs a boxed double, other receivers) goes on in the block this leaves current.
+    fn numbers_in_place(
+        &mut self,
+        site: u32,
+        recv: Value,
+        arg: Value,
+        join: cranelift_codegen::ir::Block,
+    ) -> Result<(), String> {
+        use crate::numbers;
+        let op = self.request.site(site).map_err(|e| e.to_string())?.int_op;
+        if matches!(op, VmIntOp::And | VmIntOp::Or) {
+            let other = self.b.create_block();
+            let v = numbers::bool_op(&mut self.b, op, recv, arg, other).expect("&& or ||");
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(other);
+            return Ok(());
+        }
+        let int_form = numbers::has_int_form(op);
+        if !int_form && !numbers::has_float_form(op) {
+            return Ok(());
+        }
+        let other = self.b.create_block();
+        let not_ints = self.b.create_block();
+        if int_form {
+            let both = self.b.ins().band(recv, arg);
+            let ints = self.and_imm(both, 1);
+            let go = self.b.create_block();
+            self.b.ins().brif(ints, go, &[], not_ints, &[]);
+            self.b.switch_to_block(go);
+            let v = numbers::int_arith(&mut self.b, op, recv, arg, other)
+                .expect("an operation with an int form");
+            self.b.ins().jump(join, &[v.into()]);
+        } else {
+            self.b.ins().jump(not_ints, &[]);
+        }
+        self.b.switch_to_block(not_ints);
+        match numbers::float_operands(&mut self.b, op, recv, arg, other) {
+            Some((x, y)) => {
+                let v = numbers::float_op(&mut self.b, op, x, y, other);
+                self.b.ins().jump(join, &[v.into()]);
+            }
+            None => {
+                self.b.ins().jump(other, &[]);
+            }
+        }
+        self.b.switch_to_block(other);
+        Ok(())
+    }
+
+    /// The primitive at `code` (an address), found in the cache for receivers of `class`,
+    /// done by compiled code where `Code::intrinsic` names it: its value passed to `join`;
+    /// a case it cannot do goes to `slow`, a code that is no intrinsic to `other`.
+    #[allow(clippy::too_many_arguments)]
+    fn intrinsic(
+        &mut self,
+        selector: &str,
+        code: Value,
+        class: Value,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+        join: cranelift_codegen::ir::Block,
+        slow: cranelift_codegen::ir::Block,
+        other: cranelift_codegen::ir::Block,
+    ) -> Result<(), String> {
+        use tally_vm::runtime::{
+            INTRINSIC_ARRAY_AT, INTRINSIC_ARRAY_AT_PUT, INTRINSIC_ARRAY_LENGTH,
+            INTRINSIC_ARRAY_NEW, INTRINSIC_BLOCK_VALUE, INTRINSIC_CLASS_NEW, INTRINSIC_DOUBLE_SQRT,
+            INTRINSIC_STRING_EQUAL, INTRINSIC_STRING_LENGTH,
+        };
+        let kind = self
+            .b
+            .ins()
+            .uload8(I32, flags(), code, self.layout.code_intrinsic);
+        // Only what the selector can name (`Code::intrinsic` is set by selector).
+        let case = match selector {
+            "value" | "value:" | "value:with:" | "value:with:with:" => INTRINSIC_BLOCK_VALUE,
+            "at:" => INTRINSIC_ARRAY_AT,
+            "at:put:" => INTRINSIC_ARRAY_AT_PUT,
+            "=" => INTRINSIC_STRING_EQUAL,
+            "sqrt" => INTRINSIC_DOUBLE_SQRT,
+            "new" => INTRINSIC_CLASS_NEW,
+            "new:" => INTRINSIC_ARRAY_NEW,
+            _ => 0,
+        };
+        let cases: Vec<u8> = match (selector, case) {
+            ("length", _) => vec![INTRINSIC_ARRAY_LENGTH, INTRINSIC_STRING_LENGTH],
+            (_, 0) => Vec::new(),
+            (_, c) => vec![c],
+        };
+        for want in cases {
+            let this = self.b.create_block();
+            let next = self.b.create_block();
+            let is = self.cmp_imm(IntCC::Equal, kind, want as i64);
+            self.b.ins().brif(is, this, &[], next, &[]);
+            self.b.switch_to_block(this);
+            if want == INTRINSIC_BLOCK_VALUE {
+                let v = self.block_value(recv, args, inst, slow)?;
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            if want == INTRINSIC_STRING_LENGTH || want == INTRINSIC_STRING_EQUAL {
+                let v = self.string_intrinsic(want, class, recv, args, slow)?;
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            if want == INTRINSIC_CLASS_NEW || want == INTRINSIC_ARRAY_NEW {
+                let v = self.allocate(want == INTRINSIC_ARRAY_NEW, recv, args, inst)?;
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            if want == INTRINSIC_DOUBLE_SQRT {
+                let v = self.double_sqrt(recv, slow);
+                self.b.ins().jump(join, &[v.into()]);
+                self.b.switch_to_block(next);
+                continue;
+            }
+            // Array's own instances: elements from the first slot.
+            let is_array = self.cmp_imm(IntCC::Equal, class, self.layout.array_class as i64);
+            let array = self.b.create_block();
+            self.b.ins().brif(is_array, array, &[], slow, &[]);
+            self.b.switch_to_block(array);
+            let v = match want {
+                INTRINSIC_ARRAY_LENGTH => {
+                    let len = self.b.ins().uload32(flags(), recv, 8);
+                    let one = self.iconst(I64, 1);
+                    let shifted = self.b.ins().ishl(len, one);
+                    self.b.ins().bor(shifted, one)
+                }
+                _ => {
+                    let index = self.val(args[0])?;
+                    let is_int = self.and_imm(index, 1);
+                    let int = self.b.create_block();
+                    self.b.ins().brif(is_int, int, &[], slow, &[]);
+                    self.b.switch_to_block(int);
+                    let one = self.iconst(I64, 1);
+                    let n = self.b.ins().sshr(index, one);
+                    let zero_based = self.add_imm(n, -1);
+                    let len = self.b.ins().uload32(flags(), recv, 8);
+                    let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
+                    let ok = self.b.create_block();
+                    self.b.ins().brif(within, ok, &[], slow, &[]);
+                    self.b.switch_to_block(ok);
+                    let eight = self.iconst(I64, 8);
+                    let byte = self.b.ins().imul(zero_based, eight);
+                    let address = self.b.ins().iadd(recv, byte);
+                    let address = self.add_imm(address, HEADER_BYTES as i64);
+                    if want == INTRINSIC_ARRAY_AT {
+                        self.b.ins().load(I64, flags(), address, 0)
+                    } else {
+                        let v = self.val(args[1])?;
+                        self.store_into(recv, 0, Some(address), v);
+                        v
+                    }
+                }
+            };
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(next);
+        }
+        self.b.ins().jump(other, &[]);
+        Ok(())
+    }
+
+    /// `Class>>new` (or, `indexable`, `Array class>>new:` of `args[0]` elements) of the
+    /// class `recv` (its class, a metaclass, found the primitive): the allocation without
+    /// the send, through its stub (a safepoint; `Value::NONE` is an error, which leaves as
+    /// the send's would).
+    fn allocate(
+        &mut self,
+        indexable: bool,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let k = self.safepoint(inst.bci);
+        let call = if indexable {
+            let n = self.val(args[0])?;
+            let stub = self.iconst(I64, self.layout.stubs.ir_new_indexable as i64);
+            self.b
+                .ins()
+                .call_indirect(self.sigs.new_indexable, stub, &[self.vm, recv, n])
+        } else {
+            let stub = self.iconst(I64, self.layout.stubs.ir_new_instance as i64);
+            self.b
+                .ins()
+                .call_indirect(self.sigs.left, stub, &[self.vm, recv])
+        };
+        self.tag(call, k);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// Double's `sqrt` of an immediate double whose root is one too; a boxed receiver or
+    /// result goes to `slow`.
+    fn double_sqrt(&mut self, recv: Value, slow: cranelift_codegen::ir::Block) -> Value {
+        let tag = self.and_imm(recv, 7);
+        let is_float = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
+        let float = self.b.create_block();
+        self.b.ins().brif(is_float, float, &[], slow, &[]);
+        self.b.switch_to_block(float);
+        let x = crate::numbers::decode_small_float(&mut self.b, recv);
+        let root = self.b.ins().sqrt(x);
+        crate::numbers::encode_small_float(&mut self.b, root, slow)
+    }
+
+    /// String's `length` (of an instance of String whose characters are its bytes) or `=`
+    /// (of an instance of String itself or a Symbol, as String's primitive answers it: a
+    /// symbol equals only itself, and text is compared by the pure `string_equal` stub,
+    /// which neither allocates nor fails); other receivers go to `slow`.
+    fn string_intrinsic(
+        &mut self,
+        which: u8,
+        class: Value,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        slow: cranelift_codegen::ir::Block,
+    ) -> Result<Value, String> {
+        let is_string = self.cmp_imm(IntCC::Equal, class, self.layout.string_class as i64);
+        let string = self.b.create_block();
+        if which == tally_vm::runtime::INTRINSIC_STRING_EQUAL {
+            let other = self.val(args[0])?;
+            let done = self.b.create_block();
+            let answer = self.b.append_block_param(done, I64);
+            let t = self.iconst(I64, TRUE);
+            let f = self.iconst(I64, FALSE);
+            let symbol = self.b.create_block();
+            let is_symbol =
+                self.cmp_imm(IntCC::Equal, class, self.layout.calls.symbol_class as i64);
+            let text = self.b.create_block();
+            self.b.ins().brif(is_string, text, &[], symbol, &[]);
+            self.b.switch_to_block(symbol);
+            let symbols = self.b.create_block();
+            self.b.ins().brif(is_symbol, symbols, &[], slow, &[]);
+            self.b.switch_to_block(symbols);
+            let same = self.b.ins().icmp(IntCC::Equal, recv, other);
+            let not_same = self.b.create_block();
+            self.b.ins().brif(same, done, &[t.into()], not_same, &[]);
+            self.b.switch_to_block(not_same);
+            let tag = self.and_imm(other, 7);
+            let other_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+            self.b
+                .ins()
+                .brif(other_symbol, done, &[f.into()], text, &[]);
+            self.b.switch_to_block(text);
+            let stub = self.iconst(I64, self.layout.stubs.string_equal as i64);
+            let call =
+                self.b
+                    .ins()
+                    .call_indirect(self.sigs.string_equal, stub, &[self.vm, recv, other]);
+            let equal = self.b.inst_results(call)[0];
+            let v = self.b.ins().select(equal, t, f);
+            self.b.ins().jump(done, &[v.into()]);
+            self.b.switch_to_block(done);
+            return Ok(answer);
+        }
+        self.b.ins().brif(is_string, string, &[], slow, &[]);
+        self.b.switch_to_block(string);
+        // The kind is bits 9..2 of header word 0.
+        let word0 = self.b.ins().load(I64, flags(), recv, 0);
+        let kind = self.b.ins().ushr_imm_u(word0, 2);
+        let kind = self.and_imm(kind, 0xff);
+        let ascii = self.cmp_imm(IntCC::Equal, kind, self.layout.ascii_string_kind as i64);
+        let bytes = self.b.create_block();
+        self.b.ins().brif(ascii, bytes, &[], slow, &[]);
+        self.b.switch_to_block(bytes);
+        let len = self.b.ins().uload32(flags(), recv, 12);
+        let one = self.iconst(I64, 1);
+        let shifted = self.b.ins().ishl(len, one);
+        Ok(self.b.ins().bor(shifted, one))
+    }
+
+    /// `value…` of the closure `closure` (its class is a block class): its block's body
+    /// called directly when its arity matches and it has one, else `slow`.
+    fn block_value(
+        &mut self,
+        closure: Value,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+        slow: cranelift_codegen::ir::Block,
+    ) -> Result<Value, String> {
+        let calls = &self.layout.calls;
+        let callee = self.closure_code(closure);
+        let num_args = self
+            .b
+            .ins()
+            .uload16(I32, flags(), callee, calls.code_num_args);
+        let arity = self.cmp_imm(IntCC::Equal, num_args, args.len() as i64);
+        let direct = self
+            .b
+            .ins()
+            .load(I64, flags(), callee, self.layout.code_direct);
+        let has_body = self.cmp_imm(IntCC::NotEqual, direct, 0);
+        let ok = self.b.ins().band(arity, has_body);
+        let call = self.b.create_block();
+        self.b.ins().brif(ok, call, &[], slow, &[]);
+        self.b.switch_to_block(call);
+        let recv = self
+            .b
+            .ins()
+            .load(I64, flags(), closure, slot_offset(block::RECEIVER));
+        let k = self.safepoint(inst.bci);
+        let sig = self.body_sig(args.len(), true);
+        let zero = self.iconst(I32, 0);
+        let mut call_args = vec![self.vm, zero, recv];
+        for &a in args {
+            call_args.push(self.val(a)?);
+        }
+        call_args.push(closure);
+        let call = self.b.ins().call_indirect(sig, direct, &call_args);
+        self.tag(call, k);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// The trivial method at `code` (an address) done in place, its value passed to `join`;
+    /// anything else (not trivial, a hook due, a field the receiver lacks) goes to `slow`.
+    fn trivial_in_place(
+        &mut self,
+        selector: &str,
+        code: Value,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        join: cranelift_codegen::ir::Block,
+        slow: cranelift_codegen::ir::Block,
+    ) -> Result<(), String> {
+        use tally_vm::runtime::{
+            TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
+        };
+        let calls = &self.layout.calls;
+        let kind = self
+            .b
+            .ins()
+            .uload8(I32, flags(), code, calls.code_trivial_kind);
+        if self.layout.call_hook_bits == 0 {
+            self.unless_flag_raised(slow);
+        }
+        let operand = self
+            .b
+            .ins()
+            .load(I64, flags(), code, calls.code_trivial_operand);
+        // Getters are unary, setters one-keyword (`x:`); binary selectors are neither.
+        let keyword = selector.ends_with(':');
+        let cases: &[u8] = match args.len() {
+            0 => &[TRIVIAL_GETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
+            1 if keyword => &[TRIVIAL_SETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
+            _ => &[TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
+        };
+        for &want in cases {
+            let this = self.b.create_block();
+            let other = self.b.create_block();
+            let is = self.cmp_imm(IntCC::Equal, kind, want as i64);
+            self.b.ins().brif(is, this, &[], other, &[]);
+            self.b.switch_to_block(this);
+            let v = match want {
+                TRIVIAL_GETTER | TRIVIAL_SETTER => {
+                    // An object with that many fields (the cache's class says it is one,
+                    // but the field count is checked as the interpreter's primitive does).
+                    let is_object = self.is_object(recv);
+                    let object = self.b.create_block();
+                    self.b.ins().brif(is_object, object, &[], slow, &[]);
+                    self.b.switch_to_block(object);
+                    let count = self.b.ins().uload32(flags(), recv, 8);
+                    let has = self
+                        .b
+                        .ins()
+                        .icmp(IntCC::UnsignedGreaterThan, count, operand);
+                    let ok = self.b.create_block();
+                    self.b.ins().brif(has, ok, &[], slow, &[]);
+                    self.b.switch_to_block(ok);
+                    let eight = self.iconst(I64, 8);
+                    let byte = self.b.ins().imul(operand, eight);
+                    let address = self.b.ins().iadd(recv, byte);
+                    let address = self.add_imm(address, HEADER_BYTES as i64);
+                    if want == TRIVIAL_GETTER {
+                        self.b.ins().load(I64, flags(), address, 0)
+                    } else {
+                        let v = self.val(args[0])?;
+                        self.store_into(recv, 0, Some(address), v);
+                        recv
+                    }
+                }
+                TRIVIAL_CONSTANT => operand,
+                _ => recv,
+            };
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(other);
+        }
+        self.b.ins().jump(slow, &[]);
+        Ok(())
+    }
+
+    /// Goes on in a new block while the yieldpoint flag is down, else to `slow`.
+    fn unless_flag_raised(&mut self, slow: cranelift_codegen::ir::Block) {
+        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), address, 0);
+        let down = self.b.create_block();
+        self.b.ins().brif(flag, slow, &[], down, &[]);
+        self.b.switch_to_block(down);
+    }
+}
