@@ -72,6 +72,13 @@ impl Vm {
             if !matches!(result, Err(VmError::SwitchLoop)) {
                 break result;
             }
+            // A hand-over asked for on the way out of the base frame (its return, or a
+            // non-local return past it) finds this loop's work done: the frames left belong to
+            // whoever called it (native code of the optimizing tier among them, whose frames
+            // hold no values to interpret). The base frame's value is on top of the stack.
+            if self.rt.frames.len() <= base_depth {
+                break Ok(self.rt.stack.last().copied().unwrap_or(Value::NIL));
+            }
         };
         self.running_loop = outer_loop;
         self.rt.frames.set_exit_depth(enclosing);
