@@ -70,6 +70,7 @@
 //!             hot.take_polled_sample();
 //!         }
 //!         if f & flag::DRAIN != 0 {
+//!             hot.flag.clear(flag::DRAIN);
 //!             recorder.drain(&hot);
 //!         }
 //!     }

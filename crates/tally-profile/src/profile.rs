@@ -15,7 +15,7 @@ use crate::code::Symbols;
 use crate::event::{Event, EventKind};
 use crate::hot::cbs::CbsConfig;
 use crate::hot::exact::ExactCounts;
-use crate::hot::{flag, HotState, SampleCounters};
+use crate::hot::{HotState, SampleCounters};
 use crate::ids::MethodId;
 use crate::sample::Sample;
 
@@ -231,9 +231,11 @@ impl Recorder {
     }
 
     /// Moves the ring's samples into the profile. Call at safepoints, and
-    /// whenever the flag shows [`flag::DRAIN`].
+    /// whenever the flag shows [`crate::flag::DRAIN`]; the VM thread clears that bit
+    /// itself (clearing the last bit re-arms the trip words, and this runs on
+    /// the drain thread and the collector's too, which would race with the VM
+    /// thread's own changes of an armed value).
     pub fn drain(&mut self, hot: &HotState) -> usize {
-        hot.flag.clear(flag::DRAIN);
         let first = self.profile.samples.len();
         let n = hot.drain_into(&mut self.profile.samples);
         if self.credit_callers {

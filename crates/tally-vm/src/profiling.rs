@@ -737,6 +737,7 @@ impl Vm {
         }
         if f & flag::DRAIN != 0 {
             if p.records() {
+                p.hot.flag.clear(flag::DRAIN);
                 p.recorder().drain(&p.hot);
             } else {
                 // The drain thread takes the samples to their observer.

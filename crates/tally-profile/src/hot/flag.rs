@@ -208,10 +208,12 @@ impl std::error::Error for AttachError {}
 /// the VM's comparison fails and its slow path serves the flag.
 ///
 /// The word's one state is its value: it is tripped exactly when it reads
-/// `tripped` (which no armed value may equal). Other threads only ever store
+/// `tripped` (which no armed value may equal). Raising threads only ever store
 /// `tripped`; the VM thread stores armed values, and only over a value that is
 /// not `tripped` (a compare-and-swap), so a trip is never overwritten except by
-/// [`YieldpointFlag::clear`]'s re-arm, which checks the bits again afterwards.
+/// [`YieldpointFlag::clear`]'s re-arm (on whichever thread clears the last
+/// bit), which checks the bits again afterwards and stores the armed value
+/// again if the VM thread changed it meanwhile.
 /// A word cannot be left marked tripped while reading an old armed value, which
 /// would hide every later [`TripWord::set_armed`] until the next re-arm.
 pub struct TripWord {
@@ -275,11 +277,21 @@ impl TripWord {
         self.value.store(self.tripped, Ordering::SeqCst);
     }
 
-    /// The VM thread only. A trip this overwrites was a raise of a bit the
-    /// VM has just cleared (so it is being served), or `clear` trips again.
+    /// Any thread that clears the flag's last bit (the drain thread does, for
+    /// [`DRAIN`]). A trip this overwrites was a raise of a bit just cleared (so
+    /// it is being served), or `clear` trips again. The armed value read may be
+    /// replaced by the VM thread ([`TripWord::set_armed`]) before the store
+    /// lands: the store is then repeated with the new one, or an exit depth
+    /// would be left at an enclosing loop's and a loop would run on below its
+    /// base, into its caller's frames.
     fn rearm(&self) {
-        self.value
-            .store(self.armed.load(Ordering::SeqCst), Ordering::SeqCst);
+        loop {
+            let armed = self.armed.load(Ordering::SeqCst);
+            self.value.store(armed, Ordering::SeqCst);
+            if self.armed.load(Ordering::SeqCst) == armed {
+                return;
+            }
+        }
     }
 }
 

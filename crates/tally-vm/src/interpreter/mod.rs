@@ -155,6 +155,13 @@ impl Vm {
         }
         macro_rules! reload {
             () => {{
+                // A loop never goes on below its base: those frames are its caller's (native
+                // frames of the optimizing tier among them, which keep no values to read).
+                debug_assert!(
+                    self.rt.frames.len() > base_depth,
+                    "a loop went on below its base depth {base_depth} (exit depth {})",
+                    self.rt.frames.exit_depth()
+                );
                 flush_counts!();
                 load_frame!();
                 run_compiled_if_any!();
