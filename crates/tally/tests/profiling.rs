@@ -369,25 +369,31 @@ const GETTER_LOOP: &[u8] = b"Getter = (
 
 #[test]
 fn cbs_windows_see_calls_that_push_no_frame() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("Getter.som"), GETTER_LOOP).unwrap();
-    let o = run_in(
-        d.path(),
-        &[
-            "--profile=g.profile",
-            "--sampler",
-            "none",
-            "--cbs",
-            "3:32",
-            "Getter.som",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let r = run_in(d.path(), &["report", "g.profile"]);
-    let report = text(&r.stdout);
+    let (report, _) = cbs_report(GETTER_LOOP, &[]);
     // Exactly, `work` sends `x` 100 times per call of `work`: 99 % of the calls.
     assert!(cbs_share(&report, "-> Getter>>x") >= 90.0, "{report}");
     assert!(cbs_share(&report, "-> Getter>>work") <= 10.0, "{report}");
+}
+
+/// Runs `Getter.som` (`program`) with `flags` and CBS 3:32 alone, checks it succeeded, and
+/// answers the profile's report and the run's stderr.
+fn cbs_report(program: &[u8], flags: &[&str]) -> (String, String) {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("Getter.som"), program).unwrap();
+    let mut args = flags.to_vec();
+    args.extend([
+        "--profile=g.profile",
+        "--sampler",
+        "none",
+        "--cbs",
+        "3:32",
+        "Getter.som",
+    ]);
+    let o = run_in(d.path(), &args);
+    let log = text(&o.stderr);
+    assert!(o.status.success(), "{log}");
+    let r = run_in(d.path(), &["report", "g.profile"]);
+    (text(&r.stdout), log)
 }
 
 /// The share (percent) of the CBS call edges of `report` whose callee is `callee`.
@@ -416,29 +422,11 @@ const GUARDED_GETTER_LOOP: &[u8] = b"Getter = (
 
 #[test]
 fn cbs_windows_see_calls_that_optimized_code_does_in_place() {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("Getter.som"), GUARDED_GETTER_LOOP).unwrap();
-    let o = run_in(
-        d.path(),
-        &[
-            "--tier=opt",
-            "--tier-log",
-            "--profile=g.profile",
-            "--sampler",
-            "none",
-            "--cbs",
-            "3:32",
-            "Getter.som",
-        ],
-    );
-    let log = text(&o.stderr);
-    assert!(o.status.success(), "{log}");
+    let (report, log) = cbs_report(GUARDED_GETTER_LOOP, &["--tier=opt", "--tier-log"]);
     assert!(
         log.contains("[tier] deopt Getter>>work:") && log.contains("entered at loop head"),
         "work: was not recompiled after its guard failed:\n{log}"
     );
-    let r = run_in(d.path(), &["report", "g.profile"]);
-    let report = text(&r.stdout);
     assert!(
         cbs_share(&report, "-> Getter>>x") >= 90.0,
         "{report}\n{log}"

@@ -377,10 +377,25 @@ impl Lowerer<'_, '_> {
         let len = self.b.ins().uload32(flags(), array, 8);
         let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
         self.check(within, state)?;
+        Ok(self.slot_address(array, zero_based))
+    }
+
+    /// The address of slot `index` (an I64, from 0) of heap object `object`.
+    pub(super) fn slot_address(&mut self, object: Value, index: Value) -> Value {
         let eight = self.iconst(I64, 8);
-        let byte = self.b.ins().imul(zero_based, eight);
-        let address = self.b.ins().iadd(array, byte);
-        Ok(self.add_imm(address, HEADER_BYTES as i64))
+        let byte = self.b.ins().imul(index, eight);
+        let address = self.b.ins().iadd(object, byte);
+        self.add_imm(address, HEADER_BYTES as i64)
+    }
+
+    /// The yieldpoint flag's byte masked by `bits` (an I32): nonzero when one of them is up.
+    pub(super) fn flag_bits(&mut self, bits: u8) -> Value {
+        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), address, 0);
+        if bits == u8::MAX {
+            return flag;
+        }
+        self.and_imm(flag, i64::from(bits))
     }
 
     /// Stores `v` into `object` at `offset` (or at `address`, inside it) with the write
@@ -591,9 +606,7 @@ impl Lowerer<'_, '_> {
         if self.layout.call_hook_bits == 0 {
             return;
         }
-        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
-        let flag = self.b.ins().uload8(I32, flags(), address, 0);
-        let raised = self.and_imm(flag, self.layout.call_hook_bits as i64);
+        let raised = self.flag_bits(self.layout.call_hook_bits);
         let hook = self.b.create_block();
         let go_on = self.b.create_block();
         self.b.set_cold_block(hook);
@@ -647,9 +660,7 @@ impl Lowerer<'_, '_> {
         if self.layout.count_calls {
             crate::counters::count_loop(&mut self.b, self.request.code, super::TIER_COLUMN);
         }
-        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
-        let flag = self.b.ins().uload8(I32, flags(), address, 0);
-        let raised = self.and_imm(flag, self.layout.yieldpoint_bits as i64);
+        let raised = self.flag_bits(self.layout.yieldpoint_bits);
         let serve = self.b.create_block();
         let go_on = self.b.create_block();
         self.b.set_cold_block(serve);

@@ -4,7 +4,6 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
-use tally_heap::object::HEADER_BYTES;
 use tally_ir::Inst;
 use tally_vm::bytecode::Op;
 use tally_vm::objects::block;
@@ -331,10 +330,7 @@ impl Lowerer<'_, '_> {
                     let ok = self.b.create_block();
                     self.b.ins().brif(within, ok, &[], slow, &[]);
                     self.b.switch_to_block(ok);
-                    let eight = self.iconst(I64, 8);
-                    let byte = self.b.ins().imul(zero_based, eight);
-                    let address = self.b.ins().iadd(recv, byte);
-                    let address = self.add_imm(address, HEADER_BYTES as i64);
+                    let address = self.slot_address(recv, zero_based);
                     if want == INTRINSIC_ARRAY_AT {
                         self.b.ins().load(I64, flags(), address, 0)
                     } else {
@@ -555,10 +551,7 @@ impl Lowerer<'_, '_> {
                     let ok = self.b.create_block();
                     self.b.ins().brif(has, ok, &[], slow, &[]);
                     self.b.switch_to_block(ok);
-                    let eight = self.iconst(I64, 8);
-                    let byte = self.b.ins().imul(operand, eight);
-                    let address = self.b.ins().iadd(recv, byte);
-                    let address = self.add_imm(address, HEADER_BYTES as i64);
+                    let address = self.slot_address(recv, operand);
                     if want == TRIVIAL_GETTER {
                         self.b.ins().load(I64, flags(), address, 0)
                     } else {
@@ -579,8 +572,7 @@ impl Lowerer<'_, '_> {
 
     /// Goes on in a new block while the yieldpoint flag is down, else to `slow`.
     fn unless_flag_raised(&mut self, slow: cranelift_codegen::ir::Block) {
-        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
-        let flag = self.b.ins().uload8(I32, flags(), address, 0);
+        let flag = self.flag_bits(u8::MAX);
         let down = self.b.create_block();
         self.b.ins().brif(flag, slow, &[], down, &[]);
         self.b.switch_to_block(down);
