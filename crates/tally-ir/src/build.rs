@@ -32,65 +32,64 @@ use tally_vm::runtime::{
 };
 
 use crate::{
-    BlockId, Edge, FrameState, FrameStateId, Function, InstKind, IntCmp, IntOp, Resume, Terminator,
-    Ty, ValueId,
+    BlockId, Edge, FrameState, FrameStateId, Function, InstKind, IntCmp, IntOp, Resume, ScopeId,
+    Terminator, Ty, ValueId,
 };
 
 /// What the builder asks of a compile: the facts of each send site.
 pub trait Sites {
     fn facts(&self, site: SiteId) -> Option<SiteFacts>;
+
+    /// Whether to inline `callee` (a method `tally_vm::jit::inlinable` accepts) where
+    /// `site` calls it. The facts of every site of an inlined method must be known.
+    fn inline(&self, site: SiteId, callee: &Code) -> bool {
+        let _ = (site, callee);
+        false
+    }
+
+    /// The code of block `id`, when its closures' bodies may be inlined where a `value…`
+    /// send in the function gets a closure it made (the facts of its sites must be known).
+    fn block(&self, id: CodeId) -> Option<&'static Code> {
+        let _ = id;
+        None
+    }
 }
 
 impl Sites for CompileRequest {
     fn facts(&self, site: SiteId) -> Option<SiteFacts> {
         self.site(site).ok()
     }
+
+    fn inline(&self, site: SiteId, callee: &Code) -> bool {
+        self.inlines(site, callee.id)
+    }
+
+    fn block(&self, id: CodeId) -> Option<&'static Code> {
+        CompileRequest::block(self, id)
+    }
 }
 
 /// The function `code` (named `name`) compiles to, speculating on what `sites` say; with
 /// `osr`, it may also be entered at its loop heads from an interpreted frame.
 pub fn build(code: &Code, name: &str, sites: &dyn Sites, osr: bool) -> Result<Function, String> {
-    let ops = &code.ops;
-    if ops.is_empty() {
-        return Err("no bytecode".into());
-    }
-    let argc = |s: SiteId| sites.facts(s).map_or(0, |f| f.argc as usize);
-    for op in ops {
-        if let Some(s) = op.site() {
-            sites
-                .facts(s)
-                .ok_or_else(|| format!("no facts for send site {s}"))?;
-        }
-    }
-    let slots = 1 + code.num_args as usize + code.num_locals as usize;
-    let (heights, _) = stack_heights(ops, slots, argc)?;
     let mut b = Builder {
         f: Function::new(code.id, name.to_string()),
-        code,
         sites,
-        heights: heights
-            .iter()
-            .map(|h| h.map(|h| h as usize - slots))
-            .collect(),
-        leaders: Vec::new(),
-        block_of: vec![None; ops.len()],
-        context: None,
-        closure: None,
-        carry_context: false,
+        act: Activation::new(code, ScopeId(0), sites, None)?,
+        inlined_bytecodes: 0,
+        home_here: vec![code.kind == CodeKind::Method],
     };
-    b.find_leaders();
-    let loop_heads = b.loop_heads();
+    let slots = b.act.slots();
+    let loop_heads = b.act.loop_heads();
     let osr = osr && !loop_heads.is_empty();
-    b.carry_context = osr && code.context_size > 0;
-    let entry = b.f.add_block(0);
+    b.act.carry_context = osr && code.context_size > 0;
+    let entry = b.f.add_block(ScopeId(0), 0);
     if osr {
         b.entries(entry, slots, &loop_heads);
     } else {
         b.prologue(entry, entry, slots, None);
     }
-    for k in 0..b.leaders.len() {
-        b.translate_block(k)?;
-    }
+    b.translate_blocks()?;
     Ok(b.f)
 }
 
@@ -106,8 +105,20 @@ struct State {
 
 struct Builder<'a> {
     f: Function,
-    code: &'a Code,
     sites: &'a dyn Sites,
+    /// The activation being translated: the compiled code's own, or one inlined into it.
+    act: Activation<'a>,
+    /// Bytecodes of inlined methods so far.
+    inlined_bytecodes: usize,
+    /// For each scope, whether its home method is the compiled code's own activation.
+    home_here: Vec<bool>,
+}
+
+/// One activation's bytecode as it is translated: the compiled code's own, or a method
+/// inlined at a call (whose blocks live in the same function, in their own scope).
+struct Activation<'a> {
+    code: &'a Code,
+    scope: ScopeId,
     /// Operand stack height (above the locals) before each instruction; `None`: unreachable.
     heights: Vec<Option<usize>>,
     /// Bytecode indices that start a block, in order.
@@ -120,9 +131,74 @@ struct Builder<'a> {
     /// The context is a parameter of every bytecode block (it comes from the frame at an
     /// on-stack-replacement entry) instead of one value the entry block defines.
     carry_context: bool,
+    /// Where an inlined activation was called from; `None` for the compiled code's own.
+    inlined: Option<InlinedCall>,
+    /// The receiver and arguments, the same values in every block (SOM never assigns them).
+    args: Vec<ValueId>,
+    /// The codes of the activations from the compiled code's own in to this one.
+    chain: Vec<CodeId>,
+    /// The value-stack slots their frames take when rebuilt.
+    room: usize,
+    /// Whether this activation's home method (its own, for a method) is the compiled code's
+    /// own activation: a `^` in it then returns from the function.
+    home_here: bool,
 }
 
-impl Builder<'_> {
+/// The call an inlined activation stands for.
+struct InlinedCall {
+    /// The caller suspended in the call: the outer state of every state of the callee.
+    caller: FrameStateId,
+    /// Where the callee's returns go, with the result as the one parameter.
+    ret: BlockId,
+}
+
+impl<'a> Activation<'a> {
+    fn new(
+        code: &'a Code,
+        scope: ScopeId,
+        sites: &dyn Sites,
+        inlined: Option<InlinedCall>,
+    ) -> Result<Activation<'a>, String> {
+        let ops = &code.ops;
+        if ops.is_empty() {
+            return Err("no bytecode".into());
+        }
+        let argc = |s: SiteId| sites.facts(s).map_or(0, |f| f.argc as usize);
+        for op in ops {
+            if let Some(s) = op.site() {
+                sites
+                    .facts(s)
+                    .ok_or_else(|| format!("no facts for send site {s}"))?;
+            }
+        }
+        let slots = 1 + code.num_args as usize + code.num_locals as usize;
+        let (heights, _) = stack_heights(ops, slots, argc)?;
+        let mut act = Activation {
+            code,
+            scope,
+            heights: heights
+                .iter()
+                .map(|h| h.map(|h| h as usize - slots))
+                .collect(),
+            leaders: Vec::new(),
+            block_of: vec![None; ops.len()],
+            context: None,
+            closure: None,
+            carry_context: false,
+            inlined,
+            args: Vec::new(),
+            chain: vec![code.id],
+            room: tally_vm::jit::frame_room(code),
+            home_here: code.kind == CodeKind::Method,
+        };
+        act.find_leaders();
+        Ok(act)
+    }
+
+    fn slots(&self) -> usize {
+        1 + self.code.num_args as usize + self.code.num_locals as usize
+    }
+
     fn find_leaders(&mut self) {
         let ops = &self.code.ops;
         let mut leader = vec![false; ops.len() + 2];
@@ -168,16 +244,19 @@ impl Builder<'_> {
         heads.dedup();
         heads
     }
+}
 
+impl Builder<'_> {
     /// The entry's parameters: receiver, arguments and, for a block, its closure.
     fn entry_params(&mut self, entry: BlockId) -> Vec<ValueId> {
         let mut params = Vec::new();
-        for _ in 0..=self.code.num_args {
+        for _ in 0..=self.act.code.num_args {
             params.push(self.f.add_param(entry, Ty::Word));
         }
-        if self.code.kind == CodeKind::Block {
-            self.closure = Some(self.f.add_param(entry, Ty::Word));
+        if self.act.code.kind == CodeKind::Block {
+            self.act.closure = Some(self.f.add_param(entry, Ty::Word));
         }
+        self.act.args = params.clone();
         params
     }
 
@@ -186,13 +265,13 @@ impl Builder<'_> {
         let params = self.entry_params(entry);
         // What the closure's context is does not depend on the way in.
         let outer = self.outer_context(entry);
-        let normal = self.f.add_block(0);
+        let normal = self.f.add_block(self.act.scope, 0);
         self.prologue(entry, normal, slots, outer);
         let mut osr = Vec::new();
         for &head in loop_heads {
-            let block = self.f.add_block(head as u32);
-            let height = self.heights[head].expect("a reachable loop head");
-            let mut args = params.clone();
+            let block = self.f.add_block(self.act.scope, head as u32);
+            let height = self.act.heights[head].expect("a reachable loop head");
+            let mut args = Vec::new();
             for k in params.len()..slots + height {
                 let v = self
                     .f
@@ -206,7 +285,7 @@ impl Builder<'_> {
                     .expect("a value");
                 args.push(v);
             }
-            if self.carry_context {
+            if self.act.carry_context {
                 let v = self
                     .f
                     .push_inst(
@@ -244,7 +323,7 @@ impl Builder<'_> {
 
     /// A block's closure's context, read in `block` (None for a method).
     fn outer_context(&mut self, block: BlockId) -> Option<ValueId> {
-        let c = self.closure?;
+        let c = self.act.closure?;
         self.f
             .push_inst(block, InstKind::ClosureContext(c), Some(Ty::Word), None, 0)
     }
@@ -253,7 +332,7 @@ impl Builder<'_> {
     /// the jump to instruction 0. Without on-stack-replacement entries `block` is `entry`.
     /// `outer` is the closure's context when the entry has read it already.
     fn prologue(&mut self, entry: BlockId, block: BlockId, slots: usize, outer: Option<ValueId>) {
-        let code = self.code;
+        let code = self.act.code;
         let params = if entry == block {
             self.entry_params(entry)
         } else {
@@ -286,7 +365,7 @@ impl Builder<'_> {
                 locals: locals.iter().map(|&v| Some(v)).collect(),
                 stack: Vec::new(),
                 context: None,
-                closure: self.closure,
+                closure: self.act.closure,
                 outer: None,
             });
             let ctx = self.f.push_inst(
@@ -317,11 +396,11 @@ impl Builder<'_> {
         } else {
             outer
         };
-        let mut args = locals;
-        if self.carry_context {
+        let mut args = locals.split_off(self.act.args.len());
+        if self.act.carry_context {
             args.extend(context);
         } else {
-            self.context = context;
+            self.act.context = context;
         }
         let first = self.block_for(0);
         self.f.blocks[block.index()].term = Terminator::Jump(Edge { block: first, args });
@@ -329,17 +408,19 @@ impl Builder<'_> {
 
     /// The IR block of leader `bci`, made with its parameters on first use.
     fn block_for(&mut self, bci: usize) -> BlockId {
-        if let Some(b) = self.block_of[bci] {
+        if let Some(b) = self.act.block_of[bci] {
             return b;
         }
-        let b = self.f.add_block(bci as u32);
-        let slots = 1 + self.code.num_args as usize + self.code.num_locals as usize;
-        let height = self.heights[bci].expect("a reachable leader");
-        let carried = usize::from(self.carry_context);
+        let b = self.f.add_block(self.act.scope, bci as u32);
+        // The receiver and arguments are the same values everywhere (SOM never assigns
+        // them): no block takes them as parameters.
+        let slots = self.act.slots() - self.act.args.len();
+        let height = self.act.heights[bci].expect("a reachable leader");
+        let carried = usize::from(self.act.carry_context);
         for _ in 0..slots + height + carried {
             self.f.add_param(b, Ty::Word);
         }
-        self.block_of[bci] = Some(b);
+        self.act.block_of[bci] = Some(b);
         b
     }
 
@@ -347,11 +428,10 @@ impl Builder<'_> {
         let block = self.block_for(bci);
         Edge {
             block,
-            args: s
-                .locals
+            args: s.locals[self.act.args.len()..]
                 .iter()
                 .chain(s.stack.iter())
-                .chain(s.context.iter().filter(|_| self.carry_context))
+                .chain(s.context.iter().filter(|_| self.act.carry_context))
                 .copied()
                 .collect(),
         }
@@ -365,15 +445,35 @@ impl Builder<'_> {
 
     fn state(&mut self, s: &State, bci: usize, resume: Resume, stack: &[ValueId]) -> FrameStateId {
         self.f.add_state(FrameState {
-            code: self.code.id,
+            code: self.act.code.id,
             bci: bci as u32,
             resume,
             locals: s.locals.iter().map(|&v| Some(v)).collect(),
             stack: stack.to_vec(),
             context: s.context,
-            closure: self.closure,
-            outer: None,
+            closure: self.act.closure,
+            outer: self.act.inlined.as_ref().map(|c| c.caller),
         })
+    }
+
+    /// Ends `s`'s block with a return of `v`: from the function, or for an inlined
+    /// activation a jump to where its call goes on.
+    fn return_(&mut self, s: &State, v: ValueId) {
+        self.f.blocks[s.block.index()].term = match &self.act.inlined {
+            None => Terminator::Return(v),
+            Some(call) => Terminator::Jump(Edge {
+                block: call.ret,
+                args: vec![v],
+            }),
+        };
+    }
+
+    /// Translates every block of the activation's bytecode.
+    fn translate_blocks(&mut self) -> Result<(), String> {
+        for k in 0..self.act.leaders.len() {
+            self.translate_block(k)?;
+        }
+        Ok(())
     }
 
     fn inst(
@@ -399,29 +499,32 @@ impl Builder<'_> {
     }
 
     fn translate_block(&mut self, k: usize) -> Result<(), String> {
-        let start = self.leaders[k];
+        let start = self.act.leaders[k];
         let end = self
+            .act
             .leaders
             .get(k + 1)
             .copied()
-            .unwrap_or(self.code.ops.len());
+            .unwrap_or(self.act.code.ops.len());
         let block = self.block_for(start);
         let params = self.f.blocks[block.index()].params.clone();
-        let slots = 1 + self.code.num_args as usize + self.code.num_locals as usize;
-        let (params, context) = if self.carry_context {
+        let slots = self.act.slots() - self.act.args.len();
+        let (params, context) = if self.act.carry_context {
             let (context, params) = params.split_last().expect("a context parameter");
             (params, Some(*context))
         } else {
-            (&params[..], self.context)
+            (&params[..], self.act.context)
         };
+        let mut locals = self.act.args.clone();
+        locals.extend_from_slice(&params[..slots]);
         let mut s = State {
             block,
-            locals: params[..slots].to_vec(),
+            locals,
             stack: params[slots..].to_vec(),
             context,
         };
         for i in start..end {
-            if self.heights[i].is_none() {
+            if self.act.heights[i].is_none() {
                 break;
             }
             if self.op(&mut s, i)? {
@@ -436,10 +539,15 @@ impl Builder<'_> {
 
     /// Translates instruction `i`; answers whether it ended the block.
     fn op(&mut self, s: &mut State, i: usize) -> Result<bool, String> {
-        let op = self.code.ops[i];
+        let op = self.act.code.ops[i];
         let before = s.stack.clone();
         match op {
             Op::PushLocal(l) => s.stack.push(s.locals[l as usize]),
+            Op::StoreLocal(l) | Op::PopLocal(l) if (l as usize) < self.act.args.len() => {
+                return Err(format!(
+                    "a store into argument {l}, which SOM never assigns"
+                ));
+            }
             Op::StoreLocal(l) => s.locals[l as usize] = *s.stack.last().ok_or("empty stack")?,
             Op::PopLocal(l) => s.locals[l as usize] = pop(s)?,
             Op::PushLocal2(a, c) => {
@@ -529,20 +637,27 @@ impl Builder<'_> {
             Op::SendIsNil(site) | Op::SendNotNil(site) => self.send(s, site, i, &before, false)?,
             Op::Return => {
                 let v = pop(s)?;
-                self.f.blocks[s.block.index()].term = Terminator::Return(v);
+                self.return_(s, v);
                 return Ok(true);
             }
             Op::ReturnSelf => {
-                self.f.blocks[s.block.index()].term = Terminator::Return(s.locals[0]);
+                self.return_(s, s.locals[0]);
                 return Ok(true);
             }
             Op::ReturnLocal(l) => {
-                self.f.blocks[s.block.index()].term = Terminator::Return(s.locals[l as usize]);
+                self.return_(s, s.locals[l as usize]);
                 return Ok(true);
             }
             Op::ReturnField(index) => {
                 let v = self.load_field(s, index, i);
-                self.f.blocks[s.block.index()].term = Terminator::Return(v);
+                self.return_(s, v);
+                return Ok(true);
+            }
+            Op::ReturnNonLocal if self.act.inlined.is_some() && self.act.home_here => {
+                // An inlined block whose home is the function's own activation: its `^`
+                // returns from the function (the activations inlined between end with it).
+                let value = *s.stack.last().ok_or("empty stack")?;
+                self.f.blocks[s.block.index()].term = Terminator::Return(value);
                 return Ok(true);
             }
             Op::ReturnNonLocal => {
@@ -684,7 +799,7 @@ impl Builder<'_> {
             // Its target is fixed: called directly or done in place, no guard.
             let v = match facts.expects_receiver {
                 Some(ExpectedReceivers::One(e)) => {
-                    self.target(s, e, site, receiver, &args, i, guard_state)
+                    self.target(s, e, site, receiver, &args, i, guard_state)?
                 }
                 _ => self.call(s, site, receiver, args, i, true),
             };
@@ -707,12 +822,12 @@ impl Builder<'_> {
                 Some(guard_state),
                 i,
             );
-            let v = self.target(s, e, site, checked, &args, i, guard_state);
+            let v = self.target(s, e, site, checked, &args, i, guard_state)?;
             s.stack.push(v);
             return Ok(());
         }
         // A class switch: each class the site expects in turn, then the send.
-        let join = self.f.add_block(i as u32);
+        let join = self.f.add_block(self.act.scope, i as u32);
         let result = self.f.add_param(join, Ty::Word);
         for e in expected.classes() {
             let flag = self.value(
@@ -725,8 +840,8 @@ impl Builder<'_> {
                 None,
                 i,
             );
-            let hit = self.f.add_block(i as u32);
-            let miss = self.f.add_block(i as u32);
+            let hit = self.f.add_block(self.act.scope, i as u32);
+            let miss = self.f.add_block(self.act.scope, i as u32);
             self.f.blocks[s.block.index()].term = Terminator::Branch {
                 cond: flag,
                 then: Edge {
@@ -742,7 +857,7 @@ impl Builder<'_> {
                 block: hit,
                 ..s.clone()
             };
-            let v = self.target(&mut in_hit, *e, site, receiver, &args, i, guard_state);
+            let v = self.target(&mut in_hit, *e, site, receiver, &args, i, guard_state)?;
             self.f.blocks[in_hit.block.index()].term = Terminator::Jump(Edge {
                 block: join,
                 args: vec![v],
@@ -797,7 +912,7 @@ impl Builder<'_> {
         args: &[ValueId],
         i: usize,
         guard_state: FrameStateId,
-    ) -> ValueId {
+    ) -> Result<ValueId, String> {
         let in_place = match e.target {
             ExpectedTarget::Trivial { kind, .. } => matches!(
                 kind,
@@ -815,7 +930,7 @@ impl Builder<'_> {
             // closure's body that way, but the primitive's own call is done here.
             self.inst(s, InstKind::CallHook(e.code), None, None, i);
         }
-        match e.target {
+        Ok(match e.target {
             ExpectedTarget::Trivial { kind, operand } => match kind {
                 TRIVIAL_GETTER => self.value(
                     s,
@@ -840,6 +955,11 @@ impl Builder<'_> {
                 TRIVIAL_RECEIVER => receiver,
                 _ => self.call(s, site, receiver, args.to_vec(), i, false),
             },
+            ExpectedTarget::Method(code) if self.inlines(site, code) => {
+                let mut entry = vec![receiver];
+                entry.extend_from_slice(args);
+                return self.inline_activation(s, code, entry, None, None, false, i);
+            }
             ExpectedTarget::Method(code) => {
                 let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
                 let kind = InstKind::CallMethod {
@@ -883,6 +1003,9 @@ impl Builder<'_> {
                 self.value(s, InstKind::ArrayLength(receiver), Ty::Int, None, i)
             }
             ExpectedTarget::BlockValue => {
+                if let Some(v) = self.inline_block(s, receiver, args, i)? {
+                    return Ok(v);
+                }
                 let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
                 let kind = InstKind::CallBlock {
                     closure: receiver,
@@ -894,6 +1017,130 @@ impl Builder<'_> {
                 let flag = self.value(s, InstKind::Identical(receiver, args[0]), Ty::Flag, None, i);
                 self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
             }
+        })
+    }
+}
+
+impl Builder<'_> {
+    /// Whether `callee` can run inlined in the current activation: the chain it would end
+    /// stays within the frames and value-stack room a deoptimization may rebuild, and does
+    /// not hold it already (recursion is not inlined).
+    fn fits_chain(&self, callee: &Code) -> bool {
+        self.act.chain.len() < tally_vm::jit::MAX_INLINED_FRAMES
+            && self.act.room + tally_vm::jit::frame_room(callee)
+                <= tally_vm::jit::INLINED_FRAMES_ROOM
+            && !self.act.chain.contains(&callee.id)
+    }
+
+    /// Whether the call of `callee` from `site` is inlined: what the sites' plan says, for a
+    /// method that can run without a frame of its own, where the chain has room.
+    fn inlines(&self, site: SiteId, callee: &Code) -> bool {
+        tally_vm::jit::inlinable(callee)
+            && self.sites.inline(site, callee)
+            && self.fits_chain(callee)
+    }
+
+    /// The activation of `callee` (a method, or a block with its closure `closure`) that a
+    /// call at instruction `i` makes, translated into this function: it has no frame, only
+    /// frame states whose outer state is this call's. `entry` holds its receiver and
+    /// arguments; `context` is a block's (its closure's). Answers the call's result (the
+    /// parameter of the block its returns jump to).
+    #[allow(clippy::too_many_arguments)]
+    fn inline_activation(
+        &mut self,
+        s: &mut State,
+        callee: &'static Code,
+        entry: Vec<ValueId>,
+        closure: Option<ValueId>,
+        context: Option<ValueId>,
+        home_here: bool,
+        i: usize,
+    ) -> Result<ValueId, String> {
+        // What a send would show the profiler (and a call counter): the call, at its site.
+        self.inst(s, InstKind::EnterInlined(callee.id), None, None, i);
+        let caller = self.state(s, i, Resume::AfterCall, &s.stack.clone());
+        let ret = self.f.add_block(self.act.scope, i as u32);
+        let result = self.f.add_param(ret, Ty::Word);
+        let scope = self.f.add_scope(callee.id, self.act.scope, i as u32);
+        self.home_here.push(home_here);
+        let mut act =
+            Activation::new(callee, scope, self.sites, Some(InlinedCall { caller, ret }))?;
+        act.chain = self.act.chain.clone();
+        act.chain.push(callee.id);
+        act.room = self.act.room + tally_vm::jit::frame_room(callee);
+        act.home_here = home_here;
+        act.closure = closure;
+        act.context = context;
+        act.args = entry;
+        let nil = self.constant(s.block, Value::NIL, i as u32);
+        let locals = vec![nil; act.slots() - act.args.len()];
+        let outer = std::mem::replace(&mut self.act, act);
+        self.inlined_bytecodes += callee.ops.len();
+        let first = self.block_for(0);
+        self.f.blocks[s.block.index()].term = Terminator::Jump(Edge {
+            block: first,
+            args: locals,
+        });
+        let translated = self.translate_blocks();
+        self.act = outer;
+        translated?;
+        s.block = ret;
+        Ok(result)
+    }
+
+    /// `value…` of `closure` inlined, when the closure is one this function makes (a
+    /// `MakeBlock`: its code is known) of a block that can run without a frame; `None`
+    /// otherwise (the caller calls the closure).
+    fn inline_block(
+        &mut self,
+        s: &mut State,
+        closure: ValueId,
+        args: &[ValueId],
+        i: usize,
+    ) -> Result<Option<ValueId>, String> {
+        // The closure, through the class guards on it.
+        let mut made = closure;
+        while let Some(InstKind::GuardClass { value, .. }) = self.f.def_inst(made).map(|i| &i.kind)
+        {
+            made = *value;
+        }
+        let Some(InstKind::MakeBlock {
+            code,
+            receiver,
+            ctx,
+        }) = self.f.def_inst(made).map(|i| i.kind.clone())
+        else {
+            return Ok(None);
+        };
+        let Some(block) = self.sites.block(code) else {
+            return Ok(None);
+        };
+        if block.context_size != 0
+            || block.num_args as usize != args.len()
+            || block.hooks.load(std::sync::atomic::Ordering::Relaxed) != 0
+            || !self.fits_chain(block)
+        {
+            return Ok(None);
+        }
+        // Its `^` returns from the home method of the activation that made the closure.
+        let maker = self.maker_scope(made);
+        let home_here = self.home_here[maker.index()];
+        let mut entry = vec![receiver];
+        entry.extend_from_slice(args);
+        self.inline_activation(s, block, entry, Some(made), ctx, home_here, i)
+            .map(Some)
+    }
+
+    /// The scope whose code made `closure` (the block of its `MakeBlock`'s).
+    fn maker_scope(&self, closure: ValueId) -> ScopeId {
+        match self.f.def(closure) {
+            crate::ValueDef::Inst(inst) => self
+                .f
+                .blocks
+                .iter()
+                .find(|b| b.insts.contains(&inst))
+                .map_or(ScopeId(0), |b| b.scope),
+            crate::ValueDef::Param { block, .. } => self.f.blocks[block.index()].scope,
         }
     }
 }

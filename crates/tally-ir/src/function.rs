@@ -45,6 +45,12 @@ id!(
     FrameStateId,
     "fs"
 );
+id!(
+    /// An activation the function runs: `ScopeId(0)` is the compiled code's own, the others
+    /// are methods inlined into it (no frame of their own).
+    ScopeId,
+    "s"
+);
 
 /// What a value is known to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,6 +342,9 @@ pub enum InstKind {
     /// while the profiler counts calls (a CBS window, exact counts) it sees this one as the
     /// interpreter's send would show it. Neither collects nor fails.
     CallHook(CodeId),
+    /// An inlined activation of `code` starts: the call `CallHook` shows the profiler, also
+    /// counted as a call of `code` in this tier where calls are counted (`--count-calls`).
+    EnterInlined(CodeId),
 }
 
 impl InstKind {
@@ -344,7 +353,7 @@ impl InstKind {
         use InstKind::*;
         match self {
             Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) => vec![],
+            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) | EnterInlined(_) => vec![],
             LoadField { obj, .. } => vec![*obj],
             StoreField { obj, value, .. } => vec![*obj, *value],
             NewContext { outer, .. } => outer.iter().copied().collect(),
@@ -381,7 +390,7 @@ impl InstKind {
         use InstKind::*;
         match self {
             Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) => {}
+            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) | EnterInlined(_) => {}
             LoadField { obj, .. } => *obj = f(*obj),
             StoreField { obj, value, .. } => {
                 *obj = f(*obj);
@@ -501,7 +510,8 @@ impl InstKind {
             | ArrayAt { .. }
             | ArrayAtPut { .. }
             | Yieldpoint
-            | CallHook(_) => false,
+            | CallHook(_)
+            | EnterInlined(_) => false,
             IntBinary { op, .. } => !op.may_raise(),
         }
     }
@@ -638,8 +648,19 @@ impl Terminator {
     }
 }
 
+/// One activation the function runs: the compiled code's own (scope 0), or a method inlined
+/// at a call of its parent's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scope {
+    pub code: CodeId,
+    /// The scope it was inlined into and the bytecode index of that call there.
+    pub parent: Option<(ScopeId, u32)>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Block {
+    /// The activation whose code its instructions come from.
+    pub scope: ScopeId,
     pub params: Vec<ValueId>,
     pub insts: Vec<InstId>,
     pub term: Terminator,
@@ -716,6 +737,8 @@ pub struct Function {
     pub insts: Vec<Inst>,
     pub values: Vec<ValueData>,
     pub states: Vec<FrameState>,
+    /// Scope 0 is `code`'s; the rest are inlined, each after its parent.
+    pub scopes: Vec<Scope>,
 }
 
 impl Function {
@@ -727,7 +750,28 @@ impl Function {
             insts: Vec::new(),
             values: Vec::new(),
             states: Vec::new(),
+            scopes: vec![Scope { code, parent: None }],
         }
+    }
+
+    /// The scopes from `scope` out to the compiled code's own, each with the bytecode index
+    /// it is at: `bci` for `scope`, the inlined call for each outer one.
+    pub fn scope_chain(&self, scope: ScopeId, bci: u32) -> Vec<(ScopeId, u32)> {
+        let mut out = vec![(scope, bci)];
+        let mut s = scope;
+        while let Some((parent, at)) = self.scopes[s.index()].parent {
+            out.push((parent, at));
+            s = parent;
+        }
+        out
+    }
+
+    pub fn add_scope(&mut self, code: CodeId, parent: ScopeId, bci: u32) -> ScopeId {
+        self.scopes.push(Scope {
+            code,
+            parent: Some((parent, bci)),
+        });
+        ScopeId(self.scopes.len() as u32 - 1)
     }
 
     pub fn entry(&self) -> BlockId {
@@ -742,8 +786,9 @@ impl Function {
         }
     }
 
-    pub fn add_block(&mut self, bci: u32) -> BlockId {
+    pub fn add_block(&mut self, scope: ScopeId, bci: u32) -> BlockId {
         self.blocks.push(Block {
+            scope,
             params: Vec::new(),
             insts: Vec::new(),
             term: Terminator::Unreachable,

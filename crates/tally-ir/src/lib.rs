@@ -35,7 +35,7 @@ pub mod verify;
 pub use function::Function;
 pub use function::{
     Block, BlockId, Edge, FrameState, FrameStateId, Inst, InstId, InstKind, IntCmp, IntOp,
-    OsrEntry, Resume, Terminator, Ty, ValueDef, ValueId,
+    OsrEntry, Resume, Scope, ScopeId, Terminator, Ty, ValueDef, ValueId,
 };
 
 #[cfg(test)]

@@ -178,6 +178,7 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
         ArrayLength(a) => format!("array_length {a}"),
         Yieldpoint => "yieldpoint".into(),
         CallHook(code) => format!("call_hook {}", name_of(*code)),
+        EnterInlined(code) => format!("enter_inlined {}", name_of(*code)),
     }
 }
 

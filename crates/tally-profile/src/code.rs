@@ -245,40 +245,13 @@ impl Symbols {
         }
     }
 
-    /// A whole sampled stack, innermost first.
-    ///
-    /// A VM may keep real frames for inlined methods (Tally's optimizing tier pushes them, so
-    /// that everything that walks frames works unchanged): a compiled frame whose pc lies in
-    /// inlined code then stands for its whole inline chain, and the real frames right below
-    /// it that the chain's outer entries name are the same activations, dropped here so each
-    /// appears once (the chain's entries carry the exact bytecode indices and the marks).
-    /// When the frames below name the whole chain, the sampled frame was one the chain's
-    /// innermost method had pushed for a call it was making or returning from (its code
-    /// still ran), and they are dropped too.
+    /// A whole sampled stack, innermost first: each raw frame's logical frames in turn (a
+    /// compiled frame's include the methods its code runs inlined, which have no frames of
+    /// their own).
     pub fn resolve_stack(&self, frames: &[RawFrame]) -> Vec<LogicalFrame> {
         let mut out = Vec::with_capacity(frames.len());
-        let mut i = 0;
-        while i < frames.len() {
-            let before = out.len();
-            self.resolve_into(frames[i], &mut out);
-            i += 1;
-            let chain = &out[before..];
-            if chain.len() > 1 && matches!(frames[i - 1], RawFrame::Compiled { .. }) {
-                let below = |k: usize| match frames.get(k) {
-                    Some(f) => f.frame_method(),
-                    None => None,
-                };
-                let names = |from: usize, part: &[LogicalFrame]| {
-                    part.iter()
-                        .enumerate()
-                        .all(|(k, f)| below(from + k) == Some(f.method))
-                };
-                if names(i, &chain[1..]) {
-                    i += chain.len() - 1;
-                } else if names(i, chain) {
-                    i += chain.len();
-                }
-            }
+        for &f in frames {
+            self.resolve_into(f, &mut out);
         }
         out
     }
@@ -401,44 +374,16 @@ mod tests {
         assert_eq!(early[0].method, MethodId(10));
         assert_eq!(s.method_name(MethodId(10)), "method#10");
 
-        // A VM that keeps real frames for inlined methods: the compiled frame (the inlined
-        // method's, replaced) stands for the chain, and the real frame of the method it is
-        // inlined into, right below, is the same activation.
-        let kept = s.resolve_stack(&[
+        // A frame below naming the version's own method is a real call of it (recursion),
+        // not the same activation: nothing is dropped.
+        let recursive = s.resolve_stack(&[
             RawFrame::Compiled {
                 code: CodeVersionId(1),
                 pc_offset: 0x24,
             },
             RawFrame::interpreted(MethodId(10), 7),
-            RawFrame::interpreted(MethodId(2), 9),
         ]);
-        let got: Vec<_> = kept
-            .iter()
-            .map(|f| (f.method.0, f.bci, f.inlined))
-            .collect();
-        assert_eq!(got, vec![(11, 4, true), (10, 7, false), (2, 9, false)]);
-        // A frame below naming another method is not dropped (recursion into the version's
-        // own method through a real call stays visible).
-        let other = s.resolve_stack(&[
-            RawFrame::Compiled {
-                code: CodeVersionId(1),
-                pc_offset: 0x1f,
-            },
-            RawFrame::interpreted(MethodId(10), 3),
-        ]);
-        assert_eq!(other.len(), 2, "a chain of one drops nothing");
-        // The sampled frame was one the inlined method pushed for a call (its code, the
-        // push, still ran): the frames below name the whole chain.
-        let pushing = s.resolve_stack(&[
-            RawFrame::Compiled {
-                code: CodeVersionId(1),
-                pc_offset: 0x24,
-            },
-            RawFrame::interpreted(MethodId(11), 4),
-            RawFrame::interpreted(MethodId(10), 7),
-            RawFrame::interpreted(MethodId(2), 9),
-        ]);
-        let got: Vec<_> = pushing.iter().map(|f| (f.method.0, f.inlined)).collect();
-        assert_eq!(got, vec![(11, true), (10, false), (2, false)]);
+        let got: Vec<_> = recursive.iter().map(|f| (f.method.0, f.inlined)).collect();
+        assert_eq!(got, vec![(11, true), (10, false), (10, false)]);
     }
 }

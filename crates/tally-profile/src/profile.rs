@@ -304,6 +304,7 @@ impl Recorder {
         let (_, depth) = hot.published.snapshot(
             |_, word| frames.push(crate::ids::RawFrame::unpack(word)),
             max,
+            None,
         );
         let flags = if depth as usize > frames.len() {
             crate::sample::SampleFlags::TRUNCATED

@@ -158,38 +158,45 @@ impl VmError {
 }
 
 impl Vm {
-    /// The SOM stack, outermost frame first.
+    /// The SOM stack, outermost frame first: the frames, and above each the activations its
+    /// compiled code runs inlined (no frame of their own) while it makes a call.
     pub fn stack_trace(&self) -> Vec<TraceEntry> {
-        self.rt
-            .frames
-            .live()
-            .iter()
-            .map(|fr| {
-                let code = self.rt.codes[fr.code as usize];
-                let at = (fr.ip as usize)
-                    .saturating_sub(1)
-                    .min(code.positions.len().saturating_sub(1));
-                let (line, column) = code
-                    .positions
-                    .get(at)
-                    .copied()
-                    .unwrap_or((code.source_line, 1));
-                let source = self.rt.sources.get(code.source as usize);
-                let text = source
-                    .filter(|_| line > 0)
-                    .map(|s| s.line_text(line).trim().to_string())
-                    .unwrap_or_default();
-                TraceEntry {
-                    name: self.rt.code_name(code),
-                    file: source
-                        .map(|s| s.path().to_string())
-                        .unwrap_or_else(|| "<primitive>".into()),
-                    line,
-                    column,
-                    text,
-                }
-            })
-            .collect()
+        let frames = &self.rt.frames;
+        let mut out = Vec::with_capacity(frames.len());
+        for (index, fr) in frames.live().iter().enumerate() {
+            out.push(self.trace_entry(fr.code, fr.ip));
+            for &(code, ip) in frames.inlined_at(index).iter().rev() {
+                out.push(self.trace_entry(code, ip));
+            }
+        }
+        out
+    }
+
+    /// The stack trace's line for an activation of `code` whose next instruction is `ip`.
+    fn trace_entry(&self, code: crate::bytecode::CodeId, ip: u32) -> TraceEntry {
+        let code = self.rt.codes[code as usize];
+        let at = (ip as usize)
+            .saturating_sub(1)
+            .min(code.positions.len().saturating_sub(1));
+        let (line, column) = code
+            .positions
+            .get(at)
+            .copied()
+            .unwrap_or((code.source_line, 1));
+        let source = self.rt.sources.get(code.source as usize);
+        let text = source
+            .filter(|_| line > 0)
+            .map(|s| s.line_text(line).trim().to_string())
+            .unwrap_or_default();
+        TraceEntry {
+            name: self.rt.code_name(code),
+            file: source
+                .map(|s| s.path().to_string())
+                .unwrap_or_else(|| "<primitive>".into()),
+            line,
+            column,
+            text,
+        }
     }
 
     /// A runtime error at the current point of execution.

@@ -96,7 +96,10 @@ pub struct FrameStack {
     len: usize,
     /// The first frame of `frames`, for compiled code.
     base: *mut Frame,
+    /// `capacity` frames, and the reserve beyond (see `with_capacity`).
     frames: Box<[Frame]>,
+    /// The frames pushes may take.
+    capacity: usize,
     /// The native activation records, one per frame slot.
     native: Box<[NativeActivation]>,
     /// `native`'s address less `frames`'s: a frame's record is at its address plus this.
@@ -109,16 +112,20 @@ pub struct FrameStack {
 }
 
 impl FrameStack {
-    /// Reserves room for `capacity` frames; zeroed pages cost nothing until used.
-    pub fn with_capacity(capacity: usize) -> Box<FrameStack> {
+    /// Reserves room for `capacity` frames, and `reserve` more beyond them that no push
+    /// takes: the frames an optimized activation's inline chain rebuilds when it
+    /// deoptimizes fit there at any depth (`jit::MAX_INLINED_FRAMES`). Zeroed pages cost
+    /// nothing until used.
+    pub fn with_capacity(capacity: usize, reserve: usize) -> Box<FrameStack> {
         let capacity = capacity.max(1);
-        let mut frames: Box<[Frame]> = bytemuck::zeroed_slice_box(capacity);
-        let native: Box<[NativeActivation]> = bytemuck::zeroed_slice_box(capacity);
+        let mut frames: Box<[Frame]> = bytemuck::zeroed_slice_box(capacity + reserve);
+        let native: Box<[NativeActivation]> = bytemuck::zeroed_slice_box(capacity + reserve);
         let native_delta = native.as_ptr() as isize - frames.as_ptr() as isize;
         Box::new(FrameStack {
             len: 0,
             base: frames.as_mut_ptr(),
             frames,
+            capacity,
             native,
             native_delta,
             limit: TripWord::new(capacity, 0),
@@ -174,7 +181,7 @@ impl FrameStack {
     }
 
     pub fn capacity(&self) -> usize {
-        self.frames.len()
+        self.capacity
     }
 
     /// Pushes a frame; false when the stack is full or its limit is tripped (`is_full` tells
@@ -196,13 +203,16 @@ impl FrameStack {
 
     /// Whether every frame slot is taken: a failed push is then a stack overflow.
     pub fn is_full(&self) -> bool {
-        self.len >= self.frames.len()
+        self.len >= self.capacity
     }
 
     /// Pushes a frame whatever the limit; false when the stack is full.
     #[inline(always)]
     #[must_use]
     pub fn push(&mut self, frame: Frame) -> bool {
+        if self.len >= self.capacity {
+            return false;
+        }
         match self.frames.get_mut(self.len) {
             Some(slot) => {
                 *slot = frame;
@@ -282,6 +292,23 @@ impl FrameStack {
         }
     }
 
+    /// The activations inlined into live frame `index`'s that its compiled code is making a
+    /// call from (innermost first: code and `ip`, one past its call), while the code is
+    /// suspended in a call; empty otherwise. What stack traces, profiler hooks and samples
+    /// show above the frame.
+    pub fn inlined_at(&self, index: usize) -> &[(CodeId, u32)] {
+        let Some(n) = self.native[..self.len].get(index) else {
+            return &[];
+        };
+        if n.fp == 0 || n.table == 0 {
+            return &[];
+        }
+        // SAFETY: a non-zero `fp` is written by native code running the frame, with `table`
+        // its version's table, which the VM keeps for its life.
+        let table = unsafe { &*(n.table as *const crate::jit::SafepointTable) };
+        table.inlined(n.safepoint)
+    }
+
     /// Where a sampler finds these frames.
     ///
     /// The view stays valid as long as this `FrameStack` is alive: the array and the length
@@ -292,6 +319,8 @@ impl FrameStack {
             len: &self.len,
             stride: std::mem::size_of::<Frame>(),
             read: read_frame,
+            aside: self.native_delta,
+            inlined: read_inlined,
         }
     }
 }
@@ -322,13 +351,47 @@ unsafe fn read_frame(frame: *const u8, _innermost: bool) -> RawFrame {
     )
 }
 
+/// Reads, for a sample, the activations inlined into a frame that its compiled code is
+/// making a call from (see [`FrameStack::inlined_at`]), innermost first.
+///
+/// # Safety
+/// `frame` points at a live `Frame` of a `FrameStack` whose native records are `aside`
+/// bytes from its frames (see `FrameStack::stack_view`).
+unsafe fn read_inlined(frame: *const u8, aside: isize, out: &mut dyn FnMut(RawFrame)) {
+    // SAFETY: the record beside a live frame is inside the records' array; volatile because
+    // native code writes it without synchronisation (each aligned word is written or not).
+    let (fp, table, safepoint) = unsafe {
+        let n = frame.offset(aside) as *const NativeActivation;
+        (
+            std::ptr::read_volatile(std::ptr::addr_of!((*n).fp)),
+            std::ptr::read_volatile(std::ptr::addr_of!((*n).table)),
+            std::ptr::read_volatile(std::ptr::addr_of!((*n).safepoint)),
+        )
+    };
+    if fp == 0 || table == 0 {
+        return;
+    }
+    // SAFETY: a non-zero table is a version's `SafepointTable`, which the VM keeps for its
+    // life (a stale one, of the activation before at this depth, is as valid: at worst the
+    // sample names that call's chain); `inlined` reads it with atomic loads only.
+    let table = unsafe { &*(table as *const crate::jit::SafepointTable) };
+    let mark = tally_profile::FrameMark::of(tally_profile::Tier::Optimizing.column() as u8, true);
+    for &(code, ip) in table.inlined(safepoint) {
+        out(RawFrame::from_mark(
+            MethodId(code),
+            ip.saturating_sub(1),
+            mark,
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn push_pop_and_overflow() {
-        let mut s = FrameStack::with_capacity(2);
+        let mut s = FrameStack::with_capacity(2, 0);
         assert!(s.push(Frame::new(7, 0, Value::NIL, Value::NONE)));
         assert!(s.push(Frame::new(8, 3, Value::NIL, Value::NONE)));
         assert!(!s.push(Frame::new(9, 5, Value::NIL, Value::NONE)), "full");
@@ -341,7 +404,7 @@ mod tests {
     #[test]
     fn a_raised_flag_trips_the_limit_and_the_exit_depth() {
         let flag = YieldpointFlag::new();
-        let mut s = FrameStack::with_capacity(4);
+        let mut s = FrameStack::with_capacity(4, 0);
         // SAFETY: `s` outlives the attachment; detached below.
         unsafe { s.attach_to(&flag).unwrap() };
         assert_eq!(s.set_exit_depth(1), 0);
@@ -365,7 +428,7 @@ mod tests {
 
     #[test]
     fn the_view_reads_methods_and_call_sites() {
-        let mut s = FrameStack::with_capacity(4);
+        let mut s = FrameStack::with_capacity(4, 0);
         assert!(s.push(Frame::new(1, 0, Value::NIL, Value::NONE)));
         s.top_mut().ip = 5;
         assert!(s.push(Frame::new(2, 1, Value::NIL, Value::NONE)));
@@ -374,7 +437,7 @@ mod tests {
         // SAFETY: `s` outlives `published`'s snapshots in this test.
         unsafe { published.use_stack_view(view).unwrap() };
         let mut words = [0u64; 4];
-        let (n, depth) = published.snapshot(|i, w| words[i] = w, 4);
+        let (n, depth) = published.snapshot(|i, w| words[i] = w, 4, None);
         assert_eq!((n, depth), (2, 2));
         // The innermost frame has made no call yet: "entered", not a made-up position.
         assert_eq!(

@@ -669,11 +669,17 @@ impl Vm {
         let Some(p) = self.profiler.as_deref_mut() else {
             return Ok(());
         };
-        let caller = self
-            .rt
-            .frames
-            .last()
-            .map(|fr| (MethodId(fr.code), fr.ip.saturating_sub(1)));
+        // The innermost activation making the call: the top frame's, or one its compiled
+        // code runs inlined.
+        let frames = &self.rt.frames;
+        let caller = frames.last().map(|fr| {
+            let (code, ip) = frames
+                .inlined_at(frames.len() - 1)
+                .first()
+                .copied()
+                .unwrap_or((fr.code, fr.ip));
+            (MethodId(code), ip.saturating_sub(1))
+        });
         if f & flag::EXACT != 0 {
             if let Some(exact) = p.exact.as_mut() {
                 exact.on_call(caller, MethodId(callee));

@@ -598,8 +598,11 @@ impl Runtime {
         Runtime {
             // A frame holds a handful of values on average; deep recursion through wide frames
             // overflows here before the frame stack does, reported the same way.
-            stack: ValueStack::with_capacity(max_frames.saturating_mul(16).saturating_add(1 << 16)),
-            frames: FrameStack::with_capacity(max_frames),
+            stack: ValueStack::with_capacity(
+                max_frames.saturating_mul(16).saturating_add(1 << 16),
+                crate::jit::INLINED_FRAMES_ROOM,
+            ),
+            frames: FrameStack::with_capacity(max_frames, crate::jit::MAX_INLINED_FRAMES),
             symbols: Symbols::default(),
             classes: Vec::new(),
             core: CoreClasses::from_ids(&[0; 19]),

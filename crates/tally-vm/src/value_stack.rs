@@ -21,20 +21,28 @@ pub struct ValueStack {
     /// The first slot of a zeroed allocation of `capacity` values, owned by this stack (freed
     /// in `Drop`). Every access goes through it, the VM's and compiled code's alike.
     base: *mut Value,
-    /// The number of live values; never above `capacity`.
+    /// The number of live values; above `capacity` only while the frames of an inline chain
+    /// rebuilt past it run (see `with_capacity`).
     len: usize,
     capacity: usize,
+    /// The slots allocated: `capacity` and the reserve beyond it.
+    allocated: usize,
 }
 
 impl ValueStack {
-    /// Reserves `capacity` slots; zeroed pages cost nothing until used.
-    pub fn with_capacity(capacity: usize) -> ValueStack {
+    /// Reserves `capacity` slots, and `reserve` more beyond them that no room check grants:
+    /// the frames an optimized activation's inline chain rebuilds when it deoptimizes fit
+    /// there whatever the height it ran at (`jit::INLINED_FRAMES_ROOM`). Zeroed pages cost
+    /// nothing until used.
+    pub fn with_capacity(capacity: usize, reserve: usize) -> ValueStack {
         let capacity = capacity.max(HEADROOM + 1);
-        let slots: Box<[Value]> = bytemuck::zeroed_slice_box(capacity);
+        let allocated = capacity + reserve;
+        let slots: Box<[Value]> = bytemuck::zeroed_slice_box(allocated);
         ValueStack {
             base: Box::into_raw(slots) as *mut Value,
             len: 0,
             capacity,
+            allocated,
         }
     }
 
@@ -60,7 +68,7 @@ impl ValueStack {
     /// Whether `n` more values fit.
     #[inline(always)]
     pub fn has_room(&self, n: usize) -> bool {
-        n <= self.capacity - self.len
+        self.len.saturating_add(n) <= self.capacity
     }
 
     /// Pushes a value. Crate-private and unchecked in release builds: frames are entered only
@@ -71,8 +79,8 @@ impl ValueStack {
     #[inline(always)]
     pub(crate) fn push(&mut self, v: Value) {
         let len = self.len;
-        debug_assert!(len < self.capacity, "value stack overflow inside a frame");
-        // SAFETY: `len < capacity` (see above), so the slot lies inside the allocation.
+        debug_assert!(len < self.allocated, "value stack overflow inside a frame");
+        // SAFETY: `len < allocated` (see above), so the slot lies inside the allocation.
         unsafe { self.base.add(len).write(v) };
         self.len = len + 1;
     }
@@ -103,7 +111,7 @@ impl ValueStack {
     /// VM bug and panics.
     #[inline(always)]
     pub(crate) fn resize(&mut self, len: usize, fill: Value) {
-        assert!(len <= self.capacity, "value stack overflow inside a frame");
+        assert!(len <= self.allocated, "value stack overflow inside a frame");
         let old = self.len;
         self.len = len;
         if len > old {
@@ -123,10 +131,11 @@ impl ValueStack {
     /// which the interpreter's `stack[len - n]` lets the compiler fold away.
     #[inline(always)]
     pub fn live(&self) -> &[Value] {
-        // SAFETY: `base` is the start of an allocation of `capacity` values, and
-        // `len <= capacity` always holds: `push` and `resize` check before raising it, `pop`
+        // SAFETY: `base` is the start of an allocation of `allocated` values, and
+        // `len <= allocated` always holds: `push` and `resize` check before raising it, `pop`
         // and `truncate` lower it, and compiled code raises it only within a frame's checked
-        // room (`Code::room_above_arguments`).
+        // room (`Code::room_above_arguments`) or, rebuilding an inline chain's frames,
+        // within the reserve.
         unsafe { std::slice::from_raw_parts(self.base, self.len) }
     }
 
@@ -148,8 +157,8 @@ impl ValueStack {
 
 impl Drop for ValueStack {
     fn drop(&mut self) {
-        let slots = std::ptr::slice_from_raw_parts_mut(self.base, self.capacity);
-        // SAFETY: `base` and `capacity` are the pointer and length of the boxed slice made in
+        let slots = std::ptr::slice_from_raw_parts_mut(self.base, self.allocated);
+        // SAFETY: `base` and `allocated` are the pointer and length of the boxed slice made in
         // `with_capacity`, freed only here.
         drop(unsafe { Box::from_raw(slots) });
     }
@@ -177,7 +186,7 @@ mod tests {
 
     #[test]
     fn pushes_pops_and_keeps_its_address() {
-        let mut s = ValueStack::with_capacity(16);
+        let mut s = ValueStack::with_capacity(16, 0);
         let base = s.base;
         s.push(Value::from_small_int(1));
         s.resize(4, Value::NIL);
@@ -193,7 +202,7 @@ mod tests {
     #[test]
     #[should_panic]
     fn a_push_past_the_capacity_panics_instead_of_writing_out_of_bounds() {
-        let mut s = ValueStack::with_capacity(HEADROOM + 1);
+        let mut s = ValueStack::with_capacity(HEADROOM + 1, 0);
         for _ in 0..=HEADROOM + 1 {
             s.push(Value::NIL);
         }

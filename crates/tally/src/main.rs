@@ -293,6 +293,14 @@ struct Cli {
     #[arg(long)]
     no_osr: bool,
 
+    /// Whether the optimizing tier inlines the methods a call reaches (monomorphic, or each
+    /// class of a two-class site behind its guard): an inlined method runs in its caller's
+    /// compiled code without a frame of its own, and gets one only where the interpreter
+    /// takes over (a failed guard) or a stack trace or sample shows it. `--tier-log` prints
+    /// every choice and refusal with its reason. `off` is the baseline of inlining's gain.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "on")]
+    inline: Switch,
+
     /// The cost model `--tier=adaptive` decides with (a file written by `tally calibrate`)
     /// [default: this machine's calibration if there is one, else built-in figures].
     #[arg(long, value_name = "FILE")]
@@ -888,6 +896,7 @@ fn main_on_vm_thread() -> ExitCode {
             ("--tier-log", cli.tier_log),
             ("--no-speculation", cli.no_speculation),
             ("--no-osr", cli.no_osr),
+            ("--inline=off", cli.inline == Switch::Off),
         ];
         if let Some((flag, _)) = compiled_only.iter().find(|(_, set)| *set) {
             say!(
@@ -961,6 +970,9 @@ fn main_on_vm_thread() -> ExitCode {
         }
         if cli.no_osr {
             vm.disable_osr();
+        }
+        if cli.inline == Switch::Off {
+            vm.disable_inlining();
         }
         if cli.perf_map {
             vm.write_perf_map()?;

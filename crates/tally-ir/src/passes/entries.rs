@@ -105,7 +105,11 @@ fn entry_state(
         }
     } else {
         // A block's closure's context, the same in every state (read in the entry block).
-        context = f.states.iter().find_map(|s| s.context);
+        context = f
+            .states
+            .iter()
+            .filter(|s| s.code == code.id && s.outer.is_none())
+            .find_map(|s| s.context);
     }
     let closure = match code.kind {
         tally_vm::compiler::CodeKind::Block => entry_params.last().copied(),

@@ -21,14 +21,20 @@ pub mod guards;
 pub mod params;
 pub mod states;
 
+use tally_vm::bytecode::CodeId;
 use tally_vm::runtime::Code;
 
 use crate::Function;
 
-/// Runs every pass on `f`, made from `code`.
-pub fn optimize(f: &mut Function, code: &Code) -> Result<(), String> {
+/// Runs every pass on `f`, made from `code` and the methods inlined into it (`inlined`
+/// finds their code).
+pub fn optimize(
+    f: &mut Function,
+    code: &Code,
+    inlined: &dyn Fn(CodeId) -> Option<&'static Code>,
+) -> Result<(), String> {
     check(f, "building")?;
-    states::trim(f, code);
+    states::trim(f, code, inlined);
     check(f, "frame-state trimming")?;
     params::prune(f);
     check(f, "parameter pruning")?;

@@ -3,18 +3,32 @@
 //! (which gets nil there). The receiver is always kept (a rebuilt frame answers `self`, and
 //! stack traces name its class).
 
-use tally_vm::bytecode::Op;
+use std::collections::HashMap;
+
+use tally_vm::bytecode::{CodeId, Op};
 use tally_vm::runtime::Code;
 
 use crate::{Function, Resume};
 
-/// Drops the dead locals of `f`'s own frame states (those of `code`).
-pub fn trim(f: &mut Function, code: &Code) {
-    let live = live_locals(code);
+/// Drops the dead locals of `f`'s frame states, those of `code` and of the methods inlined
+/// into it (`inlined` finds their code).
+pub fn trim(f: &mut Function, code: &Code, inlined: &dyn Fn(CodeId) -> Option<&'static Code>) {
+    let mut lives: HashMap<CodeId, Vec<Vec<bool>>> = HashMap::new();
     for state in &mut f.states {
-        if state.code != code.id {
-            continue;
-        }
+        let live = match lives.entry(state.code) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let c = if state.code == code.id {
+                    code
+                } else {
+                    match inlined(state.code) {
+                        Some(c) => c,
+                        None => continue,
+                    }
+                };
+                e.insert(live_locals(c))
+            }
+        };
         let at = match state.resume {
             Resume::Before => state.bci as usize,
             Resume::AfterCall => state.bci as usize + 1,

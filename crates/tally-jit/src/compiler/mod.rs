@@ -291,9 +291,13 @@ impl CodeGenerator for Compiler {
         // `EntryPoint` signature (`entry_signature`, the platform's C calling convention) and
         // is finalized.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(entry_address) };
-        let (speculations, safepoints) = match built {
-            Built::Translated => (0, None),
-            Built::Lowered(_, l) => (l.speculations, Some(l.table)),
+        let (speculations, safepoints, scopes) = match built {
+            Built::Translated => (0, None, Vec::new()),
+            Built::Lowered(ir, l) => (
+                l.speculations,
+                Some(l.table),
+                crate::lower::inline_scopes(&ir),
+            ),
         };
         Ok(NativeCode {
             entry,
@@ -304,6 +308,7 @@ impl CodeGenerator for Compiler {
             direct,
             code_start: direct,
             osr_entries,
+            scopes,
         })
     }
 

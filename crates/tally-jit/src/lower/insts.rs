@@ -213,8 +213,10 @@ impl Lowerer<'_, '_> {
                 } else {
                     self.send_through_cache(*site, *receiver, args, inst)?
                 };
-                // Only `Block>>restart` restarts its sender's frame.
-                let restarts = self.request.selector(*site) == Some("#restart");
+                // Only `Block>>restart` restarts its sender's frame (never inlined code's:
+                // a method that sends it is not inlined).
+                let restarts =
+                    self.scope.0 == 0 && self.request.selector(*site) == Some("#restart");
                 self.left_if_none(v, inst.state.filter(|_| restarts))?;
                 Some(v)
             }
@@ -253,6 +255,16 @@ impl Lowerer<'_, '_> {
                 None
             }
             InstKind::CallHook(code) => {
+                self.call_hook(*code, inst.bci);
+                None
+            }
+            InstKind::EnterInlined(code) => {
+                if self.layout.count_calls {
+                    let callee = self.request.callee(*code).ok_or_else(|| {
+                        format!("an inlined code {code}, which the request does not name")
+                    })?;
+                    crate::counters::count_call(&mut self.b, callee, super::TIER_COLUMN);
+                }
                 self.call_hook(*code, inst.bci);
                 None
             }
@@ -612,10 +624,9 @@ impl Lowerer<'_, '_> {
         self.b.set_cold_block(hook);
         self.b.ins().brif(raised, hook, &[], go_on, &[]);
         self.b.switch_to_block(hook);
-        let ip = self.iconst(I32, bci as i64 + 1);
-        self.b
-            .ins()
-            .store(flags(), ip, self.frame, self.layout.frame_ip);
+        // Numbered like a safepoint, though the call is none (it neither collects nor is
+        // tagged): the number tells the hook which inlined activations make the call.
+        self.safepoint(bci);
         let stub = self.iconst(I64, self.layout.stubs.ir_call_hook as i64);
         let code = self.iconst(I32, code as i64);
         self.b
@@ -658,7 +669,8 @@ impl Lowerer<'_, '_> {
     /// head and returns it.
     fn yieldpoint(&mut self, state: tally_ir::FrameStateId, bci: u32) -> Result<(), String> {
         if self.layout.count_calls {
-            crate::counters::count_loop(&mut self.b, self.request.code, super::TIER_COLUMN);
+            let code = self.code();
+            crate::counters::count_loop(&mut self.b, code, super::TIER_COLUMN);
         }
         let raised = self.flag_bits(self.layout.yieldpoint_bits);
         let serve = self.b.create_block();

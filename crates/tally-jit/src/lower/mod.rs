@@ -67,7 +67,7 @@ pub(crate) const FRESH_FROM_COMPILED: i64 = 0x4000_0000;
 pub(crate) fn ir_of(request: &CompileRequest) -> Result<tally_ir::Function, String> {
     let code = request.code;
     let mut f = tally_ir::build::build(code, &request.name, request, request.osr)?;
-    tally_ir::passes::optimize(&mut f, code)?;
+    tally_ir::passes::optimize(&mut f, code, &|id| request.callee(id))?;
     Ok(f)
 }
 
@@ -97,6 +97,8 @@ pub(crate) struct Lowered {
     pub speculations: u32,
     /// Safepoints made (the table's length once filled).
     pub safepoints: u32,
+    /// For each safepoint, the activations inlined into the frame's that it is made from.
+    pub inlined_at: Vec<Vec<(u32, u32)>>,
 }
 
 /// The signature of a body: `(vm, framed, receiver, arguments…[, closure]) -> Value`.
@@ -152,12 +154,16 @@ pub(crate) fn lower(
         values: vec![None; ir.values.len()],
         blocks: Vec::new(),
         exits: HashMap::new(),
+        exit_scopes: HashMap::new(),
         leave: None,
         hand_over: None,
         ret: None,
         epilogue: None,
         safepoints: 0,
+        inlined_at: Vec::new(),
         speculated: std::collections::BTreeSet::new(),
+        scope_codes: scope_codes(request, ir)?,
+        scope: tally_ir::ScopeId(0),
     };
     l.entry(&table)?;
     // Dominators first, so every value is lowered before its uses.
@@ -171,7 +177,48 @@ pub(crate) fn lower(
         table,
         speculations: l.speculated.len() as u32,
         safepoints: l.safepoints,
+        inlined_at: l.inlined_at,
     })
+}
+
+/// The code of each of `ir`'s scopes: the request's own, then the methods inlined.
+fn scope_codes(
+    request: &CompileRequest,
+    ir: &tally_ir::Function,
+) -> Result<Vec<&'static tally_vm::runtime::Code>, String> {
+    if ir.scopes.len() as u32 > tally_vm::jit::MAX_SCOPES {
+        return Err(format!("{} inline scopes, too many", ir.scopes.len()));
+    }
+    ir.scopes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            if k == 0 {
+                Ok(request.code)
+            } else {
+                request.callee(s.code).ok_or_else(|| {
+                    format!(
+                        "an inlined code {}, which the request does not name",
+                        s.code
+                    )
+                })
+            }
+        })
+        .collect()
+}
+
+/// The scopes a version's pc map names (`NativeCode::scopes`).
+pub(crate) fn inline_scopes(ir: &tally_ir::Function) -> Vec<tally_vm::jit::InlineScope> {
+    if ir.scopes.len() < 2 {
+        return Vec::new();
+    }
+    ir.scopes
+        .iter()
+        .map(|s| tally_vm::jit::InlineScope {
+            code: s.code,
+            parent: s.parent.map(|(p, bci)| (p.0, bci)),
+        })
+        .collect()
 }
 
 /// Fills `table` from the compiled code's stack maps, each found by the safepoint number
@@ -189,7 +236,12 @@ pub(crate) fn fill_safepoints(
         }
     }
     // A safepoint without a stack map has nothing live across it: its default map is empty.
-    let mut maps = vec![SafepointMap::default(); lowered.safepoints as usize];
+    let mut maps: Vec<SafepointMap> = (0..lowered.safepoints as usize)
+        .map(|k| SafepointMap {
+            inlined: lowered.inlined_at.get(k).cloned().unwrap_or_default(),
+            ..SafepointMap::default()
+        })
+        .collect();
     for (offset, span, map) in compiled.buffer.user_stack_maps() {
         let Some(&k) = by_offset.get(offset) else {
             continue;
@@ -296,6 +348,8 @@ struct Lowerer<'a, 'f> {
     blocks: Vec<Block>,
     /// The exit of each (frame state, kind): writes the frame and returns.
     exits: HashMap<(FrameStateId, ExitKind), Block>,
+    /// The scope each exit's frame state is in (where its code is placed).
+    exit_scopes: HashMap<FrameStateId, tally_ir::ScopeId>,
     /// Where a call that answered `Value::NONE` leaves.
     leave: Option<Block>,
     /// The end every exit shares once it has written its frame: hands the frame over with
@@ -305,9 +359,15 @@ struct Lowerer<'a, 'f> {
     ret: Option<(Block, u32)>,
     /// The one block that returns from the function (`Lowerer::return_`).
     epilogue: Option<Block>,
-    /// Safepoints numbered so far.
+    /// Safepoints numbered so far, and for each the activations inlined into the frame's
+    /// that it is made from (innermost first, as `SafepointMap::inlined` keeps them).
     safepoints: u32,
+    inlined_at: Vec<Vec<(u32, u32)>>,
     speculated: std::collections::BTreeSet<u32>,
+    /// The code of each of the IR's scopes (the request's own first).
+    scope_codes: Vec<&'static tally_vm::runtime::Code>,
+    /// The scope of the instruction being lowered.
+    scope: tally_ir::ScopeId,
 }
 
 fn flags() -> MemFlagsData {
@@ -607,14 +667,15 @@ impl Lowerer<'_, '_> {
         let block = &ir.blocks[id.index()];
         let blk = self.blocks[id.index()];
         self.b.switch_to_block(blk);
-        self.b.set_srcloc(SourceLoc::new(block.bci));
+        self.scope = block.scope;
+        self.set_location(block.bci);
         for &p in &block.params {
             let x = self.b.append_block_param(blk, Self::ty_of(ir.ty(p)));
             self.define(p, x);
         }
         for &i in &block.insts {
             let inst = &ir.insts[i.index()];
-            self.b.set_srcloc(SourceLoc::new(inst.bci));
+            self.set_location(inst.bci);
             self.inst(inst)?;
         }
         let bci = block
@@ -762,9 +823,35 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(go_on);
     }
 
-    /// The send site of the instruction at `bci`, if it sends.
+    /// The send site of the current scope's instruction at `bci`, if it sends.
     fn site_at(&self, bci: u32) -> Option<u32> {
-        self.request.code.ops.get(bci as usize)?.site()
+        self.code().ops.get(bci as usize)?.site()
+    }
+
+    /// The code of the scope being lowered.
+    fn code(&self) -> &'static tally_vm::runtime::Code {
+        self.scope_codes[self.scope.index()]
+    }
+
+    /// The code a frame state describes an activation of.
+    fn state_code(&self, state: FrameStateId) -> Result<&'static tally_vm::runtime::Code, String> {
+        let id = self.ir.states[state.index()].code;
+        self.scope_codes
+            .iter()
+            .copied()
+            .find(|c| c.id == id)
+            .ok_or_else(|| format!("{state} describes code {id}, of no scope"))
+    }
+
+    /// Places the next instructions on the current scope's bytecode `bci` (the pc map's
+    /// location).
+    fn set_location(&mut self, bci: u32) {
+        let loc = if bci >= crate::compiler::SHARED_EXIT {
+            bci
+        } else {
+            tally_vm::jit::pack_location(self.scope.0, bci)
+        };
+        self.b.set_srcloc(SourceLoc::new(loc));
     }
 
     fn clear_native(&mut self) {
@@ -811,10 +898,20 @@ impl Lowerer<'_, '_> {
         } else {
             Resume::Before
         };
-        if fs.outer.is_some() || fs.resume != resumes {
+        if fs.resume != resumes || (kind == ExitKind::Restart && fs.outer.is_some()) {
             return Err(format!(
-                "an exit to {state} (inlined, or after a call), which this tier cannot rebuild"
+                "an exit to {state} (after a call, or restarting inlined code), which this \
+                 tier cannot rebuild"
             ));
+        }
+        let mut outer = fs.outer;
+        while let Some(o) = outer {
+            if self.ir.states[o.index()].resume != Resume::AfterCall {
+                return Err(format!(
+                    "{state}'s outer state {o} is not suspended in a call"
+                ));
+            }
+            outer = self.ir.states[o.index()].outer;
         }
         let exit = self.b.create_block();
         self.b.set_cold_block(exit);
@@ -822,6 +919,7 @@ impl Lowerer<'_, '_> {
             self.b.append_block_param(exit, I32);
         }
         self.exits.insert((state, kind), exit);
+        self.exit_scopes.insert(state, self.scope);
         Ok(exit)
     }
 
@@ -906,6 +1004,9 @@ impl Lowerer<'_, '_> {
         self.return_(result);
     }
 
+    /// Fills the exit of `state` for `kind`: writes the frame it describes — and, for a
+    /// state of inlined code, the frames of its whole inline chain, each above the one it
+    /// was inlined into, suspended in its call — then hands the innermost over.
     fn fill_exit(
         &mut self,
         state: FrameStateId,
@@ -914,38 +1015,88 @@ impl Lowerer<'_, '_> {
     ) -> Result<(), String> {
         let fs = &self.ir.states[state.index()];
         self.b.switch_to_block(exit);
-        self.b.set_srcloc(SourceLoc::new(fs.bci));
+        self.scope = self.exit_scopes[&state];
+        self.set_location(fs.bci);
         let param = self.b.block_params(exit).first().copied();
         let layout = self.layout;
-        let mut k = 0i32;
-        for (slot, l) in fs.locals.iter().enumerate() {
-            k += 1;
-            // The receiver and arguments never change (SOM does not assign them): the
-            // interpreter may read them where the bytecode does not (an escaped block's
-            // receiver, a restarted method's arguments).
-            let v = match (l, self.params.get(slot)) {
-                (Some(v), _) => self.val(*v)?,
-                (None, Some(&p)) => p,
-                (None, None) => self.iconst(I64, NIL),
-            };
-            self.b.ins().store(flags(), v, self.slots, 8 * (k - 1));
+        // Outermost (the frame's own activation) first.
+        let mut chain = vec![state];
+        while let Some(o) = self.ir.states[chain.last().expect("a state").index()].outer {
+            chain.push(o);
         }
-        if kind == ExitKind::Restart {
-            // The primitive emptied the operand stack and set `ip` 0.
-            let zero = self.iconst(I8, 0);
-            self.b.ins().store(flags(), zero, self.vm, layout.restarted);
-            let len = self.add_imm(self.bp, k as i64);
-            self.b.ins().store(flags(), len, self.vm, layout.stack_len);
-        } else {
-            for &s in &fs.stack {
-                let v = self.val(s)?;
-                self.b.ins().store(flags(), v, self.slots, 8 * k);
-                k += 1;
+        chain.reverse();
+        let mut slots = self.slots;
+        let mut frame = self.frame;
+        let mut bp = self.bp;
+        let mut height = 0i64;
+        for (level, &st) in chain.iter().enumerate() {
+            let fs = &self.ir.states[st.index()];
+            if level > 0 {
+                // A frame for the inlined activation, right above its caller's values.
+                slots = self.add_imm(slots, 8 * height);
+                bp = self.add_imm(bp, height);
+                frame = self.add_imm(frame, layout.frame_size as i64);
+                let code = self.iconst(I64, fs.code as i64);
+                self.b.ins().store(flags(), code, frame, 0);
+                // `bp` with a clear mark: the interpreter runs it.
+                self.b.ins().store(flags(), bp, frame, layout.frame_bp);
+                let ctx = match fs.context {
+                    Some(c) => self.val(c)?,
+                    None => self.iconst(I64, NIL),
+                };
+                self.b.ins().store(flags(), ctx, frame, layout.frame_ctx);
+                let closure = match fs.closure {
+                    Some(c) => self.val(c)?,
+                    None => self.iconst(I64, 0),
+                };
+                self.b
+                    .ins()
+                    .store(flags(), closure, frame, layout.native.frame_closure);
             }
-            let len = self.add_imm(self.bp, k as i64);
-            self.b.ins().store(flags(), len, self.vm, layout.stack_len);
-            let ip = self.iconst(I32, fs.bci as i64);
-            self.b.ins().store(flags(), ip, self.frame, layout.frame_ip);
+            let mut k = 0i32;
+            for (slot, l) in fs.locals.iter().enumerate() {
+                k += 1;
+                // The receiver and arguments of the frame's own activation never change (SOM
+                // does not assign them): the interpreter may read them where the bytecode
+                // does not (an escaped block's receiver, a restarted method's arguments).
+                let v = match (l, self.params.get(slot).filter(|_| level == 0)) {
+                    (Some(v), _) => self.val(*v)?,
+                    (None, Some(&p)) => p,
+                    (None, None) => self.iconst(I64, NIL),
+                };
+                self.b.ins().store(flags(), v, slots, 8 * (k - 1));
+            }
+            if kind == ExitKind::Restart {
+                // The primitive emptied the operand stack and set `ip` 0.
+                let zero = self.iconst(I8, 0);
+                self.b.ins().store(flags(), zero, self.vm, layout.restarted);
+            } else {
+                for &s in &fs.stack {
+                    let v = self.val(s)?;
+                    self.b.ins().store(flags(), v, slots, 8 * k);
+                    k += 1;
+                }
+                let ip = match fs.resume {
+                    Resume::Before => fs.bci,
+                    Resume::AfterCall => fs.bci + 1,
+                };
+                let ip = self.iconst(I32, ip as i64);
+                self.b.ins().store(flags(), ip, frame, layout.frame_ip);
+            }
+            height = k as i64;
+        }
+        let len = self.add_imm(bp, height);
+        self.b.ins().store(flags(), len, self.vm, layout.stack_len);
+        if chain.len() > 1 {
+            let frame_stack = self.b.ins().load(I64, flags(), self.vm, layout.frame_stack);
+            let depth = self
+                .b
+                .ins()
+                .load(I64, flags(), frame_stack, layout.frames_len);
+            let depth = self.add_imm(depth, chain.len() as i64 - 1);
+            self.b
+                .ins()
+                .store(flags(), depth, frame_stack, layout.frames_len);
         }
         let status = match kind {
             ExitKind::Interpret | ExitKind::Restart => self.iconst(I32, Status::Interpret as i64),
@@ -953,7 +1104,10 @@ impl Lowerer<'_, '_> {
             ExitKind::Deopt => {
                 let code = self.request.code;
                 let site = self
-                    .site_at(fs.bci)
+                    .state_code(state)?
+                    .ops
+                    .get(fs.bci as usize)
+                    .and_then(|op| op.site())
                     .ok_or_else(|| format!("a guard at {} without a send site", fs.bci))?;
                 self.speculated.insert(site);
                 let site = self.iconst(I32, site as i64);
@@ -979,7 +1133,12 @@ impl Lowerer<'_, '_> {
     /// over) hands the frame back instead: no site's speculation failed.
     fn guard(&mut self, ok: Value, state: FrameStateId, reason: DeoptReason) -> Result<(), String> {
         let bci = self.ir.states[state.index()].bci;
-        if self.site_at(bci).is_none() {
+        let sends = self
+            .state_code(state)?
+            .ops
+            .get(bci as usize)
+            .and_then(|op| op.site());
+        if sends.is_none() {
             return self.check(ok, state);
         }
         let exit = self.exit(state, ExitKind::Deopt)?;
@@ -1000,13 +1159,23 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
-    /// Makes the next call a safepoint: the frame's `ip` (one past the call at `bci`, as
-    /// the interpreter leaves it) and the safepoint's number; answers the number, which the
-    /// call is tagged with.
+    /// Makes the next call a safepoint: the frame's `ip` (one past the call at the current
+    /// scope's `bci`, as the interpreter leaves it; in inlined code, one past the call the
+    /// outermost inlined method stands for) and the safepoint's number; answers the number,
+    /// which the call is tagged with. The number also tells stack walks which activations
+    /// inlined into the frame's the call is made from.
     fn safepoint(&mut self, bci: u32) -> u32 {
         let k = self.safepoints;
         self.safepoints += 1;
-        let ip = self.iconst(I32, bci as i64 + 1);
+        let chain = self.ir.scope_chain(self.scope, bci);
+        let &(_, own_bci) = chain.last().expect("the own scope");
+        self.inlined_at.push(
+            chain[..chain.len() - 1]
+                .iter()
+                .map(|&(scope, at)| (self.scope_codes[scope.index()].id, at + 1))
+                .collect(),
+        );
+        let ip = self.iconst(I32, own_bci as i64 + 1);
         self.b
             .ins()
             .store(flags(), ip, self.frame, self.layout.frame_ip);

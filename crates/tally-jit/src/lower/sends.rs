@@ -26,7 +26,7 @@ impl Lowerer<'_, '_> {
         inst: &Inst,
     ) -> Result<Value, String> {
         if let Some(op @ (Op::SendIsNil(_) | Op::SendNotNil(_))) =
-            self.request.code.ops.get(inst.bci as usize).copied()
+            self.code().ops.get(inst.bci as usize).copied()
         {
             return self.nil_test(matches!(op, Op::SendIsNil(_)), site, receiver, inst);
         }

@@ -389,13 +389,8 @@ impl HotState {
         let published = &self.published;
         let result = self.ring.try_push(|w| {
             let pc_here = if foreign { None } else { pc };
-            let (n, depth) = published.snapshot(
-                |i, word| match pc_here {
-                    Some(pc) if i == 0 => w.set_frame(i, published.innermost_at(word, pc)),
-                    _ => w.set_frame(i, word),
-                },
-                w.max_frames(),
-            );
+            let (n, depth) =
+                published.snapshot(|i, word| w.set_frame(i, word), w.max_frames(), pc_here);
             let mut flags = SampleFlags::NONE;
             if depth as usize > n {
                 flags = flags.with(SampleFlags::TRUNCATED);

@@ -74,6 +74,12 @@ pub struct StackView {
     pub stride: usize,
     /// Reads one frame. Must be async-signal-safe: plain (volatile) loads only.
     pub read: unsafe fn(frame: *const u8, innermost: bool) -> RawFrame,
+    /// The distance from a frame to what `inlined` reads beside it.
+    pub aside: isize,
+    /// Writes the activations a frame's compiled code runs inlined, innermost first: the
+    /// frames that stand above it in the program's stack without being in the frame array.
+    /// Async-signal-safe, like `read`.
+    pub inlined: unsafe fn(frame: *const u8, aside: isize, out: &mut dyn FnMut(RawFrame)),
 }
 
 // SAFETY: the pointers are only dereferenced by `PublishedState::snapshot`,
@@ -321,9 +327,20 @@ impl PublishedState {
     }
 
     /// Copies the innermost frames into `out` (innermost first) and returns
-    /// `(frames copied, full depth)`. Async-signal-safe: atomics only.
+    /// `(frames copied, full depth)`. With a stack view, each frame comes after the
+    /// activations its compiled code runs inlined (`StackView::inlined`), which count in the
+    /// depth as the view's frames are walked (a truncated sample's depth counts the frames
+    /// it did not walk once each); when `pc` is given and lies in a compiled version of the
+    /// innermost frame's method, that frame is the version at `pc`'s offset instead
+    /// ([`PublishedState::innermost_at`]), whose pc map names what it runs inlined.
+    /// Async-signal-safe: atomics only.
     #[inline]
-    pub fn snapshot(&self, mut out: impl FnMut(usize, u64), max: usize) -> (usize, u32) {
+    pub fn snapshot(
+        &self,
+        mut out: impl FnMut(usize, u64),
+        max: usize,
+        pc: Option<usize>,
+    ) -> (usize, u32) {
         if let Some(view) = self.view.get() {
             // SAFETY: `use_stack_view`'s contract: `len` and the frames below
             // it are allocated, initialised and unmoved while triggers run.
@@ -331,20 +348,51 @@ impl PublishedState {
             // the VM's own thread the handler runs between two of its
             // instructions, so each aligned word is either written or not.
             let d = unsafe { std::ptr::read_volatile(view.len) };
-            let n = d.min(max);
-            for i in 0..n {
+            let mut n = 0;
+            let mut inlined = 0;
+            for i in 0..d {
+                if n >= max {
+                    break;
+                }
                 let index = d - 1 - i;
                 // SAFETY: `index < len`, inside the frames the contract covers.
-                let frame = unsafe { (view.read)(view.base.add(index * view.stride), i == 0) };
-                out(i, frame.pack());
+                let at = unsafe { view.base.add(index * view.stride) };
+                // SAFETY: as above.
+                let word = unsafe { (view.read)(at, i == 0) }.pack();
+                if let (0, Some(pc)) = (i, pc) {
+                    let running = self.innermost_at(word, pc);
+                    if running != word {
+                        out(n, running);
+                        n += 1;
+                        continue;
+                    }
+                }
+                // SAFETY: as above; `aside` is the view's own.
+                unsafe {
+                    (view.inlined)(at, view.aside, &mut |f| {
+                        inlined += 1;
+                        if n < max {
+                            out(n, f.pack());
+                            n += 1;
+                        }
+                    })
+                };
+                if n < max {
+                    out(n, word);
+                    n += 1;
+                }
             }
-            return (n, d as u32);
+            return (n, (d + inlined) as u32);
         }
         let d = self.depth.load(Ordering::Acquire);
         let n = (d as usize).min(self.frames.len()).min(max);
         for i in 0..n {
             let idx = (d as usize - 1 - i) & self.mask as usize;
-            out(i, self.frames[idx].load(Ordering::Acquire));
+            let word = self.frames[idx].load(Ordering::Acquire);
+            match (i, pc) {
+                (0, Some(pc)) => out(i, self.innermost_at(word, pc)),
+                _ => out(i, word),
+            }
         }
         (n, d)
     }
@@ -394,7 +442,7 @@ mod tests {
 
     fn frames(p: &PublishedState, max: usize) -> (Vec<RawFrame>, u32) {
         let mut v = vec![0u64; max];
-        let (n, d) = p.snapshot(|i, w| v[i] = w, max);
+        let (n, d) = p.snapshot(|i, w| v[i] = w, max, None);
         (v[..n].iter().map(|&w| RawFrame::unpack(w)).collect(), d)
     }
 
@@ -452,6 +500,8 @@ mod tests {
         RawFrame::interpreted(MethodId(f.method), bci)
     }
 
+    unsafe fn no_inlined(_: *const u8, _: isize, _: &mut dyn FnMut(RawFrame)) {}
+
     #[test]
     fn a_stack_view_reads_the_vm_frames_in_place() {
         let frames: Vec<VmFrame> = (0..5)
@@ -468,6 +518,8 @@ mod tests {
             len: &len,
             stride: std::mem::size_of::<VmFrame>(),
             read: read_vm_frame,
+            aside: 0,
+            inlined: no_inlined,
         };
         // SAFETY: `frames` and `len` outlive every snapshot below.
         unsafe { p.use_stack_view(view).unwrap() };

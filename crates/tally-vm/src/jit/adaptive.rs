@@ -284,6 +284,7 @@ impl Vm {
                         log,
                     );
                 }
+                request.plan_inlining(&self.rt, speculation, &self.jit.inline_policy);
                 if !guards_log.is_empty() {
                     self.write_err(guards_log.as_bytes());
                 }

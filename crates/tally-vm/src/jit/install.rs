@@ -207,7 +207,14 @@ impl Installer {
                 .iter()
                 .map(|&(pc_offset, loc)| PcMapEntry {
                     pc_offset,
-                    chain: loc.map(|bci| vec![(method, bci)]).unwrap_or_default(),
+                    chain: loc
+                        .map(|loc| {
+                            super::location_chain(&native.scopes, code.id, loc)
+                                .into_iter()
+                                .map(|(c, bci)| (MethodId(c), bci))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
                 })
                 .collect();
             lock(&p.recorder).event(EventKind::CodeInstalled(CodeVersion {
@@ -255,8 +262,12 @@ impl Installer {
             let lines: Vec<jitdump::DebugLine> = native
                 .pc_map
                 .iter()
-                .filter_map(|&(offset, bci)| {
-                    let (line, _) = *code.positions.get(bci? as usize)?;
+                .filter_map(|&(offset, loc)| {
+                    // The line of the version's own code (inlined code is placed on the call
+                    // it runs for: the file is the version's).
+                    let chain = super::location_chain(&native.scopes, code.id, loc?);
+                    let &(_, bci) = chain.last()?;
+                    let (line, _) = *code.positions.get(bci as usize)?;
                     Some(jitdump::DebugLine {
                         address: (start + offset as usize) as u64,
                         line,
@@ -290,12 +301,17 @@ impl Installer {
                         .join(", ")
                 ),
             };
-            say(&format!(
-                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded}{entered})\n",
+            let inlined = inlined_summary(request, &native.scopes);
+            let mut text = format!(
+                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded}{inlined}{entered})\n",
                 code.ops.len(),
                 native.size,
                 compile_ns as f64 / 1e3
-            ));
+            );
+            for line in &request.inline_log {
+                text.push_str(&format!("[tier]   {line}\n"));
+            }
+            say(&text);
         }
     }
 
@@ -325,5 +341,29 @@ impl Installer {
             lock(c).code_invalidated(MethodId(code.id), now.profile_tier());
         }
         Some(now)
+    }
+}
+
+/// What a version inlines, for its `--tier-log` line: ", 3 methods and 1 block inlined".
+fn inlined_summary(request: &CompileRequest, scopes: &[super::InlineScope]) -> String {
+    let blocks = scopes
+        .iter()
+        .skip(1)
+        .filter(|s| {
+            request
+                .callee(s.code)
+                .is_some_and(|c| c.kind == crate::compiler::CodeKind::Block)
+        })
+        .count();
+    let methods = scopes.len().saturating_sub(1) - blocks;
+    let count = |n: usize, what: &str| match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    };
+    match (methods, blocks) {
+        (0, 0) => String::new(),
+        (m, 0) => format!(", {} inlined", count(m, "method")),
+        (0, b) => format!(", {} inlined", count(b, "block")),
+        (m, b) => format!(", {} and {} inlined", count(m, "method"), count(b, "block")),
     }
 }

@@ -13,9 +13,11 @@
 //! native stack, as in the interpreter.
 
 mod adaptive;
+mod inlining;
 mod install;
 mod ir_stubs;
 mod jitdump;
+mod locations;
 mod native_stack;
 mod request;
 mod safepoints;
@@ -34,6 +36,8 @@ use crate::runtime::{Code, Runtime};
 use crate::{Vm, VmError};
 
 pub use adaptive::{AdaptiveConfig, GeneratorFactory};
+pub use inlining::{frame_room, inlinable, INLINED_FRAMES_ROOM, MAX_INLINED_FRAMES};
+pub use locations::{location_chain, pack_location, unpack_location, InlineScope, MAX_SCOPES};
 pub use request::{
     CompileRequest, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts, Speculation,
 };
@@ -410,6 +414,9 @@ pub struct NativeCode {
     /// the optimizing tier, whose code is entered only at a call otherwise; empty in the
     /// baseline tier's, which resumes a frame at any instruction boundary.
     pub osr_entries: Vec<u32>,
+    /// The activations the code runs, its own first, then the methods inlined into it
+    /// (`pc_map`'s locations name them); empty: its own alone.
+    pub scopes: Vec<InlineScope>,
 }
 
 impl NativeCode {
@@ -582,6 +589,8 @@ pub(crate) struct Jit {
     pub(crate) exit_status: u32,
     /// `--no-speculation`: compiles never speculate.
     pub(crate) no_speculation: bool,
+    /// What optimizing compiles inline (`--inline`).
+    pub(crate) inline_policy: tally_controller::InlinePolicy,
     /// Receiver-class value profiles, when on.
     values: Option<values::SiteProfiles>,
     /// `--no-osr`: a loop running in the interpreter does not move into compiled code at
@@ -653,6 +662,11 @@ impl Vm {
     /// `--no-speculation`: compiled code never guards on what the program did so far.
     pub fn disable_speculation(&mut self) {
         self.jit.no_speculation = true;
+    }
+
+    /// `--inline=off`: optimizing compiles inline no method.
+    pub fn disable_inlining(&mut self) {
+        self.jit.inline_policy.enabled = false;
     }
 
     /// `--no-osr`: loops running in the interpreter stay there until their activation next
@@ -898,6 +912,8 @@ impl Vm {
             if let Some(values) = self.jit.values.as_mut() {
                 request = request.with_value_tables(values);
             }
+        } else if generator.tier() == Tier::Opt {
+            request.plan_inlining(&self.rt, speculation, &self.jit.inline_policy);
         }
         let mut installer = lock(&self.jit.installer);
         if installer.writes_stderr() {

@@ -134,6 +134,14 @@ pub struct CompileRequest {
     /// at a call would leave its loops interpreted, so this one gets an entry at each loop
     /// head (on-stack replacement), in the tiers that have them.
     pub osr: bool,
+    /// The calls the compile may inline, sorted: a send site and a method called there. The
+    /// facts of every site of such a method, and of the blocks it and the code make, are in
+    /// `sites`.
+    inlined: Vec<(SiteId, CodeId)>,
+    /// The blocks the code and the methods it may inline make, sorted by id.
+    blocks: Vec<&'static Code>,
+    /// Why each considered call was or was not inlined, for `--tier-log`.
+    pub inline_log: Vec<String>,
 }
 
 /// Whether a compile may speculate, and on what not: sites whose guard failed before.
@@ -141,6 +149,40 @@ pub struct CompileRequest {
 pub enum Speculation<'a> {
     Off,
     Except(&'a FxHashSet<SiteId>),
+}
+
+/// What a compile may know of send site `s` (see [`SiteFacts`]); `ran`: whether the code
+/// sending from it has run.
+fn site_facts(rt: &Runtime, s: SiteId, speculation: Speculation, ran: bool) -> SiteFacts {
+    let site = &rt.sites[s as usize];
+    let allowed = match speculation {
+        Speculation::Off => false,
+        Speculation::Except(failed) => !failed.contains(&s),
+    };
+    SiteFacts {
+        argc: site.argc,
+        int_op: site.int_op,
+        expects_small_ints: allowed && site.int_op != IntOp::None && !site.saw_other_operands,
+        // A guard chain that sends on a miss never deoptimizes, so a site whose earlier
+        // guard failed may still have one.
+        expects_receiver: match speculation {
+            Speculation::Off => None,
+            Speculation::Except(_) => {
+                expected_receivers(rt, s).filter(|r| allowed || !r.deopt_on_miss())
+            }
+        },
+        cold: allowed && ran && site.cached_class == NO_CLASS && site.int_op == IntOp::None,
+        receiver_table: 0,
+    }
+}
+
+/// Whether any send of `code` has run (a compile at the first call knows nothing of which
+/// of its sends are cold).
+fn has_run(rt: &Runtime, code: &Code) -> bool {
+    code.ops
+        .iter()
+        .filter_map(|op| op.site())
+        .any(|s| rt.sites[s as usize].cached_class != NO_CLASS)
 }
 
 /// Whether `code` has a back-edge.
@@ -154,45 +196,12 @@ impl CompileRequest {
     /// Copies what compiling `code` needs from `rt`, with type feedback from its send
     /// sites where `speculation` allows it.
     pub fn new(code: &'static Code, rt: &Runtime, speculation: Speculation) -> CompileRequest {
-        // Whether the code has run at all: a compile at the first call knows nothing of
-        // which of its sends are cold.
-        let ran = code
-            .ops
-            .iter()
-            .filter_map(|op| op.site())
-            .any(|s| rt.sites[s as usize].cached_class != NO_CLASS);
+        let ran = has_run(rt, code);
         let mut sites: Vec<(SiteId, SiteFacts)> = code
             .ops
             .iter()
             .filter_map(|op| op.site())
-            .map(|s| {
-                let site = &rt.sites[s as usize];
-                let allowed = match speculation {
-                    Speculation::Off => false,
-                    Speculation::Except(failed) => !failed.contains(&s),
-                };
-                let facts = SiteFacts {
-                    argc: site.argc,
-                    int_op: site.int_op,
-                    expects_small_ints: allowed
-                        && site.int_op != IntOp::None
-                        && !site.saw_other_operands,
-                    // A guard chain that sends on a miss never deoptimizes, so a site whose
-                    // earlier guard failed may still have one.
-                    expects_receiver: match speculation {
-                        Speculation::Off => None,
-                        Speculation::Except(_) => {
-                            expected_receivers(rt, s).filter(|r| allowed || !r.deopt_on_miss())
-                        }
-                    },
-                    cold: allowed
-                        && ran
-                        && site.cached_class == NO_CLASS
-                        && site.int_op == IntOp::None,
-                    receiver_table: 0,
-                };
-                (s, facts)
-            })
+            .map(|s| (s, site_facts(rt, s, speculation, ran)))
             .collect();
         sites.sort_unstable_by_key(|&(s, _)| s);
         sites.dedup_by_key(|&mut (s, _)| s);
@@ -244,11 +253,66 @@ impl CompileRequest {
                     .live()
                     .iter()
                     .any(|f| f.code == code.id && f.ip != 0),
+            inlined: Vec::new(),
+            blocks: Vec::new(),
+            inline_log: Vec::new(),
+        }
+    }
+
+    /// Whether the compile may inline `callee` where `site` calls it.
+    pub fn inlines(&self, site: SiteId, callee: CodeId) -> bool {
+        self.inlined.binary_search(&(site, callee)).is_ok()
+    }
+
+    /// A block the code, or a method it may inline, makes: its bytecode, for inlining it
+    /// where it is called.
+    pub fn block(&self, id: CodeId) -> Option<&'static Code> {
+        self.blocks
+            .binary_search_by_key(&id, |c| c.id)
+            .ok()
+            .map(|k| self.blocks[k])
+    }
+
+    /// The facts of `site`, copied from `rt` unless the request has them: the sites of a
+    /// method the compile inlines.
+    pub(crate) fn add_sites_of(&mut self, rt: &Runtime, code: &Code, speculation: Speculation) {
+        let ran = has_run(rt, code);
+        for s in code.ops.iter().filter_map(|op| op.site()) {
+            if let Err(k) = self.sites.binary_search_by_key(&s, |&(x, _)| x) {
+                self.sites
+                    .insert(k, (s, site_facts(rt, s, speculation, ran)));
+                let selector = rt.symbols.name(rt.sites[s as usize].selector);
+                let k = self.selectors.partition_point(|(x, _)| *x < s);
+                self.selectors.insert(k, (s, format!("#{selector}")));
+            }
+        }
+        for c in std::iter::once(code.id).chain(code.ops.iter().filter_map(|op| match *op {
+            Op::PushBlock(c) => Some(c),
+            _ => None,
+        })) {
+            if let Err(k) = self.code_names.binary_search_by_key(&c, |(x, _)| *x) {
+                self.code_names
+                    .insert(k, (c, rt.code_name(rt.codes[c as usize])));
+            }
+        }
+    }
+
+    /// Records that the compile may inline `callee` where `site` calls it.
+    pub(crate) fn inline(&mut self, site: SiteId, callee: CodeId) {
+        if let Err(k) = self.inlined.binary_search(&(site, callee)) {
+            self.inlined.insert(k, (site, callee));
+        }
+    }
+
+    /// Records a block the compile may inline (its sites' facts must be added too).
+    pub(crate) fn add_block(&mut self, code: &'static Code) {
+        if let Err(k) = self.blocks.binary_search_by_key(&code.id, |c| c.id) {
+            self.blocks.insert(k, code);
         }
     }
 
     /// The method `id` when a site expects to call it (`ExpectedTarget::Method`): compiled
-    /// code calls it directly.
+    /// code calls it directly or inlines it; or a block the compile may inline.
     pub fn callee(&self, id: CodeId) -> Option<&'static Code> {
         self.sites
             .iter()
@@ -258,6 +322,7 @@ impl CompileRequest {
                 ExpectedTarget::Method(c) if c.id == id => Some(c),
                 _ => None,
             })
+            .or_else(|| self.block(id))
     }
 
     /// The selector of `site` as a listing shows it (`#at:put:`).

@@ -6,12 +6,17 @@
 
 use std::sync::OnceLock;
 
+use crate::bytecode::CodeId;
+
 /// The slots of one safepoint: `span` is the frame pointer less the stack pointer at the
-/// call, each offset is from that stack pointer.
+/// call, each offset is from that stack pointer. `inlined`: the activations inlined into
+/// the frame's that the call is made from, innermost first, each as a frame would show it
+/// (code, `ip` one past its call); empty for a call of the frame's own code.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SafepointMap {
     pub span: u32,
     pub offsets: Vec<u32>,
+    pub inlined: Vec<(CodeId, u32)>,
 }
 
 /// The safepoints of one compiled version, indexed by the number its code stores in
@@ -46,6 +51,16 @@ impl SafepointTable {
         })
     }
 
+    /// The activations inlined into the frame at `safepoint` (see [`SafepointMap`]); empty
+    /// for a safepoint the table does not know. Async-signal-safe: the maps are immutable
+    /// once set, and reading them is an atomic load.
+    pub fn inlined(&self, safepoint: u32) -> &[(CodeId, u32)] {
+        self.maps
+            .get()
+            .and_then(|m| m.get(safepoint as usize))
+            .map_or(&[], |m| &m.inlined)
+    }
+
     pub fn len(&self) -> usize {
         self.maps.get().map_or(0, Vec::len)
     }
@@ -66,12 +81,15 @@ mod tests {
             SafepointMap {
                 span: 64,
                 offsets: vec![0, 16],
+                inlined: vec![(3, 5)],
             },
             SafepointMap::default(),
         ])
         .unwrap();
         assert_eq!(t.slots(0, 1000).collect::<Vec<_>>(), vec![936, 952]);
         assert_eq!(t.slots(1, 1000).count(), 0);
+        assert_eq!(t.inlined(0), &[(3, 5)]);
+        assert!(t.inlined(1).is_empty() && t.inlined(7).is_empty());
         assert!(t.set(Vec::new()).is_err(), "set once");
     }
 }
