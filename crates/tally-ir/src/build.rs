@@ -53,6 +53,11 @@ pub trait Sites {
         let _ = id;
         None
     }
+
+    /// The bytecodes the function may inline in all, each inlined copy counted.
+    fn inline_budget(&self) -> usize {
+        0
+    }
 }
 
 impl Sites for CompileRequest {
@@ -66,6 +71,10 @@ impl Sites for CompileRequest {
 
     fn block(&self, id: CodeId) -> Option<&'static Code> {
         CompileRequest::block(self, id)
+    }
+
+    fn inline_budget(&self) -> usize {
+        self.inline_budget
     }
 }
 
@@ -812,6 +821,17 @@ impl Builder<'_> {
             return Ok(());
         };
         if let ExpectedReceivers::One(e) = expected {
+            if matches!(e.target, ExpectedTarget::BlockValue)
+                && self
+                    .known_block(receiver)
+                    .is_some_and(|(b, _)| b.num_args as usize == args.len())
+            {
+                // A closure this function makes, of the arity the send passes: its class is
+                // the block class of that arity, the one the cache saw.
+                let v = self.target(s, e, site, receiver, &args, i, guard_state)?;
+                s.stack.push(v);
+                return Ok(());
+            }
             let checked = self.value(
                 s,
                 InstKind::GuardClass {
@@ -1022,11 +1042,12 @@ impl Builder<'_> {
 }
 
 impl Builder<'_> {
-    /// Whether `callee` can run inlined in the current activation: the chain it would end
-    /// stays within the frames and value-stack room a deoptimization may rebuild, and does
-    /// not hold it already (recursion is not inlined).
+    /// Whether `callee` can run inlined in the current activation: within the compile's
+    /// budget, the chain it would end stays within the frames and value-stack room a
+    /// deoptimization may rebuild, and does not hold it already (recursion is not inlined).
     fn fits_chain(&self, callee: &Code) -> bool {
-        self.act.chain.len() < tally_vm::jit::MAX_INLINED_FRAMES
+        self.inlined_bytecodes + callee.ops.len() <= self.sites.inline_budget()
+            && self.act.chain.len() < tally_vm::jit::MAX_INLINED_FRAMES
             && self.act.room + tally_vm::jit::frame_room(callee)
                 <= tally_vm::jit::INLINED_FRAMES_ROOM
             && !self.act.chain.contains(&callee.id)
@@ -1098,21 +1119,12 @@ impl Builder<'_> {
         args: &[ValueId],
         i: usize,
     ) -> Result<Option<ValueId>, String> {
-        // The closure, through the class guards on it.
-        let mut made = closure;
-        while let Some(InstKind::GuardClass { value, .. }) = self.f.def_inst(made).map(|i| &i.kind)
-        {
-            made = *value;
-        }
-        let Some(InstKind::MakeBlock {
-            code,
-            receiver,
-            ctx,
-        }) = self.f.def_inst(made).map(|i| i.kind.clone())
-        else {
+        let Some((block, made)) = self.known_block(closure) else {
             return Ok(None);
         };
-        let Some(block) = self.sites.block(code) else {
+        let Some(InstKind::MakeBlock { receiver, ctx, .. }) =
+            self.f.def_inst(made).map(|i| i.kind.clone())
+        else {
             return Ok(None);
         };
         if block.context_size != 0
@@ -1129,6 +1141,20 @@ impl Builder<'_> {
         entry.extend_from_slice(args);
         self.inline_activation(s, block, entry, Some(made), ctx, home_here, i)
             .map(Some)
+    }
+
+    /// The block whose closure `v` is, when this function makes it (a `MakeBlock`, seen
+    /// through the class guards on it) of a block the sites know; and the `MakeBlock`'s value.
+    fn known_block(&self, v: ValueId) -> Option<(&'static Code, ValueId)> {
+        let mut made = v;
+        while let Some(InstKind::GuardClass { value, .. }) = self.f.def_inst(made).map(|i| &i.kind)
+        {
+            made = *value;
+        }
+        match self.f.def_inst(made).map(|i| &i.kind) {
+            Some(InstKind::MakeBlock { code, .. }) => Some((self.sites.block(*code)?, made)),
+            _ => None,
+        }
     }
 
     /// The scope whose code made `closure` (the block of its `MakeBlock`'s).

@@ -55,7 +55,12 @@ pub fn print(f: &Function, names: &dyn Names) -> String {
             .map(|&p| format!("{p}: {}", f.ty(p).name()))
             .collect();
         let head = format!("block{b}({}):", params.join(", "));
-        let _ = writeln!(out, "{head:<40} @{}", block.bci);
+        let scope = if block.scope.0 == 0 {
+            String::new()
+        } else {
+            format!(" in {}", block.scope)
+        };
+        let _ = writeln!(out, "{head:<40} @{}{scope}", block.bci);
         for &i in &block.insts {
             let inst = &f.insts[i.index()];
             let text = match inst.result {
@@ -72,6 +77,15 @@ pub fn print(f: &Function, names: &dyn Names) -> String {
     }
     for (k, state) in f.states.iter().enumerate() {
         let _ = writeln!(out, "fs{k}: {}", state_text(state, name_of));
+    }
+    for (k, scope) in f.scopes.iter().enumerate().skip(1) {
+        if let Some((parent, bci)) = scope.parent {
+            let _ = writeln!(
+                out,
+                "s{k}: {} inlined in {parent} @{bci}",
+                name_of(scope.code)
+            );
+        }
     }
     out
 }

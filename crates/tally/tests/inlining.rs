@@ -8,7 +8,7 @@
 //! once its sends have run, and the recompiled version (which the loop enters at its head)
 //! inlines what their inline caches saw.
 
-use std::process::Command;
+mod common;
 
 struct Run {
     stdout: String,
@@ -16,17 +16,14 @@ struct Run {
     code: Option<i32>,
 }
 
+/// Runs `dir`'s Main.som with `flags` (`dir` the class path).
 fn run(dir: &std::path::Path, flags: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(flags)
-        .arg("-cp")
-        .arg(dir)
-        .arg(dir.join("Main.som"))
-        .output()
-        .expect("run tally");
+    let mut args = flags.to_vec();
+    args.extend(["-cp", ".", "Main.som"]);
+    let out = common::run_in(dir, &args);
     Run {
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout: common::text(&out.stdout),
+        stderr: common::text(&out.stderr),
         code: out.status.code(),
     }
 }

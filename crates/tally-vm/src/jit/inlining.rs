@@ -21,6 +21,10 @@ use crate::runtime::{Code, Runtime};
 /// activation's).
 pub const MAX_INLINED_FRAMES: usize = 8;
 
+/// The most bytecodes one compile inlines (each inlined copy counted), whatever its size:
+/// compile time and code grow with them, and Cranelift's time more than linearly.
+pub const MAX_INLINED_BYTECODES: u32 = 400;
+
 /// The value-stack slots an inline chain's rebuilt frames may take at most (their receivers,
 /// arguments, locals, operand stacks and headroom together).
 pub const INLINED_FRAMES_ROOM: usize = 4096;
@@ -78,15 +82,18 @@ impl CompileRequest {
         }
         let root = self.code;
         let size = root.ops.len() as u32;
+        let budget = policy
+            .budget_factor
+            .saturating_mul(size)
+            .saturating_add(policy.budget_extra)
+            .min(policy.budget_cap)
+            .min(MAX_INLINED_BYTECODES);
+        self.inline_budget = budget as usize;
         let mut p = Planner {
             rt,
             speculation,
             policy,
-            budget: policy
-                .budget_factor
-                .saturating_mul(size)
-                .saturating_add(policy.budget_extra)
-                .min(policy.budget_cap),
+            budget,
             path_codes: vec![root.id],
             expanded: Vec::new(),
         };

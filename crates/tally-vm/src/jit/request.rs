@@ -140,6 +140,8 @@ pub struct CompileRequest {
     inlined: Vec<(SiteId, CodeId)>,
     /// The blocks the code and the methods it may inline make, sorted by id.
     blocks: Vec<&'static Code>,
+    /// The bytecodes the compile may inline in all (methods and blocks, each copy counted).
+    pub inline_budget: usize,
     /// Why each considered call was or was not inlined, for `--tier-log`.
     pub inline_log: Vec<String>,
 }
@@ -255,6 +257,7 @@ impl CompileRequest {
                     .any(|f| f.code == code.id && f.ip != 0),
             inlined: Vec::new(),
             blocks: Vec::new(),
+            inline_budget: 0,
             inline_log: Vec::new(),
         }
     }
