@@ -41,7 +41,8 @@ pub trait Sites {
     fn facts(&self, site: SiteId) -> Option<SiteFacts>;
 
     /// Whether to inline `callee` (a method `tally_vm::jit::inlinable` accepts) where
-    /// `site` calls it. The facts of every site of an inlined method must be known.
+    /// `site` calls it. The facts of every site of an inlined method, and of the blocks it
+    /// makes, must be known.
     fn inline(&self, site: SiteId, callee: &Code) -> bool {
         let _ = (site, callee);
         false
@@ -1053,10 +1054,10 @@ impl Builder<'_> {
             && !self.act.chain.contains(&callee.id)
     }
 
-    /// Whether the call of `callee` from `site` is inlined: what the sites' plan says, for a
-    /// method that can run without a frame of its own, where the chain has room.
+    /// Whether the call of `callee` from `site` is inlined: what the sites' plan says (which
+    /// knows which methods can run without a frame of their own), where the chain has room.
     fn inlines(&self, site: SiteId, callee: &Code) -> bool {
-        tally_vm::jit::inlinable(callee)
+        callee.kind == CodeKind::Method
             && self.sites.inline(site, callee)
             && self.fits_chain(callee)
     }
@@ -1097,8 +1098,18 @@ impl Builder<'_> {
         let locals = vec![nil; act.slots() - act.args.len()];
         let outer = std::mem::replace(&mut self.act, act);
         self.inlined_bytecodes += callee.ops.len();
-        let first = self.block_for(0);
+        // The activation's entry, in its scope: its context, if it has one (a block's with
+        // its closure's as the outer one), made once, before any loop at its start.
+        let entry = self.f.add_block(scope, 0);
         self.f.blocks[s.block.index()].term = Terminator::Jump(Edge {
+            block: entry,
+            args: Vec::new(),
+        });
+        if callee.context_size > 0 {
+            self.inlined_context(entry, &locals)?;
+        }
+        let first = self.block_for(0);
+        self.f.blocks[entry.index()].term = Terminator::Jump(Edge {
             block: first,
             args: locals,
         });
@@ -1107,6 +1118,50 @@ impl Builder<'_> {
         translated?;
         s.block = ret;
         Ok(result)
+    }
+
+    /// Makes the current (inlined) activation's own context in `block`, its outer the
+    /// closure's context for a block, and stores the captured arguments into it; `locals`
+    /// are its other locals at entry (nil).
+    fn inlined_context(&mut self, block: BlockId, locals: &[ValueId]) -> Result<(), String> {
+        let code = self.act.code;
+        let mut all = self.act.args.clone();
+        all.extend_from_slice(locals);
+        let state = self.f.add_state(FrameState {
+            code: code.id,
+            bci: 0,
+            resume: Resume::Before,
+            locals: all.iter().map(|&v| Some(v)).collect(),
+            stack: Vec::new(),
+            context: self.act.context,
+            closure: self.act.closure,
+            outer: self.act.inlined.as_ref().map(|c| c.caller),
+        });
+        let ctx = self
+            .f
+            .push_inst(
+                block,
+                InstKind::NewContext {
+                    size: code.context_size,
+                    outer: self.act.context,
+                },
+                Some(Ty::Word),
+                Some(state),
+                0,
+            )
+            .ok_or("a context has a value")?;
+        for &(arg, index) in &code.captured_args {
+            let value = all[arg as usize];
+            self.f.push_inst(
+                block,
+                InstKind::StoreContext { ctx, index, value },
+                None,
+                None,
+                0,
+            );
+        }
+        self.act.context = Some(ctx);
+        Ok(())
     }
 
     /// `value…` of `closure` inlined, when the closure is one this function makes (a
@@ -1127,8 +1182,7 @@ impl Builder<'_> {
         else {
             return Ok(None);
         };
-        if block.context_size != 0
-            || block.num_args as usize != args.len()
+        if block.num_args as usize != args.len()
             || block.hooks.load(std::sync::atomic::Ordering::Relaxed) != 0
             || !self.fits_chain(block)
         {

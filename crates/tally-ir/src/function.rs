@@ -273,6 +273,13 @@ pub enum InstKind {
         receiver: ValueId,
         ctx: Option<ValueId>,
     },
+    /// A closure only frame states hold (its block inlined where it was called, and no
+    /// other use): made by the exit that rebuilds a frame holding it, nowhere else.
+    VirtualBlock {
+        code: CodeId,
+        receiver: ValueId,
+        ctx: Option<ValueId>,
+    },
     /// `value` if it is a small integer (typed [`Ty::Int`]), else deoptimize.
     GuardInt(ValueId),
     /// `value` if its class is `class`, else deoptimize.
@@ -360,9 +367,11 @@ impl InstKind {
             ContextOuter(c) | ClosureContext(c) => vec![*c],
             LoadContext { ctx, .. } => vec![*ctx],
             StoreContext { ctx, value, .. } => vec![*ctx, *value],
-            MakeBlock { receiver, ctx, .. } => std::iter::once(*receiver)
-                .chain(ctx.iter().copied())
-                .collect(),
+            MakeBlock { receiver, ctx, .. } | VirtualBlock { receiver, ctx, .. } => {
+                std::iter::once(*receiver)
+                    .chain(ctx.iter().copied())
+                    .collect()
+            }
             GuardInt(v) => vec![*v],
             GuardClass { value, .. } | ClassIs { value, .. } => vec![*value],
             IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
@@ -407,7 +416,7 @@ impl InstKind {
                 *ctx = f(*ctx);
                 *value = f(*value);
             }
-            MakeBlock { receiver, ctx, .. } => {
+            MakeBlock { receiver, ctx, .. } | VirtualBlock { receiver, ctx, .. } => {
                 *receiver = f(*receiver);
                 if let Some(c) = ctx {
                     *c = f(*c);
@@ -495,7 +504,8 @@ impl InstKind {
             | Identical(..)
             | FlagToBool(_)
             | Truth(_)
-            | ArrayLength(_) => true,
+            | ArrayLength(_)
+            | VirtualBlock { .. } => true,
             Global(_)
             | StoreField { .. }
             | NewContext { .. }
@@ -828,6 +838,18 @@ impl Function {
         });
         self.blocks[block.index()].insts.push(id);
         result
+    }
+
+    /// Every value state `s` and the states it is inlined into hold.
+    pub fn chain_values(&self, s: FrameStateId) -> Vec<ValueId> {
+        let mut out = Vec::new();
+        let mut next = Some(s);
+        while let Some(k) = next {
+            let state = &self.states[k.index()];
+            out.extend(state.values());
+            next = state.outer;
+        }
+        out
     }
 
     pub fn add_state(&mut self, state: FrameState) -> FrameStateId {

@@ -142,6 +142,14 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
             Some(c) => format!("make_block {}, {receiver}, {c}", name_of(*code)),
             None => format!("make_block {}, {receiver}", name_of(*code)),
         },
+        VirtualBlock {
+            code,
+            receiver,
+            ctx,
+        } => match ctx {
+            Some(c) => format!("virtual_block {}, {receiver}, {c}", name_of(*code)),
+            None => format!("virtual_block {}, {receiver}", name_of(*code)),
+        },
         GuardInt(v) => format!("guard_int {v}"),
         GuardClass { value, class } => format!("guard_class {value}, class{class}"),
         ClassIs { value, class } => format!("class_is {value}, class{class}"),

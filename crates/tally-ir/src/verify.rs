@@ -81,8 +81,8 @@ pub fn verify(f: &Function) -> Result<(), String> {
                 ));
             }
             if let Some(s) = inst.state {
-                for v in f.states[s.index()].values() {
-                    check(v, b, k + 1, &format!("{s} of {i}"))?;
+                for v in f.chain_values(s) {
+                    check(v, b, k + 1, &format!("{s} (or an outer state) of {i}"))?;
                 }
             }
         }
@@ -91,8 +91,13 @@ pub fn verify(f: &Function) -> Result<(), String> {
             check(v, b, end, "the terminator")?;
         }
         if let Some(s) = block.term.state() {
-            for v in f.states[s.index()].values() {
-                check(v, b, end, &format!("{s} of the terminator"))?;
+            for v in f.chain_values(s) {
+                check(
+                    v,
+                    b,
+                    end,
+                    &format!("{s} (or an outer state) of the terminator"),
+                )?;
             }
         }
         if let Terminator::Enter { normal, osr } = &block.term {

@@ -38,8 +38,8 @@ fn split_log(stderr: &str) -> (String, String) {
     (log.join("\n"), rest.join("\n"))
 }
 
-/// `d:` has a context (its block reads `z`), so it is never inlined: the error is raised in a
-/// real frame called from code inlined three levels deep, and the trace shows `a:`, `b:` and
+/// `d:`'s block returns from it non-locally, so it is never inlined: the error is raised in
+/// real frames called from code inlined three levels deep, and the trace shows `a:`, `b:` and
 /// `c:` between `run` and `d:`, each at its call's line, as the interpreter's does.
 #[test]
 fn an_error_under_three_inlined_levels_prints_every_frame_with_its_line() {
@@ -50,7 +50,7 @@ fn an_error_under_three_inlined_levels_prints_every_frame_with_its_line() {
          \x20   a: x = ( ^self b: x + 1 )\n\
          \x20   b: y = ( ^self c: y * 2 )\n\
          \x20   c: z = ( ^self d: z - 40002 )\n\
-         \x20   d: z = ( ^[ 1000000 // z ] value )\n\
+         \x20   d: z = ( #(1) do: [ :e | ^1000000 // z ]. ^0 )\n\
          \x20   run = ( | s | s := 0.\n\
          \x20       1 to: 30000 do: [ :i |\n\
          \x20           i = 100 ifTrue: [ s := s + 0.5 ].\n\
@@ -69,6 +69,7 @@ fn an_error_under_three_inlined_levels_prints_every_frame_with_its_line() {
         log.contains("3 methods inlined") && log.contains("Main>>b: @2 #c: → Main>>c:: inlined"),
         "{log}"
     );
+    assert!(log.contains("#d: → Main>>d:: not inlinable"), "{log}");
     assert_eq!((got.stdout, got.code), (want.stdout, want.code), "{log}");
     assert_eq!(trace, want.stderr.trim_end(), "{log}");
 }
@@ -124,7 +125,7 @@ fn a_receiver_class_changing_two_inlined_levels_down_deoptimizes_the_whole_chain
     assert!(!off.stderr.contains("inlined"), "{}", off.stderr);
 }
 
-/// `each:` inlined into `find:` and `sum` (recompiled with what their sends saw once
+/// `each:` inlined into `find:`, `sum` and `run` (recompiled with what their sends saw once
 /// `bias` fails a guard in each), and the block each passes inlined where `each:` sends it
 /// `value:`: `find:`'s `^` inside the block returns from `find:` (the block's home,
 /// the compiled method itself) through the inlined `each:`; a block that escapes on one
@@ -173,6 +174,19 @@ fn blocks_passed_to_an_inlined_method_run_inlined_and_return_to_their_home() {
             .any(|l| l.starts_with("[tier] opt Main>>sum (") && l.contains("1 block inlined")),
         "{log}"
     );
+    // `sum` has a context (its block writes `s`) but no closure of it returns non-locally:
+    // it is inlined into `run` with `each:` and the block, whose closure then never exists
+    // unless the element turning into a double makes an exit rebuild its frame.
+    assert!(
+        log.contains("Main>>run @41 #sum → Main>>sum: inlined"),
+        "{log}"
+    );
+    assert!(
+        log.lines().any(|l| l.starts_with("[tier] opt Main>>run (")
+            && l.contains("2 methods and 1 block inlined")),
+        "{log}"
+    );
+    assert!(log.contains("#find: → Main>>find:: not inlinable"), "{log}");
     assert_eq!(got.stdout, want.stdout, "{log}");
     for flags in [
         &["--tier=opt", "--gc=semispace", "--gc-stress", "1"][..],
@@ -181,4 +195,45 @@ fn blocks_passed_to_an_inlined_method_run_inlined_and_return_to_their_home() {
         let got = run(dir.path(), flags);
         assert_eq!(got.stdout, want.stdout, "{flags:?}: {}", got.stderr);
     }
+}
+
+/// Two closures passed to an inlined method, both inlined where it sends them `value:`, never
+/// exist while the loop runs; when an element turns into a double the guard in the first one
+/// fails with both live (`each:and:`'s arguments), and the exit makes both, over the context
+/// `sums` keeps its two variables in, for the frames it rebuilds.
+#[test]
+fn a_deopt_with_two_virtual_closures_live_makes_both_for_the_interpreter() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   | items bias |\n\
+         \x20   each: a and: b = ( 1 to: items length do: [ :i |\n\
+         \x20       a value: (items at: i). b value: (items at: i) ] )\n\
+         \x20   sums = ( | s t | s := 0. t := 0.\n\
+         \x20       self each: [ :e | s := s + e ] and: [ :e | t := t + (e * 2) ].\n\
+         \x20       ^s + t + bias )\n\
+         \x20   run = ( | r |\n\
+         \x20       items := Array new: 40. bias := 0. r := 0.\n\
+         \x20       1 to: 40 do: [ :i | items at: i put: i ].\n\
+         \x20       1 to: 3000 do: [ :k |\n\
+         \x20           bias := k = 100 ifTrue: [ 0.5 ] ifFalse: [ 0 ].\n\
+         \x20           k = 2500 ifTrue: [ items at: 30 put: 1.25 ].\n\
+         \x20           r := r + self sums ].\n\
+         \x20       r println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.code, Some(0), "{}", want.stderr);
+    let got = run(dir.path(), &["--tier=opt", "--tier-log"]);
+    let (log, _) = split_log(&got.stderr);
+    assert!(
+        log.lines().any(|l| l.starts_with("[tier] opt Main>>sums (")
+            && l.contains("1 method and 2 blocks inlined")),
+        "{log}"
+    );
+    assert!(log.contains("[tier] deopt [] in Main>>sums @"), "{log}");
+    assert_eq!(got.stdout, want.stdout, "{log}");
+    let stressed = run(dir.path(), &["--tier=opt", "--gc=semispace", "--gc-stress", "1"]);
+    assert_eq!(stressed.stdout, want.stdout, "{}", stressed.stderr);
 }

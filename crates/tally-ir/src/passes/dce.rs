@@ -1,6 +1,7 @@
 //! Dead code: blocks no path reaches, instructions whose results nothing uses and that
 //! neither write, call nor allocate, block parameters nothing reads, and frame states no
-//! instruction carries. Values a live frame state holds are live: deoptimization needs them.
+//! instruction carries. Values a live frame state holds are live, and those of the states it
+//! is inlined into: deoptimization rebuilds their frames too.
 
 use std::collections::HashSet;
 
@@ -63,7 +64,7 @@ fn drop_dead_values(f: &mut Function) {
                     mark(v, &mut live, &mut work);
                 }
                 if let Some(s) = inst.state {
-                    for v in f.states[s.index()].values() {
+                    for v in f.chain_values(s) {
                         mark(v, &mut live, &mut work);
                     }
                 }
@@ -80,7 +81,7 @@ fn drop_dead_values(f: &mut Function) {
             _ => {}
         }
         if let Some(s) = block.term.state() {
-            for v in f.states[s.index()].values() {
+            for v in f.chain_values(s) {
                 mark(v, &mut live, &mut work);
             }
         }
@@ -100,7 +101,7 @@ fn drop_dead_values(f: &mut Function) {
                     mark(u, &mut live, &mut work);
                 }
                 if let Some(s) = inst.state {
-                    for u in f.states[s.index()].values() {
+                    for u in f.chain_values(s) {
                         mark(u, &mut live, &mut work);
                     }
                 }

@@ -10,10 +10,13 @@
 //! 5. [`guards::eliminate`]: guards a dominating guard, or the value's own definition,
 //!    already proves, then folding again;
 //! 6. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
-//!    refers to.
+//!    refers to;
+//! 7. [`closures::virtualize`]: closures only frame states hold are made by the exits that
+//!    need them, not where the code made them.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
 
+pub mod closures;
 pub mod dce;
 pub mod entries;
 pub mod fold;
@@ -49,7 +52,10 @@ pub fn optimize(
     check(f, "folding what the guards proved")?;
     dce::dce(f);
     params::prune(f);
-    check(f, "dead code elimination")
+    check(f, "dead code elimination")?;
+    closures::virtualize(f);
+    dce::dce(f);
+    check(f, "closure virtualization")
 }
 
 fn check(f: &Function, after: &str) -> Result<(), String> {

@@ -66,6 +66,9 @@ impl Lowerer<'_, '_> {
                 self.store_into(o, slot_offset(*index as usize), None, v);
                 None
             }
+            InstKind::NewContext { size, outer } if self.scope.0 != 0 => {
+                Some(self.inlined_context(*size, *outer, inst.bci)?)
+            }
             InstKind::NewContext { .. } => Some(self.new_context(inst.bci)),
             InstKind::InitialLocal(k) => {
                 // Read whatever the mode: in a directly called activation the slot may hold
@@ -120,20 +123,7 @@ impl Lowerer<'_, '_> {
                 receiver,
                 ctx,
             } => {
-                let r = self.val(*receiver)?;
-                let c = match ctx {
-                    Some(c) => self.val(*c)?,
-                    None => self.iconst(I64, super::NIL),
-                };
-                let k = self.safepoint(inst.bci);
-                let stub = self.iconst(I64, self.layout.stubs.ir_make_block as i64);
-                let code = self.iconst(I32, *code as i64);
-                let call =
-                    self.b
-                        .ins()
-                        .call_indirect(self.sigs.make_block, stub, &[self.vm, code, r, c]);
-                self.tag(call, k);
-                let v = self.b.inst_results(call)[0];
+                let v = self.make_block(*code, *receiver, *ctx, inst.bci)?;
                 self.left_if_none(v, None)?;
                 Some(v)
             }
@@ -258,6 +248,7 @@ impl Lowerer<'_, '_> {
                 self.call_hook(*code, inst.bci);
                 None
             }
+            InstKind::VirtualBlock { .. } => None,
             InstKind::EnterInlined(code) => {
                 if self.layout.count_calls {
                     let callee = self.request.callee(*code).ok_or_else(|| {
@@ -269,12 +260,41 @@ impl Lowerer<'_, '_> {
                 None
             }
         };
+        if let InstKind::VirtualBlock { .. } = inst.kind {
+            // Made only by the exits whose frames hold it (`Lowerer::materialize`).
+            return Ok(());
+        }
         match (inst.result, result) {
             (Some(r), Some(x)) => self.define(r, x),
             (None, _) => {}
             (Some(r), None) => return Err(format!("{r} has no lowering")),
         }
         Ok(())
+    }
+
+    /// A new closure of block `code` over `receiver` and `ctx` (a safepoint: it allocates);
+    /// `Value::NONE` when the allocation failed (the error is parked).
+    pub(super) fn make_block(
+        &mut self,
+        code: u32,
+        receiver: tally_ir::ValueId,
+        ctx: Option<tally_ir::ValueId>,
+        bci: u32,
+    ) -> Result<Value, String> {
+        let r = self.val(receiver)?;
+        let c = match ctx {
+            Some(c) => self.val(c)?,
+            None => self.iconst(I64, super::NIL),
+        };
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, self.layout.stubs.ir_make_block as i64);
+        let code = self.iconst(I32, code as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.sigs.make_block, stub, &[self.vm, code, r, c]);
+        self.tag(call, k);
+        Ok(self.b.inst_results(call)[0])
     }
 
     /// Whether `x` is a heap object (tag 0, not `Value::NONE`).
@@ -540,6 +560,31 @@ impl Lowerer<'_, '_> {
         self.b.ins().brif(new, join, &[new.into()], leave, &[]);
         self.b.switch_to_block(join);
         ctx
+    }
+
+    /// The context of an inlined activation: `size` slots, `outer` as its outer context (a
+    /// safepoint: it allocates).
+    fn inlined_context(
+        &mut self,
+        size: u16,
+        outer: Option<tally_ir::ValueId>,
+        bci: u32,
+    ) -> Result<Value, String> {
+        let outer = match outer {
+            Some(o) => self.val(o)?,
+            None => self.iconst(I64, super::NIL),
+        };
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, self.layout.stubs.ir_inlined_context as i64);
+        let size = self.iconst(I64, i64::from(size));
+        let call =
+            self.b
+                .ins()
+                .call_indirect(self.sigs.new_indexable, stub, &[self.vm, size, outer]);
+        self.tag(call, k);
+        let ctx = self.b.inst_results(call)[0];
+        self.left_if_none(ctx, None)?;
+        Ok(ctx)
     }
 
     /// A call of a known method (`code`) or of a closure's block (`None`, `receiver` the

@@ -277,6 +277,7 @@ struct Signatures {
     left: SigRef,
     /// `(vm, u64, u64) -> u32`: `string_equal`.
     string_equal: SigRef,
+    /// `(vm, u64, u64) -> u64`: `ir_new_indexable`, `ir_inlined_context`.
     new_indexable: SigRef,
     /// `(vm, u32) -> u32`: `method_hook`.
     status1: SigRef,
@@ -1025,6 +1026,7 @@ impl Lowerer<'_, '_> {
             chain.push(o);
         }
         chain.reverse();
+        self.materialize(&chain, fs.bci)?;
         let mut slots = self.slots;
         let mut frame = self.frame;
         let mut bp = self.bp;
@@ -1125,6 +1127,41 @@ impl Lowerer<'_, '_> {
         };
         let hand_over = self.hand_over();
         self.b.ins().jump(hand_over, &[status.into()]);
+        Ok(())
+    }
+
+    /// Makes the virtual closures the states of `chain` hold (an exit's: the interpreter sees
+    /// them now), defining each IR value as the new object for the rest of the exit. Each
+    /// is a safepoint; one whose allocation fails leaves (the error is parked).
+    fn materialize(&mut self, chain: &[FrameStateId], bci: u32) -> Result<(), String> {
+        let mut virtuals: Vec<tally_ir::ValueId> = Vec::new();
+        for &st in chain {
+            for v in self.ir.states[st.index()].values() {
+                let virtual_block = matches!(
+                    self.ir.def_inst(v).map(|i| &i.kind),
+                    Some(tally_ir::InstKind::VirtualBlock { .. })
+                );
+                if virtual_block && !virtuals.contains(&v) {
+                    virtuals.push(v);
+                }
+            }
+        }
+        for v in virtuals {
+            let Some(tally_ir::InstKind::VirtualBlock {
+                code,
+                receiver,
+                ctx,
+            }) = self.ir.def_inst(v).map(|i| i.kind.clone())
+            else {
+                continue;
+            };
+            let made = self.make_block(code, receiver, ctx, bci)?;
+            let leave = self.leave();
+            let go_on = self.b.create_block();
+            self.b.ins().brif(made, go_on, &[], leave, &[]);
+            self.b.switch_to_block(go_on);
+            self.define(v, made);
+        }
         Ok(())
     }
 

@@ -284,13 +284,7 @@ impl Vm {
                         log,
                     );
                 }
-                // Inlining grows the compile the decision priced: at most what its
-                // predicted gain pays for.
-                let mut policy = self.jit.inline_policy;
-                policy.budget_cap = policy
-                    .budget_cap
-                    .min(lock(&controller).affordable_inlining(&d));
-                request.plan_inlining(&self.rt, speculation, &policy);
+                request.plan_inlining(&self.rt, speculation, &self.jit.inline_policy);
                 if !guards_log.is_empty() {
                     self.write_err(guards_log.as_bytes());
                 }

@@ -30,13 +30,25 @@ pub const MAX_INLINED_BYTECODES: u32 = 400;
 pub const INLINED_FRAMES_ROOM: usize = 4096;
 
 /// Whether `code` can run inlined, without a frame: a method (a block runs in its closure's
-/// frame), without a context (no closure of it returns non-locally to it, and nothing needs
-/// its frame's index), that no method hook watches.
-pub fn inlinable(code: &Code) -> bool {
+/// frame) that no method hook watches, and whose context, if it has one, no closure returns
+/// non-locally to (the context then needs no frame's index, the one thing a frame gives it).
+pub fn inlinable(rt: &Runtime, code: &Code) -> bool {
     code.kind == CodeKind::Method
-        && code.context_size == 0
         && !code.ops.is_empty()
         && code.hooks.load(std::sync::atomic::Ordering::Relaxed) == 0
+        && (code.context_size == 0 || !returns_through_closures(rt, code))
+}
+
+/// Whether a block `code` makes (at any depth) has a `^`.
+fn returns_through_closures(rt: &Runtime, code: &Code) -> bool {
+    code.ops.iter().any(|op| match *op {
+        Op::PushBlock(c) => {
+            let block = rt.codes[c as usize];
+            block.ops.iter().any(|o| matches!(o, Op::ReturnNonLocal))
+                || returns_through_closures(rt, block)
+        }
+        _ => false,
+    })
 }
 
 /// The value-stack slots a frame of `code` takes when rebuilt.
@@ -152,7 +164,7 @@ impl CompileRequest {
     }
 
     fn judge(&self, p: &Planner, callee: &'static Code, depth: u32) -> Verdict {
-        if !inlinable(callee) || sends_restart(p.rt, callee) {
+        if !inlinable(p.rt, callee) || sends_restart(p.rt, callee) {
             return Verdict::NotInlinable;
         }
         if p.path_codes.contains(&callee.id) {
@@ -183,6 +195,8 @@ fn describe(v: &Verdict) -> String {
         Verdict::TooDeep => "not inlined, too deep".into(),
         Verdict::Recursive => "not inlined, recursive".into(),
         Verdict::BudgetSpent => "not inlined, the compile's budget is spent".into(),
-        Verdict::NotInlinable => "not inlinable (a context, a hook or `restart`)".into(),
+        Verdict::NotInlinable => {
+            "not inlinable (a closure returns to its context, a hook, or `restart`)".into()
+        }
     }
 }

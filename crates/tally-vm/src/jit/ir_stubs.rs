@@ -171,6 +171,27 @@ pub(super) extern "C" fn new_context(vm: *mut Vm, code: u32) -> u64 {
     })
 }
 
+/// `(vm, size, outer) -> Value`: the context of an activation native code runs inlined, with
+/// `size` slots and `outer` (nil for a method's). It holds no frame index: a method is
+/// inlined only when no closure of it returns non-locally to it.
+pub(super) extern "C" fn inlined_context(vm: *mut Vm, size: u64, outer: u64) -> u64 {
+    run(vm, |vm| {
+        // The outer context is a root while the context is allocated.
+        vm.rt.stack.push(Value(outer));
+        let allocated = vm.alloc(
+            vm.rt.core.object,
+            Kind::Context,
+            size as usize,
+            Value::NIL,
+            0,
+        );
+        let outer = vm.rt.stack.pop().expect("pushed");
+        let ctx = allocated?;
+        ctx.init_slot(crate::objects::context::OUTER, outer);
+        Ok(Some(ctx))
+    })
+}
+
 /// `(vm, code) -> 0`: the prologue hook of a call of `code` that native code does in place
 /// (a trivial method, an Array primitive, `==`, a block's `value…`), as the interpreter runs
 /// it before such a call: counter-based sampling and exact counting see the call edge from

@@ -490,7 +490,8 @@ fn expected_receiver(
             kind: code.trivial_kind,
             operand: code.trivial_operand,
         }
-    } else if code.is_plain_frame(argc) && code.context_size == 0 {
+    } else if code.is_plain_frame(argc) {
+        // With a context or without: the optimizing tier's body makes it at a direct call.
         ExpectedTarget::Method(code)
     } else if code.primitive.is_some() {
         let selector = rt.symbols.name(code.selector);
