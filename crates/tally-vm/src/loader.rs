@@ -442,6 +442,7 @@ impl Vm {
                     max_height: 0,
                     compiled: Default::default(),
                     direct: Default::default(),
+                    loop_entries: Default::default(),
                     intrinsic: Default::default(),
                     calls: Default::default(),
                     trivial_kind: crate::runtime::TRIVIAL_NONE,

@@ -141,6 +141,9 @@ pub struct Code {
     /// The optimizing tier's direct entry of the installed version (0: none), which native code
     /// calls with the receiver and arguments in registers.
     pub direct: std::sync::atomic::AtomicUsize,
+    /// The installed version can take an interpreted frame over at a loop head (entries for
+    /// on-stack replacement): a frame it declined elsewhere tries again at its next back-edge.
+    pub loop_entries: std::sync::atomic::AtomicBool,
     /// What compiled code may do in place of calling this code when an inline cache names
     /// it at run time (`INTRINSIC_*`, set as the code is added: the core library's
     /// primitives for Array's `at:`, `at:put:`, `length` and the blocks' `value…`).
@@ -224,6 +227,7 @@ impl Code {
             hooks: Default::default(),
             compiled: Default::default(),
             direct: Default::default(),
+            loop_entries: Default::default(),
             intrinsic: Default::default(),
             calls: Default::default(),
             max_height: max_height as u32,

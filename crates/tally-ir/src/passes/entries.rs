@@ -2,8 +2,9 @@
 //! integer, so every loop variable merging it would stay a word, checked again on each
 //! iteration (and, as a reference, spilled for the stack maps). Where everything else that
 //! reaches a loop head's parameter is a small integer, the entry checks the frame's value
-//! instead, once: a frame holding something else is handed back to the interpreter, which
-//! runs the loop on (and tries the entry again at a later yieldpoint).
+//! instead, once: a frame holding something else deoptimizes (`DeoptReason::LoopEntry`, no
+//! site failed): the version goes, the interpreter runs the loop on, its sites see the value,
+//! and the next version's loop does not expect a small integer there.
 
 use std::collections::{HashMap, HashSet};
 

@@ -1109,9 +1109,11 @@ impl Lowerer<'_, '_> {
                     .state_code(state)?
                     .ops
                     .get(fs.bci as usize)
-                    .and_then(|op| op.site())
-                    .ok_or_else(|| format!("a guard at {} without a send site", fs.bci))?;
-                self.speculated.insert(site);
+                    .and_then(|op| op.site());
+                if let Some(site) = site {
+                    self.speculated.insert(site);
+                }
+                let site = site.unwrap_or(tally_vm::jit::NO_DEOPT_SITE);
                 let site = self.iconst(I32, site as i64);
                 self.b
                     .ins()
@@ -1167,7 +1169,7 @@ impl Lowerer<'_, '_> {
 
     /// Goes on in a new block when `ok` holds, else deoptimizes to `state` for `reason`.
     /// A guard at an instruction that sends nothing (an entry's check of the frame it takes
-    /// over) hands the frame back instead: no site's speculation failed.
+    /// over) deoptimizes for `DeoptReason::LoopEntry`, with no site failed.
     fn guard(&mut self, ok: Value, state: FrameStateId, reason: DeoptReason) -> Result<(), String> {
         let bci = self.ir.states[state.index()].bci;
         let sends = self
@@ -1175,9 +1177,13 @@ impl Lowerer<'_, '_> {
             .ops
             .get(bci as usize)
             .and_then(|op| op.site());
-        if sends.is_none() {
-            return self.check(ok, state);
-        }
+        // A guard at an instruction that sends nothing is a loop entry's check of the frame
+        // it takes over: the version goes, so the next one knows what the loop's sites see.
+        let reason = if sends.is_none() {
+            DeoptReason::LoopEntry
+        } else {
+            reason
+        };
         let exit = self.exit(state, ExitKind::Deopt)?;
         let go_on = self.b.create_block();
         let reason = self.iconst(I32, reason as i64);

@@ -247,6 +247,10 @@ impl Installer {
             native.direct.unwrap_or(0),
             std::sync::atomic::Ordering::Relaxed,
         );
+        code.loop_entries.store(
+            !native.osr_entries.is_empty(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         let name = &request.name;
         let tier_name = tier.name();
         if let Some(text) = listing {

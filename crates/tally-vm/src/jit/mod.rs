@@ -127,7 +127,14 @@ pub enum DeoptReason {
     /// A small-integer division, remainder or shift the code does not answer: a zero
     /// divisor, a shift beyond the word, a result that is no small integer.
     IntRange = 4,
+    /// An on-stack-replacement entry found a value in the frame that is not the small
+    /// integer the version's loop holds there (no site failed: the interpreter runs the loop
+    /// on, its sites see the value, and the next version knows).
+    LoopEntry = 5,
 }
+
+/// `Layout::deopt_site` of a deoptimization no send site's guard made (`LoopEntry`).
+pub const NO_DEOPT_SITE: u32 = u32::MAX;
 
 impl DeoptReason {
     fn from_u32(r: u32) -> Option<DeoptReason> {
@@ -136,6 +143,7 @@ impl DeoptReason {
             2 => DeoptReason::NotSmallInts,
             3 => DeoptReason::Overflow,
             4 => DeoptReason::IntRange,
+            5 => DeoptReason::LoopEntry,
             _ => return None,
         })
     }
@@ -146,6 +154,9 @@ impl DeoptReason {
             DeoptReason::NotSmallInts => "small-integer guard failed",
             DeoptReason::Overflow => "small-integer overflow",
             DeoptReason::IntRange => "small-integer operands out of the operation's range",
+            DeoptReason::LoopEntry => {
+                "a loop entry found a value that is not the small integer the loop holds"
+            }
         }
     }
 }
@@ -709,7 +720,9 @@ impl Vm {
         let at: &'static Code = self.rt.codes[frame.code as usize];
         let code: &'static Code = self.rt.codes.get(code as usize).copied().unwrap_or(at);
         let ip = frame.ip;
-        self.jit.failed_sites.insert(site);
+        if site != NO_DEOPT_SITE {
+            self.jit.failed_sites.insert(site);
+        }
         let reason = DeoptReason::from_u32(reason);
         let fell_back_to = lock(&self.jit.installer).invalidate(code);
         if self.jit.generator.is_some() && fell_back_to.is_some() {
@@ -739,17 +752,15 @@ impl Vm {
         }
         if installer.log {
             drop(installer);
-            let selector = self
-                .rt
-                .sites
-                .get(site as usize)
-                .map_or("?", |s| self.rt.symbols.name(s.selector));
+            let selector = self.rt.sites.get(site as usize).map_or(String::new(), |s| {
+                format!(" (#{})", self.rt.symbols.name(s.selector))
+            });
             let what = match fell_back_to {
                 Some(t) => format!("invalidated, now {}", t.name()),
                 None => "version already invalidated".to_string(),
             };
             let line = format!(
-                "[tier] deopt {} @{ip} (#{selector}){inlined_into}: {}; {what}\n",
+                "[tier] deopt {} @{ip}{selector}{inlined_into}: {}; {what}\n",
                 self.rt.code_name(at),
                 reason.map_or("unknown reason", DeoptReason::describe),
             );
@@ -977,7 +988,17 @@ impl Vm {
                         }
                     }
                 }
-                s if s == Status::Interpret as u32 => return Ok(Exit::Interpret),
+                s if s == Status::Interpret as u32 => {
+                    // A version with loop-head entries declined a frame stopped elsewhere
+                    // (returned to after a call): its next back-edge, served, enters it.
+                    if code.loop_entries.load(std::sync::atomic::Ordering::Relaxed)
+                        && !self.jit.no_osr
+                        && self.rt.frames.top().ip != 0
+                    {
+                        crate::profiling::YIELDPOINT.raise(tally_profile::flag::CONTROLLER);
+                    }
+                    return Ok(Exit::Interpret);
+                }
                 s if s == Status::Unwound as u32 => {
                     // Native code leaves the same way for an error its call met.
                     if let Some(e) = self.jit.error.take() {
