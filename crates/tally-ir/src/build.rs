@@ -378,31 +378,7 @@ impl Builder<'_> {
                 closure: self.act.closure,
                 outer: None,
             });
-            let ctx = self.f.push_inst(
-                block,
-                InstKind::NewContext {
-                    size: code.context_size,
-                    outer,
-                },
-                Some(Ty::Word),
-                Some(state),
-                0,
-            );
-            for &(arg, index) in &code.captured_args {
-                let value = locals[arg as usize];
-                self.f.push_inst(
-                    block,
-                    InstKind::StoreContext {
-                        ctx: ctx.expect("a value"),
-                        index,
-                        value,
-                    },
-                    None,
-                    None,
-                    0,
-                );
-            }
-            ctx
+            Some(self.new_context(block, &locals, outer, state))
         } else {
             outer
         };
@@ -1106,7 +1082,7 @@ impl Builder<'_> {
             args: Vec::new(),
         });
         if callee.context_size > 0 {
-            self.inlined_context(entry, &locals)?;
+            self.inlined_context(entry, &locals);
         }
         let first = self.block_for(0);
         self.f.blocks[entry.index()].term = Terminator::Jump(Edge {
@@ -1123,7 +1099,7 @@ impl Builder<'_> {
     /// Makes the current (inlined) activation's own context in `block`, its outer the
     /// closure's context for a block, and stores the captured arguments into it; `locals`
     /// are its other locals at entry (nil).
-    fn inlined_context(&mut self, block: BlockId, locals: &[ValueId]) -> Result<(), String> {
+    fn inlined_context(&mut self, block: BlockId, locals: &[ValueId]) {
         let code = self.act.code;
         let mut all = self.act.args.clone();
         all.extend_from_slice(locals);
@@ -1137,31 +1113,35 @@ impl Builder<'_> {
             closure: self.act.closure,
             outer: self.act.inlined.as_ref().map(|c| c.caller),
         });
+        let ctx = self.new_context(block, &all, self.act.context, state);
+        self.act.context = Some(ctx);
+    }
+
+    /// A new context for the current activation, made in `block` (at instruction 0, in
+    /// `state`) with `outer` as its outer context, and the captured arguments among
+    /// `locals` (its receiver, arguments and locals) stored into it.
+    fn new_context(
+        &mut self,
+        block: BlockId,
+        locals: &[ValueId],
+        outer: Option<ValueId>,
+        state: FrameStateId,
+    ) -> ValueId {
+        let code = self.act.code;
+        let kind = InstKind::NewContext {
+            size: code.context_size,
+            outer,
+        };
         let ctx = self
             .f
-            .push_inst(
-                block,
-                InstKind::NewContext {
-                    size: code.context_size,
-                    outer: self.act.context,
-                },
-                Some(Ty::Word),
-                Some(state),
-                0,
-            )
-            .ok_or("a context has a value")?;
+            .push_inst(block, kind, Some(Ty::Word), Some(state), 0)
+            .expect("a value");
         for &(arg, index) in &code.captured_args {
-            let value = all[arg as usize];
-            self.f.push_inst(
-                block,
-                InstKind::StoreContext { ctx, index, value },
-                None,
-                None,
-                0,
-            );
+            let value = locals[arg as usize];
+            let store = InstKind::StoreContext { ctx, index, value };
+            self.f.push_inst(block, store, None, None, 0);
         }
-        self.act.context = Some(ctx);
-        Ok(())
+        ctx
     }
 
     /// `value…` of `closure` inlined, when the closure is one this function makes (a
