@@ -276,8 +276,9 @@ impl CompileRequest {
             .map(|k| self.blocks[k])
     }
 
-    /// The facts of `site`, copied from `rt` unless the request has them: the sites of a
-    /// method the compile inlines.
+    /// Copies the facts and selectors of `code`'s sites, and the names of `code` and the
+    /// blocks it makes, that the request does not hold yet: for a method or block the
+    /// compile may inline.
     pub(crate) fn add_sites_of(&mut self, rt: &Runtime, code: &Code, speculation: Speculation) {
         let ran = has_run(rt, code);
         for s in code.ops.iter().filter_map(|op| op.site()) {
