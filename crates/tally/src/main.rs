@@ -294,10 +294,12 @@ struct Cli {
     no_osr: bool,
 
     /// Whether the optimizing tier inlines the methods a call reaches (monomorphic, or each
-    /// class of a two-class site behind its guard): an inlined method runs in its caller's
-    /// compiled code without a frame of its own, and gets one only where the interpreter
-    /// takes over (a failed guard) or a stack trace or sample shows it. `--tier-log` prints
-    /// every choice and refusal with its reason. `off` is the baseline of inlining's gain.
+    /// class of a two-class site behind its guard) and the blocks passed to them: an inlined
+    /// method or block runs in its caller's compiled code without a frame of its own (a
+    /// closure inlined wherever it is called is never made), and gets a frame only where the
+    /// interpreter takes over (a failed guard); stack traces and samples show it all the
+    /// same. `--tier-log` prints every choice and refusal with its reason. `off` is the
+    /// baseline of inlining's gain.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "on")]
     inline: Switch,
 
