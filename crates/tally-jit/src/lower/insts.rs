@@ -2,7 +2,7 @@
 //! calls to the `ir_*` stubs (safepoints).
 
 use cranelift_codegen::ir::condcodes::IntCC;
-use cranelift_codegen::ir::{InstBuilder, StackSlotData, StackSlotKind, TrapCode, Value};
+use cranelift_codegen::ir::{InstBuilder, TrapCode, Value};
 use tally_heap::object::HEADER_BYTES;
 use tally_ir::{Inst, InstKind, IntCmp, IntOp};
 use tally_vm::jit::DeoptReason;
@@ -498,36 +498,12 @@ impl Lowerer<'_, '_> {
         args: &[tally_ir::ValueId],
         inst: &Inst,
     ) -> Result<Value, String> {
-        let bci = inst.bci;
-        let n = args.len() + 1;
-        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
-            StackSlotKind::ExplicitSlot,
-            8 * n as u32,
-            3,
-        ));
-        let operands = std::iter::once(receiver).chain(args.iter().copied());
-        for (k, v) in operands.enumerate() {
-            let x = self.val(v)?;
-            let address = self.b.ins().stack_addr(I64, slot, 8 * k as i32);
-            self.b.ins().store(flags(), x, address, 0);
-        }
-        let k = self.safepoint(bci);
-        let pointer = self.b.ins().stack_addr(I64, slot, 0);
-        let argc = self.iconst(I32, args.len() as i64);
-        let stub = self.iconst(I64, stub as i64);
-        let call = match what {
-            Some(w) => {
-                let w = self.iconst(I32, w as i64);
-                self.b
-                    .ins()
-                    .call_indirect(self.sigs.call, stub, &[self.vm, w, pointer, argc])
-            }
-            None => {
-                self.b
-                    .ins()
-                    .call_indirect(self.sigs.call_block, stub, &[self.vm, pointer, argc])
-            }
-        };
+        let words = std::iter::once(receiver)
+            .chain(args.iter().copied())
+            .map(|v| self.val(v))
+            .collect::<Result<Vec<Value>, String>>()?;
+        let k = self.safepoint(inst.bci);
+        let call = self.call_with_operands(stub, what, &words);
         self.tag(call, k);
         Ok(self.b.inst_results(call)[0])
     }

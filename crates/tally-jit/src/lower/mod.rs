@@ -633,7 +633,24 @@ impl Lowerer<'_, '_> {
         } else {
             operands.to_vec()
         };
-        let argc = words.len() - 1;
+        let (stub, what) = if is_block {
+            (self.layout.stubs.ir_call_block, None)
+        } else {
+            (self.layout.stubs.ir_call_method, Some(code.id))
+        };
+        let call = self.call_with_operands(stub, what, &words);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// Calls `stub` with `words` (the receiver, or a block's closure, then the arguments)
+    /// in a stack slot and their count, `what` (a site or code id) first when the stub takes
+    /// one. Answers the call, for its result and its safepoint tag.
+    fn call_with_operands(
+        &mut self,
+        stub: usize,
+        what: Option<u32>,
+        words: &[Value],
+    ) -> cranelift_codegen::ir::Inst {
         let slot = self
             .b
             .create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
@@ -646,20 +663,21 @@ impl Lowerer<'_, '_> {
             self.b.ins().store(flags(), w, address, 0);
         }
         let pointer = self.b.ins().stack_addr(I64, slot, 0);
-        let argc = self.iconst(I32, argc as i64);
-        let call = if is_block {
-            let stub = self.iconst(I64, self.layout.stubs.ir_call_block as i64);
-            self.b
-                .ins()
-                .call_indirect(self.sigs.call_block, stub, &[self.vm, pointer, argc])
-        } else {
-            let stub = self.iconst(I64, self.layout.stubs.ir_call_method as i64);
-            let id = self.iconst(I32, code.id as i64);
-            self.b
-                .ins()
-                .call_indirect(self.sigs.call, stub, &[self.vm, id, pointer, argc])
-        };
-        Ok(self.b.inst_results(call)[0])
+        let argc = self.iconst(I32, words.len() as i64 - 1);
+        let stub = self.iconst(I64, stub as i64);
+        match what {
+            Some(w) => {
+                let w = self.iconst(I32, w as i64);
+                self.b
+                    .ins()
+                    .call_indirect(self.sigs.call, stub, &[self.vm, w, pointer, argc])
+            }
+            None => {
+                self.b
+                    .ins()
+                    .call_indirect(self.sigs.call_block, stub, &[self.vm, pointer, argc])
+            }
+        }
     }
 
     /// Lowers one IR block: its parameters, instructions and terminator.
