@@ -17,7 +17,8 @@ use crate::suite::{Suite, SuiteOptions};
 
 const RUN_AFTER_HELP: &str = "\
 Executors (in the order given; the first is the baseline unless --baseline says otherwise):
-  --tally NAME[@PATH][=FLAGS]     Tally with extra FLAGS; PATH defaults to this tally binary
+  --tally NAME[@PATH][=FLAGS]     Tally with extra FLAGS; PATH defaults to this tally binary;
+                                  {bench} in FLAGS becomes the benchmark's name
   --command NAME[@VM]=TEMPLATE    any command; {placeholders} in TEMPLATE are filled in:
 PLACEHOLDERS
   With no executor, `--tally tally` is used. A Tally executor given `--tier-log` has its compile

@@ -134,7 +134,8 @@ impl Executor {
         match &self.kind {
             ExecutorKind::Tally { program, flags } => {
                 let mut argv = vec![program.display().to_string()];
-                argv.extend(flags.iter().cloned());
+                // A flag may name a file per benchmark (a profile recorded for it).
+                argv.extend(flags.iter().map(|f| f.replace("{bench}", &bench.name)));
                 argv.push("-cp".into());
                 argv.push(suite.classpath_string());
                 argv.push(suite.harness.clone());
@@ -381,6 +382,12 @@ mod tests {
         );
         let e = Executor::parse_tally("base", Path::new("/self")).unwrap();
         assert_eq!(e.argv(&s, &s.benchmarks[0])[0], "/self");
+        let e = Executor::parse_tally("per=--inline-graph=/p/{bench}.tprof", Path::new("/self"))
+            .unwrap();
+        assert_eq!(
+            e.argv(&s, &s.benchmarks[0])[1],
+            "--inline-graph=/p/Bounce.tprof"
+        );
         assert!(Executor::parse_tally("bad name", Path::new("/self")).is_err());
     }
 

@@ -31,6 +31,8 @@ pub enum CallGraphSource {
     /// The two innermost frames of the timer's method samples (the seeds' design, against
     /// which CBS is measured).
     TimerSamples,
+    /// Every call counted: the exhaustive graph, a perfect profile at a price.
+    Exhaustive,
 }
 
 /// Sizes are in the VM's bytecodes.

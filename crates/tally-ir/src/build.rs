@@ -823,43 +823,53 @@ impl Builder<'_> {
             s.stack.push(v);
             return Ok(());
         }
-        // A class switch: each class the site expects in turn, then the send.
+        // A class switch: each class the site expects in turn, then the send. Classes that
+        // reach the same method share one copy of its code.
         let join = self.f.add_block(self.act.scope, i as u32);
         let result = self.f.add_param(join, Ty::Word);
+        let mut targets: Vec<(ExpectedReceiver, Vec<u32>)> = Vec::new();
         for e in expected.classes() {
-            let flag = self.value(
-                s,
-                InstKind::ClassIs {
-                    value: receiver,
-                    class: e.class,
-                },
-                Ty::Flag,
-                None,
-                i,
-            );
+            match targets.iter_mut().find(|(t, _)| t.code == e.code) {
+                Some((_, classes)) => classes.push(e.class),
+                None => targets.push((*e, vec![e.class])),
+            }
+        }
+        for (e, classes) in targets {
             let hit = self.f.add_block(self.act.scope, i as u32);
-            let miss = self.f.add_block(self.act.scope, i as u32);
-            self.f.blocks[s.block.index()].term = Terminator::Branch {
-                cond: flag,
-                then: Edge {
-                    block: hit,
-                    args: vec![],
-                },
-                otherwise: Edge {
-                    block: miss,
-                    args: vec![],
-                },
-            };
+            for class in classes {
+                let flag = self.value(
+                    s,
+                    InstKind::ClassIs {
+                        value: receiver,
+                        class,
+                    },
+                    Ty::Flag,
+                    None,
+                    i,
+                );
+                let miss = self.f.add_block(self.act.scope, i as u32);
+                self.f.blocks[s.block.index()].term = Terminator::Branch {
+                    cond: flag,
+                    then: Edge {
+                        block: hit,
+                        args: vec![],
+                    },
+                    otherwise: Edge {
+                        block: miss,
+                        args: vec![],
+                    },
+                };
+                s.block = miss;
+            }
             let mut in_hit = State {
                 block: hit,
                 ..s.clone()
             };
-            let v = self.target(&mut in_hit, *e, site, receiver, &args, i, guard_state)?;
+            let v = self.target(&mut in_hit, e, site, receiver, &args, i, guard_state)?;
             self.f.blocks[in_hit.block.index()].term = Terminator::Jump(Edge {
                 block: join,
                 args: vec![v],
             });
-            s.block = miss;
         }
         let v = self.call(s, site, receiver, args, i, false);
         self.f.blocks[s.block.index()].term = Terminator::Jump(Edge {

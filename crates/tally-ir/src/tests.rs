@@ -395,10 +395,8 @@ fn a_monomorphic_site_is_guarded_and_a_polymorphic_one_switches_on_the_class() {
     let mut one = site(0, IntOp::None, false);
     one.expects_receiver = Some(ExpectedReceivers::One(getter));
     let mut two = site(0, IntOp::None, false);
-    two.expects_receiver = Some(ExpectedReceivers::Two([
-        getter,
-        receiver(8, ExpectedTarget::Method(callee)),
-    ]));
+    two.expects_receiver =
+        ExpectedReceivers::several(&[getter, receiver(8, ExpectedTarget::Method(callee))]);
     let (f, text) = compile(c, &[(0, one), (1, two)]);
     assert_eq!(
         count(&f, |k| matches!(k, InstKind::GuardClass { .. })),
@@ -459,6 +457,69 @@ fn a_monomorphic_site_is_guarded_and_a_polymorphic_one_switches_on_the_class() {
     assert_eq!(
         count(&f, |k| matches!(k, InstKind::CallHook(_))),
         1,
+        "{text}"
+    );
+}
+
+#[test]
+fn a_switch_over_four_classes_keeps_one_copy_of_each_target() {
+    // `^x foo`, the site having seen four classes: 7 and 10 find the same getter, 8 and 9
+    // the same method.
+    let callee = code(9, CodeKind::Method, 0, 0, 0, vec![], vec![Op::ReturnSelf]);
+    let c = code(
+        11,
+        CodeKind::Method,
+        1,
+        0,
+        0,
+        vec![],
+        vec![Op::PushLocal(1), Op::Send(0), Op::Return],
+    );
+    let getter = |class| ExpectedReceiver {
+        class,
+        code: 97,
+        target: ExpectedTarget::Trivial {
+            kind: tally_vm::runtime::TRIVIAL_GETTER,
+            operand: 1,
+        },
+    };
+    let method = |class| ExpectedReceiver {
+        class,
+        code: 9,
+        target: ExpectedTarget::Method(callee),
+    };
+    let mut four = site(0, IntOp::None, false);
+    four.expects_receiver =
+        ExpectedReceivers::several(&[getter(7), method(8), method(9), getter(10)]);
+    let (f, text) = compile(c, &[(0, four)]);
+    let tests: Vec<u32> = f
+        .insts
+        .iter()
+        .filter_map(|i| match i.kind {
+            InstKind::ClassIs { class, .. } => Some(class),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tests, [7, 10, 8, 9], "{text}");
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::LoadField { .. })),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::CallMethod { .. })),
+        1,
+        "{text}"
+    );
+    // A fifth class is sent, not deoptimized.
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::Send { .. })),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::GuardClass { .. })),
+        0,
         "{text}"
     );
 }

@@ -398,6 +398,7 @@ impl Vm {
         for site in self.rt.sites.iter_mut() {
             site.cached_class = NO_CLASS;
             site.cached_class2 = NO_CLASS;
+            site.seen = None;
         }
         self.profile_event(tally_profile::EventKind::ClassLoaded {
             class: tally_profile::ClassId(id),
@@ -529,6 +530,7 @@ impl CompileEnv for Env<'_> {
             cached_code2: 0,
             saw_other_operands: false,
             stub_sends: 0,
+            seen: None,
         })
     }
 

@@ -17,11 +17,12 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tally_controller::CallGraphSource;
 use tally_profile::trigger::{Sampler, SamplerConfig, Trigger};
 use tally_profile::{
-    flag, install_sigint_flush, CallEdge, Cbs, CbsConfig, ClassId, Drainer, DrainerConfig,
-    EventKind, ExactCounts, Header, HotConfig, HotState, LineEntry, Mechanism, MethodId, Recorder,
-    SamplerSettings, UnservedStop, VmState,
+    flag, install_sigint_flush, CallEdge, CallGraph, Cbs, CbsConfig, ClassId, Drainer,
+    DrainerConfig, EventKind, ExactCounts, Header, HotConfig, HotState, LineEntry, Mechanism,
+    MethodId, Recorder, SamplerSettings, UnservedStop, VmState,
 };
 
 use crate::bytecode::CodeId;
@@ -147,9 +148,10 @@ impl Dispatch {
         };
         let polls = o.trigger.is_some() && o.mechanism == Mechanism::Polling;
         let counts_loops = o.count_calls && o.output.is_some();
+        let counts_edges = o.call_graph == Some(CallGraphSource::Exhaustive);
         if o.exhaustive {
             Dispatch::Counting
-        } else if polls || publishes_primitive_calls || counts_loops {
+        } else if polls || publishes_primitive_calls || counts_loops || counts_edges {
             Dispatch::Hooks
         } else if o.cbs.is_some() {
             Dispatch::Entries
@@ -182,6 +184,10 @@ pub struct ProfileOptions {
     /// amortization analysis: recorded as `TierCallCounts` events with the counting's own
     /// estimated time.
     pub count_calls: bool,
+    /// What feeds the inliner's call graph as the program runs (`Vm::inline_call_graph`):
+    /// CBS's edges, the two innermost frames of the method samples, or every call counted
+    /// (the exhaustive graph, which needs the entry hooks everywhere); `None` keeps none.
+    pub call_graph: Option<CallGraphSource>,
     /// The command line, for the profile's header.
     pub command_line: Vec<String>,
     /// Option names and values as given, for the header.
@@ -206,10 +212,28 @@ impl ProfileOptions {
             cbs: None,
             exhaustive: false,
             count_calls: false,
+            call_graph: None,
             command_line: Vec::new(),
             settings: Vec::new(),
             credit_callers: false,
         }
+    }
+
+    /// The same, also feeding the inliner's call graph from `source`: `cbs`'s windows for
+    /// [`CallGraphSource::Cbs`], two frames per sample for [`CallGraphSource::TimerSamples`].
+    pub fn for_controller_with_graph(
+        rate_hz: u32,
+        source: Option<CallGraphSource>,
+        cbs: CbsConfig,
+    ) -> ProfileOptions {
+        let mut o = ProfileOptions::for_controller(rate_hz);
+        o.call_graph = source;
+        match source {
+            Some(CallGraphSource::Cbs) => o.cbs = Some(cbs),
+            Some(CallGraphSource::TimerSamples) => o.sample_depth = 2,
+            Some(CallGraphSource::Exhaustive) | None => {}
+        }
+        o
     }
 }
 
@@ -229,6 +253,9 @@ pub(crate) struct Profiler {
     pub recorder: Arc<Mutex<Recorder>>,
     pub cbs: Option<Cbs>,
     pub exact: Option<ExactCounts>,
+    /// The inliner's call graph as samples fill it (`ProfileOptions::call_graph`); CBS's
+    /// graph is the recorder's, an exhaustive one `exact`'s edges.
+    pub call_graph: Option<Arc<Mutex<CallGraph>>>,
     sampler: Option<Sampler>,
     /// Empties the ring off the VM thread and answers a Ctrl-C the interpreter does not reach.
     drainer: Option<Drainer>,
@@ -286,7 +313,8 @@ impl Profiler {
                 hot.published.set_interpreter_code(code);
             }
         }
-        if options.exhaustive {
+        let counts_edges = options.call_graph == Some(CallGraphSource::Exhaustive);
+        if options.exhaustive || counts_edges {
             hot.flag.raise(flag::EXACT);
         }
         let header = Header {
@@ -327,7 +355,9 @@ impl Profiler {
             hot,
             recorder,
             cbs: options.cbs.map(Cbs::new),
-            exact: options.exhaustive.then(ExactCounts::new),
+            exact: (options.exhaustive || counts_edges).then(ExactCounts::new),
+            call_graph: (options.call_graph == Some(CallGraphSource::TimerSamples))
+                .then(Arc::default),
             sampler: None,
             drainer: None,
             _sigint: sigint,
@@ -940,6 +970,7 @@ mod tests {
             cbs: None,
             exhaustive: false,
             count_calls: false,
+            call_graph: None,
             command_line: Vec::new(),
             settings: Vec::new(),
             credit_callers: false,

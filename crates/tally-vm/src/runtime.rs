@@ -523,6 +523,58 @@ pub struct Site {
     /// Times compiled code took a send stub at this site (for `--tier-log`'s summary of
     /// what compiled code could not do on its own).
     pub stub_sends: u64,
+    /// The classes a site whose cache overflowed has seen (made at its third class): what
+    /// the optimizing tier switches on at a polymorphic site, which the two-entry cache
+    /// alone would hide.
+    pub seen: Option<Box<SeenClasses>>,
+}
+
+/// The receiver classes a polymorphic send site has seen, with their targets and how often
+/// each missed the inline cache (its two entries hold the most recent classes, so the miss
+/// counts of a site that keeps cycling through its classes follow their frequencies), up
+/// to [`MAX_SEEN_CLASSES`]; past that the site is megamorphic and the list is no longer
+/// kept.
+#[derive(Clone, Debug, Default)]
+pub struct SeenClasses {
+    entries: Vec<(ClassId, CodeId, u32)>,
+    megamorphic: bool,
+}
+
+/// The most receiver classes a site's [`SeenClasses`] keeps: as many as a compiled class
+/// switch tests before it sends.
+pub const MAX_SEEN_CLASSES: usize = 4;
+
+impl SeenClasses {
+    /// Notes that receivers of `class` reach `code` at the site; `missed`: one of them just
+    /// missed the cache (else the class is only being evicted from it).
+    pub fn note(&mut self, class: ClassId, code: CodeId, missed: bool) {
+        if self.megamorphic {
+            return;
+        }
+        let add = u32::from(missed);
+        if let Some(e) = self.entries.iter_mut().find(|e| e.0 == class) {
+            e.1 = code;
+            e.2 = e.2.saturating_add(add);
+        } else if self.entries.len() < MAX_SEEN_CLASSES {
+            self.entries.push((class, code, add));
+        } else {
+            self.megamorphic = true;
+            self.entries = Vec::new();
+        }
+    }
+
+    /// The classes seen with their targets, those that missed most first; none once the
+    /// site saw more than [`MAX_SEEN_CLASSES`].
+    pub fn by_frequency(&self) -> Vec<(ClassId, CodeId)> {
+        let mut e = self.entries.clone();
+        e.sort_by_key(|&(_, _, n)| std::cmp::Reverse(n));
+        e.into_iter().map(|(c, code, _)| (c, code)).collect()
+    }
+
+    /// Whether the site saw more classes than are kept.
+    pub fn megamorphic(&self) -> bool {
+        self.megamorphic
+    }
 }
 
 pub const NO_CLASS: ClassId = u32::MAX;
@@ -783,8 +835,26 @@ impl Default for Runtime {
 
 #[cfg(test)]
 mod tests {
-    use super::IntOp;
+    use super::{IntOp, SeenClasses, MAX_SEEN_CLASSES};
     use tally_heap::Value;
+
+    #[test]
+    fn seen_classes_keep_the_most_missed_first_until_the_site_turns_megamorphic() {
+        let mut seen = SeenClasses::default();
+        seen.note(10, 100, false);
+        seen.note(11, 101, true);
+        seen.note(12, 102, true);
+        seen.note(12, 102, true);
+        assert_eq!(seen.by_frequency(), [(12, 102), (11, 101), (10, 100)]);
+        seen.note(13, 103, true);
+        assert_eq!(seen.by_frequency().len(), MAX_SEEN_CLASSES);
+        assert!(!seen.megamorphic());
+        seen.note(14, 104, true);
+        assert!(seen.megamorphic());
+        assert!(seen.by_frequency().is_empty());
+        seen.note(10, 100, true);
+        assert!(seen.by_frequency().is_empty(), "megamorphic stays so");
+    }
 
     /// What Integer's primitive answers for two small integers, computed wide: `None` for
     /// an error (a zero divisor, a negative shift) or a shift the primitive refuses.

@@ -23,6 +23,7 @@ mod vertical_cmd;
 mod vertical_phases;
 
 use clap::{Parser, ValueEnum};
+use tally_vm::tally_controller::CallGraphSource;
 use tally_vm::tally_profile::trigger::{auto_trigger, TimerClock, Trigger};
 use tally_vm::tally_profile::{CbsConfig, Mechanism};
 use tally_vm::{ClockKind, ProfileOptions, Vm, VmError, VmOptions};
@@ -45,7 +46,8 @@ Examples:
   tally vertical cache -- Main.som      an instrumented run: cache misses per method, line, class
   tally bench bench/smoke.toml          benchmark (see `tally bench --help`)
   tally experiment cbs                  profiling-accuracy experiments: CBS call graphs, method
-  tally experiment sampling             sampling (see `tally experiment --help`)
+  tally experiment sampling             sampling, GC hints, inlining directed by call graphs
+                                        (see `tally experiment --help`)
   tally validate -- Main.som            every sampler checked against delays of known size at
                                         known places (see `tally validate --help`)
 
@@ -293,8 +295,9 @@ struct Cli {
     #[arg(long)]
     no_osr: bool,
 
-    /// Whether the optimizing tier inlines the methods a call reaches (monomorphic, or each
-    /// class of a two-class site behind its guard) and the blocks passed to them: an inlined
+    /// Whether the optimizing tier inlines the methods a call reaches (monomorphic, or, at a
+    /// site that saw two to four receiver classes, each one's behind a class switch whose
+    /// miss sends) and the blocks passed to them: an inlined
     /// method or block runs in its caller's compiled code without a frame of its own (a
     /// closure inlined wherever it is called is never made), and gets a frame only where the
     /// interpreter takes over (a failed guard); stack traces and samples show it all the
@@ -302,6 +305,24 @@ struct Cli {
     /// baseline of inlining's gain.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "on")]
     inline: Switch,
+
+    /// What weighs the inliner's choices under `--tier=adaptive` (Arnold & Grove's oracle:
+    /// a site's size limit grows with its edge's share of the call graph's calls from 12 to
+    /// 60 bytecodes, targets under 40 % of their site are not inlined, hot sites take the
+    /// budget first): `cbs`, the call graph counter-based sampling keeps (its windows cost
+    /// flag tests at calls); `samples`, the caller and callee of each method sample;
+    /// `exhaustive`, every call counted (a perfect graph, at the cost of a hook at every
+    /// call); `static`, no call graph: every call the inline cache saw counts as hot and
+    /// the size limit is 60. With `--inline=off` the graph is collected and not read (what
+    /// collecting it costs). `tally experiment inlining` compares them.
+    #[arg(long, value_enum, value_name = "GRAPH", default_value = "static")]
+    inline_by: InlineBy,
+
+    /// With `--inline-by=exhaustive`: read the exhaustive call graph from FILE, a profile an
+    /// earlier run of the same program recorded with `--exhaustive`, instead of counting
+    /// every call in this one (a perfect profile that costs this run nothing).
+    #[arg(long, value_name = "FILE")]
+    inline_graph: Option<PathBuf>,
 
     /// The cost model `--tier=adaptive` decides with (a file written by `tally calibrate`)
     /// [default: this machine's calibration if there is one, else built-in figures].
@@ -353,6 +374,50 @@ pub(crate) enum TierChoice {
     Baseline,
     Opt,
     Adaptive,
+}
+
+/// `--inline-by`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum InlineBy {
+    Cbs,
+    Samples,
+    Exhaustive,
+    Static,
+}
+
+impl InlineBy {
+    fn graph(self) -> Option<CallGraphSource> {
+        match self {
+            InlineBy::Cbs => Some(CallGraphSource::Cbs),
+            InlineBy::Samples => Some(CallGraphSource::TimerSamples),
+            InlineBy::Exhaustive => Some(CallGraphSource::Exhaustive),
+            InlineBy::Static => None,
+        }
+    }
+}
+
+/// The exhaustive call graph of a recorded profile, by name.
+fn read_inline_graph(path: &std::path::Path) -> Result<Vec<(String, u32, String, u64)>, String> {
+    let p = tally_vm::tally_profile::Profile::read(path).map_err(|e| e.to_string())?;
+    let Some(exact) = p.exact.as_ref() else {
+        return Err("this profile has no exact call counts; record it with --exhaustive".into());
+    };
+    let graph = tally_vm::tally_profile::CallGraph::from_exact(exact).by_name(&p.symbols());
+    if graph.is_empty() {
+        return Err("this profile's exhaustive call graph has no edges".into());
+    }
+    Ok(graph
+        .into_iter()
+        .map(|((caller, bci, callee), n)| (caller, bci, callee, n))
+        .collect())
+}
+
+/// The call graph the run keeps for the inliner: only under the adaptive tier (with
+/// `--inline=off` it is collected and not read, which is what collecting it costs).
+fn inline_graph(cli: &Cli, tier: TierChoice) -> Option<CallGraphSource> {
+    (tier == TierChoice::Adaptive)
+        .then(|| cli.inline_by.graph())
+        .flatten()
 }
 
 /// An option that is on or off.
@@ -489,6 +554,7 @@ fn profile_options(cli: &Cli, tier: TierChoice) -> Result<Option<ProfileOptions>
         cbs: cli.cbs.0,
         exhaustive: cli.exhaustive,
         count_calls: cli.count_calls,
+        call_graph: inline_graph(cli, tier).filter(|_| cli.inline_graph.is_none()),
         command_line: cli.program.clone(),
         settings,
         credit_callers: cli.debug_credit_callers,
@@ -920,6 +986,32 @@ fn main_on_vm_thread() -> ExitCode {
         say!("error: --count-calls records its counts in a profile; add --profile=FILE");
         return ExitCode::from(2);
     }
+    if cli.inline_by != InlineBy::Static && tier != TierChoice::Adaptive {
+        say!("error: --inline-by weighs the adaptive tier's inlining by the call graph the run collects; it needs --tier=adaptive");
+        return ExitCode::from(2);
+    }
+    if cli.inline_graph.is_some() && cli.inline_by != InlineBy::Exhaustive {
+        say!("error: --inline-graph reads an exhaustive call graph; it goes with --inline-by=exhaustive");
+        return ExitCode::from(2);
+    }
+    let recorded_graph = match &cli.inline_graph {
+        Some(path) => match read_inline_graph(path) {
+            Ok(edges) => Some(edges),
+            Err(e) => {
+                say!("error: --inline-graph {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    if cli.inline_by == InlineBy::Exhaustive && cli.profile.is_some() && recorded_graph.is_none() {
+        say!("error: --inline-by=exhaustive counts every call into the VM's own graph, which a recorded profile does not take; record with --inline-by=cbs, samples or static");
+        return ExitCode::from(2);
+    }
+    if cli.inline_by == InlineBy::Cbs && cli.cbs.0.is_none() {
+        say!("error: --inline-by=cbs reads CBS's call graph; --cbs=off turns CBS off");
+        return ExitCode::from(2);
+    }
     if cli.exhaustive && tier != TierChoice::Interp {
         say!("error: --exhaustive counts bytecodes in the interpreter; it needs --tier=interp");
         return ExitCode::from(2);
@@ -953,6 +1045,13 @@ fn main_on_vm_thread() -> ExitCode {
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
             TierChoice::Adaptive => {
+                match recorded_graph.clone() {
+                    Some(edges) => vm.set_recorded_inline_graph(edges),
+                    None => vm.set_inline_call_graph(
+                        inline_graph(&cli, tier),
+                        cli.cbs.0.unwrap_or_default(),
+                    ),
+                }
                 vm.set_adaptive(
                     tally_jit::adaptive_config(model.clone().unwrap_or_default()),
                     cli.tier_log,

@@ -162,25 +162,31 @@ compile_per_bytecode_ns = 0.0\n";
 
 /// The cost per call (ns) of each method in `tier`, as the program times it: in CPU time,
 /// which the tests running beside it on a loaded machine do not stretch as they do the wall
-/// clock's (the profile's samples are CPU time too).
+/// clock's (the profile's samples are CPU time too). The least of three runs: a sibling
+/// hardware thread kept busy by other tests still slows a CPU second, and the least is the
+/// run it slowed least.
 fn timed(dir: &std::path::Path, tier: &str) -> std::collections::HashMap<String, f64> {
-    let out = run_in(
-        dir,
-        &[
-            &format!("--tier={tier}"),
-            "--cpu-clock",
-            "Amort.som",
-            "time",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .filter_map(|l| {
+    let mut least: std::collections::HashMap<String, f64> = std::collections::HashMap::new();
+    for _ in 0..3 {
+        let out = run_in(
+            dir,
+            &[
+                &format!("--tier={tier}"),
+                "--cpu-clock",
+                "Amort.som",
+                "time",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        for (name, ns) in text(&out.stdout).lines().filter_map(|l| {
             let (name, ns) = l.split_once(' ')?;
-            Some((name.to_string(), ns.trim().parse().ok()?))
-        })
-        .collect()
+            Some((name.to_string(), ns.trim().parse::<f64>().ok()?))
+        }) {
+            let e = least.entry(name).or_insert(ns);
+            *e = e.min(ns);
+        }
+    }
+    least
 }
 
 #[test]
@@ -244,7 +250,10 @@ fn verdicts_match_what_the_exact_costs_per_call_say() {
         );
         compared += 1;
     }
-    assert!(compared >= 2, "too few verdicts to compare:\n{report}");
+    assert!(
+        compared >= 2,
+        "too few verdicts to compare (exact ns per call by tier: {exact:?}):\n{report}"
+    );
 }
 
 /// `work:` runs a loop `n` times; `run:` calls it for a second and a half with `n` growing

@@ -367,3 +367,84 @@ fn help_explains_the_metrics() {
     let o = run(&["experiment", "--help"]);
     assert!(o.status.success() && text(&o.stdout).contains("sampling"));
 }
+
+#[test]
+fn inlining_experiment_on_the_smoke_suite() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("inl");
+    let o = run(&[
+        "experiment",
+        "inlining",
+        "--suite",
+        &smoke_suite(),
+        "-b",
+        "Fibonacci",
+        "-n",
+        "2",
+        "-i",
+        "3",
+        "--warmup",
+        "1",
+        "--reference-iterations",
+        "1",
+        "--lockstep",
+        "0",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let md = text(&o.stdout);
+    assert!(o.status.success(), "{md}\n{}", text(&o.stderr));
+    for f in [
+        "inlining.md",
+        "inlining.json",
+        "inlining.svg",
+        "results.json",
+        "ratios.svg",
+    ] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    // The perfect graph the exhaustive config read, recorded first.
+    assert!(out.join("profiles/Fibonacci.tprof").is_file());
+    for needle in [
+        "| benchmark | cbs | samples | exhaustive | static |",
+        "| Fibonacci |",
+        "CBS-directed against exhaustive-directed",
+        "| exhaustive |",
+    ] {
+        assert!(md.contains(needle), "{needle:?} missing from:\n{md}");
+    }
+    let json = read_json(&out.join("inlining.json"));
+    assert_eq!(json["format"], "tally-experiment-inlining/1");
+    assert_eq!(json["complete"], true);
+    assert_eq!(json["configs"].as_array().unwrap().len(), 4);
+    let speedup = num(&json["speedup"][0][0]["estimate"]);
+    assert!(speedup > 0.2 && speedup < 5.0, "{speedup}");
+    let raw = read_json(&out.join("results.json"));
+    // none, 4 configs, 3 collected alone; 2 invocations each.
+    assert_eq!(raw["executors"].as_array().unwrap().len(), 8);
+    assert_eq!(raw["invocations"].as_array().unwrap().len(), 16);
+    // Bad input: an unknown graph, and a warm-up that leaves nothing.
+    let o = run(&[
+        "experiment",
+        "inlining",
+        "--suite",
+        &smoke_suite(),
+        "--configs",
+        "cbs,oracle",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("no graph `oracle`"));
+    let o = run(&[
+        "experiment",
+        "inlining",
+        "--suite",
+        &smoke_suite(),
+        "-i",
+        "5",
+        "--warmup",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("leaves none of the 5 iterations"));
+}

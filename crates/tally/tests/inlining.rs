@@ -125,6 +125,65 @@ fn a_receiver_class_changing_two_inlined_levels_down_deoptimizes_the_whole_chain
     assert!(!off.stderr.contains("inlined"), "{}", off.stderr);
 }
 
+/// The block `twice:` passes to `apply:to:` runs inlined two levels below `sum:` (`sum:` →
+/// `twice:` → `apply:to:` → the block); the receiver of its `value` changes class there
+/// (an integer, then a double, then a block) and its `+` fails its small-integer guard: each
+/// failure rebuilds the frames of `twice:`, `apply:to:` and the block for the interpreter, and
+/// the answers, the error at the end and its trace are the interpreter's.
+#[test]
+fn a_receiver_class_changing_in_a_block_inlined_two_levels_down_gives_the_interpreters_answers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   | items |\n\
+         \x20   apply: blk to: x = ( ^blk value: x )\n\
+         \x20   twice: x = ( ^(self apply: [ :v | v value + 1 ] to: x) * 2 )\n\
+         \x20   sum: n = ( | s | s := 0.\n\
+         \x20       1 to: n do: [ :i |\n\
+         \x20           i = 100 ifTrue: [ s := s + 0.5 ].\n\
+         \x20           s := s + (self twice: (items at: i % 3 + 1)) ].\n\
+         \x20       ^s )\n\
+         \x20   run = (\n\
+         \x20       items := Array with: 1 with: 2 with: 3.\n\
+         \x20       (self sum: 3000) println.\n\
+         \x20       items at: 2 put: 2.5.\n\
+         \x20       (self sum: 3000) println.\n\
+         \x20       items at: 2 put: [ 7 ].\n\
+         \x20       (self sum: 3000) println.\n\
+         \x20       (self twice: 'ab') println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.code, Some(1), "{}", want.stderr);
+    assert_eq!(
+        want.stdout.lines().take(3).collect::<Vec<_>>(),
+        ["18000.5", "19000.5", "28000.5"]
+    );
+    let got = run(dir.path(), &["--tier=opt", "--tier-log"]);
+    let (log, trace) = split_log(&got.stderr);
+    assert!(
+        log.contains("#apply:to: → Main>>apply:to:: inlined"),
+        "{log}"
+    );
+    assert!(
+        log.contains("[tier] deopt [] in Main>>twice: @0 (#value) (inlined into Main>>sum:)"),
+        "{log}"
+    );
+    assert_eq!(got.stdout, want.stdout, "{log}");
+    assert_eq!(got.code, want.code);
+    assert_eq!(trace, want.stderr.trim_end(), "{log}");
+    for flags in [
+        &["--tier=opt", "--gc-stress", "1"][..],
+        &["--tier=opt", "--gc=semispace", "--gc-stress", "1"],
+        &["--tier=adaptive", "--gc-stress", "50"],
+    ] {
+        let got = run(dir.path(), flags);
+        assert_eq!(got.stdout, want.stdout, "{flags:?}: {}", got.stderr);
+        assert_eq!(got.stderr, want.stderr, "{flags:?}");
+    }
+}
+
 /// `each:` inlined into `find:`, `sum` and `run` (recompiled with what their sends saw once
 /// `bias` fails a guard in each), and the block each passes inlined where `each:` sends it
 /// `value:`: `find:`'s `^` inside the block returns from `find:` (the block's home,
@@ -363,4 +422,302 @@ fn profiles_with_inlining_name_the_inlined_methods_as_without_it() {
             "{path}: {a:.3} with, {b:.3} without\n{on}\n{off}"
         );
     }
+}
+
+/// A closure that escapes on one path only (stored into a field when the argument is a
+/// multiple of three) is made on that path, where the optimizing tier's IR makes it, and
+/// stays virtual on the other, where only frame states hold it; a double reaching the
+/// inlined block's `+` later gets the interpreter's answers, and so does the kept closure.
+/// The hot loop runs at least 300 ms so `step:` is compiled before the checked calls.
+#[test]
+fn a_closure_that_escapes_on_one_path_only_is_made_on_that_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = common::eager_opt_calibration(dir.path());
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   | kept |\n\
+         \x20   apply: blk to: x = ( ^blk value: x )\n\
+         \x20   step: i = ( | b r |\n\
+         \x20       b := [ :x | x + i ].\n\
+         \x20       r := self apply: b to: i.\n\
+         \x20       i % 3 = 0 ifTrue: [ kept := b ].\n\
+         \x20       ^r )\n\
+         \x20   run = ( | s k start |\n\
+         \x20       k := 0.\n\
+         \x20       start := system ticks.\n\
+         \x20       [ (system ticks - start) < 300000 ] whileTrue: [ k := k + 1. self step: k ].\n\
+         \x20       s := 0.\n\
+         \x20       1 to: 3000 do: [ :i | s := s + (self step: i) ].\n\
+         \x20       s println.\n\
+         \x20       (kept value: 1) println.\n\
+         \x20       (self step: 2.5) println.\n\
+         \x20       (kept value: 1) println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.stdout, "9003000\n3001\n5.0\n3001\n", "{}", want.stderr);
+    let got = run(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--tier-log",
+            "--print-code=Main>>",
+        ],
+    );
+    assert_eq!(got.stdout, want.stdout, "{}", got.stderr);
+    // In `step:`'s own version, or in `run`'s with `step:` inlined.
+    let sinks = |listing: &str| {
+        let ir = listing
+            .split("--- opt: Cranelift IR")
+            .next()
+            .unwrap_or_default();
+        let virtual_at = ir.find("virtual_block [] in Main>>step:");
+        let made_at = ir.find("make_block [] in Main>>step:");
+        matches!((virtual_at, made_at), (Some(v), Some(m)) if v < m)
+    };
+    assert!(
+        got.stderr.split("=== ").any(sinks),
+        "virtual where made, made on the escaping path:\n{}",
+        got.stderr
+    );
+    for flags in [
+        &["--gc=semispace", "--gc-stress", "1"][..],
+        &["--gc-stress", "50"],
+    ] {
+        let mut all = vec!["--tier=adaptive", "--calibration", &model];
+        all.extend_from_slice(flags);
+        let stressed = run(dir.path(), &all);
+        assert_eq!(
+            stressed.stdout, want.stdout,
+            "{flags:?}: {}",
+            stressed.stderr
+        );
+    }
+}
+
+/// A closure made before a loop and escaping on one path inside it stays one object: it is
+/// made where the program makes it, not on each trip through the escaping path (every
+/// element stored is the same closure).
+#[test]
+fn a_closure_escaping_inside_a_loop_it_is_not_made_in_stays_one_object() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = common::eager_opt_calibration(dir.path());
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   fill: n = ( | b arr |\n\
+         \x20       b := [ :x | x + n ].\n\
+         \x20       arr := Array new: 10.\n\
+         \x20       1 to: 10 do: [ :i | i % 2 = 0 ifTrue: [ arr at: i put: b ] ].\n\
+         \x20       ^((arr at: 2) == (arr at: 10)) and: [ ((arr at: 4) value: 1) = (n + 1) ] )\n\
+         \x20   run = ( | ok start |\n\
+         \x20       ok := true.\n\
+         \x20       start := system ticks.\n\
+         \x20       [ (system ticks - start) < 300000 ] whileTrue: [ ok := ok and: [ self fill: 3 ] ].\n\
+         \x20       ok println.\n\
+         \x20       (self fill: 5) println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.stdout, "true\ntrue\n", "{}", want.stderr);
+    for flags in [
+        &["--tier=adaptive", "--calibration", &model][..],
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--gc=semispace",
+            "--gc-stress",
+            "50",
+        ],
+    ] {
+        let got = run(dir.path(), flags);
+        assert_eq!(got.stdout, want.stdout, "{flags:?}: {}", got.stderr);
+    }
+}
+
+/// A send site that has seen four receiver classes (more than its inline cache holds)
+/// inlines each class's method behind a class switch, classes that find the same method (F
+/// inherits A's) sharing one copy; a fifth class, arriving once the compiled code runs, is sent, not
+/// deoptimized. The hot loop runs at least 300 ms so the compile is in before the fifth
+/// class comes, however slow the machine.
+#[test]
+fn a_site_with_four_receiver_classes_inlines_each_behind_a_class_switch() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = common::eager_opt_calibration(dir.path());
+    for (class, body) in [
+        ("A", "area = ( ^3 * 4 )"),
+        ("B", "area = ( ^5 + 6 )"),
+        ("C", "area = ( ^7 - 1 )"),
+        ("E", "area = ( ^100 * 10 )"),
+    ] {
+        std::fs::write(
+            dir.path().join(format!("{class}.som")),
+            format!("{class} = ( {body} )\n"),
+        )
+        .expect("write a class");
+    }
+    std::fs::write(dir.path().join("F.som"), "F = A ( )\n").expect("write F");
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   | shapes |\n\
+         \x20   total: n = ( | s | s := 0.\n\
+         \x20       1 to: n do: [ :i | s := s + (shapes at: i % 4 + 1) area ]. ^s )\n\
+         \x20   run = ( | start |\n\
+         \x20       shapes := Array new: 4.\n\
+         \x20       shapes at: 1 put: A new. shapes at: 2 put: B new.\n\
+         \x20       shapes at: 3 put: C new. shapes at: 4 put: F new.\n\
+         \x20       start := system ticks.\n\
+         \x20       [ (system ticks - start) < 300000 ] whileTrue: [ self total: 1000 ].\n\
+         \x20       (self total: 1000) println.\n\
+         \x20       shapes at: 2 put: E new.\n\
+         \x20       (self total: 1000) println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.stdout, "10250\n257500\n", "{}", want.stderr);
+    let got = run(
+        dir.path(),
+        &["--tier=adaptive", "--calibration", &model, "--tier-log"],
+    );
+    let (log, _) = split_log(&got.stderr);
+    assert_eq!(got.stdout, want.stdout, "{log}");
+    for callee in ["A>>area", "B>>area", "C>>area"] {
+        assert!(
+            log.contains(&format!("#area → {callee}: inlined")),
+            "{callee}: {log}"
+        );
+    }
+    // F finds A's method: one copy for both.
+    assert!(!log.contains("→ F>>area"), "{log}");
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("deopt") && l.contains("#area")),
+        "{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("(#area): cache") && l.contains("E -> E>>area")),
+        "the fifth class is sent: {log}"
+    );
+    let stressed = run(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--gc=semispace",
+            "--gc-stress",
+            "50",
+        ],
+    );
+    assert_eq!(stressed.stdout, want.stdout, "{}", stressed.stderr);
+}
+
+/// `step:` calls `hot:` three million times and `cold:` once; both fit the static size limit
+/// (60 bytecodes) and neither the cold one (12). The static heuristics inline both; a call
+/// graph (Arnold & Grove's oracle) inlines only the hot one, whether the graph is counted as
+/// the program runs or read from the profile of an earlier exhaustive run.
+#[test]
+fn a_call_graph_keeps_a_cold_call_out_that_the_size_limit_alone_lets_in() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   hot: x = ( | a | a := x + 1. a := a * 2. a := a - 3. a := a + 4. ^a % 1000 )\n\
+         \x20   cold: x = ( | a | a := x + 5. a := a * 3. a := a - 7. a := a + 8. ^a % 1000 )\n\
+         \x20   step: i = ( | s | s := self hot: i. i = 1 ifTrue: [ s := s + (self cold: i) ]. ^s )\n\
+         \x20   run = ( | s | s := 0.\n\
+         \x20       1 to: 3000000 do: [ :i | s := s + (self step: i) ].\n\
+         \x20       ^s )\n\
+         \x20   run: args = ( self run println )\n\
+         )\n",
+    );
+    let verdicts = |flags: &[&str]| {
+        let mut all = vec!["--tier=adaptive", "--tier-log"];
+        all.extend(flags);
+        let r = run(dir.path(), &all);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert_eq!(r.stdout.trim(), "1500000019");
+        let (log, _) = split_log(&r.stderr);
+        let verdict = |selector: &str| {
+            log.lines()
+                .find(|l| l.contains(&format!(" #{selector} → ")))
+                .unwrap_or_else(|| panic!("no choice at #{selector} in:\n{log}"))
+                .to_string()
+        };
+        (verdict("hot:"), verdict("cold:"))
+    };
+    let (hot, cold) = verdicts(&["--inline-by=static"]);
+    assert!(hot.ends_with(": inlined"), "{hot}");
+    assert!(cold.ends_with(": inlined"), "{cold}");
+    let (hot, cold) = verdicts(&["--inline-by=exhaustive"]);
+    assert!(
+        hot.contains(": inlined (edge 50.00 % of the graph's calls"),
+        "{hot}"
+    );
+    assert!(
+        cold.contains("not inlined, 15 bytecodes > 12 (edge 0.00 %"),
+        "{cold}"
+    );
+    // The same graph recorded by an interpreted exhaustive run.
+    let profile = dir.path().join("exact.tprof");
+    let profile = profile.to_str().expect("utf-8 path");
+    let rec = run(
+        dir.path(),
+        &[
+            "--tier=interp",
+            "--exhaustive",
+            "--sampler=none",
+            "--cbs=off",
+            &format!("--profile={profile}"),
+        ],
+    );
+    assert_eq!(rec.code, Some(0), "{}", rec.stderr);
+    let graph = format!("--inline-graph={profile}");
+    let (hot, cold) = verdicts(&["--inline-by=exhaustive", &graph]);
+    assert!(hot.contains(": inlined (edge 50.00 %"), "{hot}");
+    assert!(cold.contains("not inlined, 15 bytecodes > 12"), "{cold}");
+}
+
+#[test]
+fn inlining_by_a_call_graph_is_refused_where_it_cannot_work() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_main(dir.path(), "Main = ( run = ( 1 println ) )\n");
+    let refused = |flags: &[&str], says: &str| {
+        let r = run(dir.path(), flags);
+        assert_eq!(r.code, Some(2), "{flags:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{flags:?}: {}", r.stderr);
+    };
+    refused(
+        &["--tier=opt", "--inline-by=cbs"],
+        "it needs --tier=adaptive",
+    );
+    refused(
+        &["--inline-by=cbs", "--inline-graph=x.tprof"],
+        "goes with --inline-by=exhaustive",
+    );
+    refused(
+        &["--inline-by=exhaustive", "--inline-graph=missing.tprof"],
+        "--inline-graph missing.tprof:",
+    );
+    refused(&["--inline-by=cbs", "--cbs=off"], "--cbs=off turns CBS off");
+    // A profile without exact counts has no perfect graph to give.
+    let plain = dir.path().join("plain.tprof");
+    let r = run(
+        dir.path(),
+        &["--tier=interp", &format!("--profile={}", plain.display())],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    refused(
+        &[
+            "--inline-by=exhaustive",
+            &format!("--inline-graph={}", plain.display()),
+        ],
+        "record it with --exhaustive",
+    );
 }

@@ -1187,6 +1187,10 @@ fn super_sends_call_their_fixed_target_directly() {
 /// `==` at a monomorphic site is answered inline by the optimizing tier (identity of the two
 /// words); numbers, which compare by value, never take that path: a receiver of another class
 /// deoptimizes, and an argument that is a number is simply not identical.
+///
+/// The hot loop runs for at least 300 ms (however fast the machine), so `is:same:` is compiled
+/// before the calls after the loop whatever the compiler thread's pace; without inlining `run`
+/// keeps calling it, so the controller always compiles it on its own.
 #[test]
 fn identity_at_a_monomorphic_site_answers_what_the_interpreter_answers() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -1196,15 +1200,18 @@ fn identity_at_a_monomorphic_site_answers_what_the_interpreter_answers() {
         "Main = (\n\
          \x20   is: a same: b = ( ^a == b )\n\
          \x20   run = (\n\
-         \x20       | other hits flip |\n\
+         \x20       | other hits flip n start |\n\
          \x20       other := Main new.\n\
          \x20       hits := 0.\n\
+         \x20       n := 0.\n\
          \x20       flip := true.\n\
-         \x20       1 to: 2000000 do: [:i |\n\
+         \x20       start := system ticks.\n\
+         \x20       [n < 2000000 or: [(system ticks - start) < 300000]] whileTrue: [\n\
+         \x20           n := n + 1.\n\
          \x20           (self is: self same: (flip ifTrue: [self] ifFalse: [other]))\n\
          \x20               ifTrue: [hits := hits + 1].\n\
          \x20           flip := flip not].\n\
-         \x20       hits println.\n\
+         \x20       (hits = ((n + 1) / 2)) println.\n\
          \x20       (self is: self same: 3) println.\n\
          \x20       (self is: 3 same: 3) println.\n\
          \x20       (self is: 1.5 same: 1.5) println.\n\
@@ -1216,7 +1223,7 @@ fn identity_at_a_monomorphic_site_answers_what_the_interpreter_answers() {
     )
     .unwrap();
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
-    assert_eq!(want, "1000000\nfalse\ntrue\ntrue\ntrue\nfalse\ntrue\n");
+    assert_eq!(want, "true\nfalse\ntrue\ntrue\ntrue\nfalse\ntrue\n");
     let (got, log) = run_main(
         dir.path(),
         &["--tier=adaptive", "--calibration", &model, "--tier-log"],
@@ -1228,6 +1235,17 @@ fn identity_at_a_monomorphic_site_answers_what_the_interpreter_answers() {
             || log.contains("#is:same: → Main>>is:same:: inlined"),
         "{log}"
     );
+    let (got, log) = run_main(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--inline=off",
+            "--tier-log",
+        ],
+    );
+    assert_eq!(got, want, "{log}");
     assert!(
         log.lines()
             .any(|l| l.starts_with("[tier] deopt Main>>is:same: @1 (#==)")

@@ -33,7 +33,9 @@ fn samples_on(section: &str, needle: &str) -> Option<u64> {
 fn samples_in_an_optimized_loop_land_on_its_bytecode_range() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("Loop.som"), LOOP).unwrap();
-    let (_, err) = run_adaptive_profiled(dir.path(), "loop.tprof", &[], "Loop.som");
+    // `spin:`'s own code is what is read: with inlining on, `round`'s compile (with `spin:`
+    // inlined) may win the race with it and take the samples.
+    let (_, err) = run_adaptive_profiled(dir.path(), "loop.tprof", &["--inline=off"], "Loop.som");
     assert!(err.contains("[tier] opt Loop>>spin: ("), "{err}");
     let report = run_in(
         dir.path(),
@@ -147,7 +149,9 @@ fn samples_in_primitives_and_callers_of_compiled_code_keep_its_tier() {
         "{make:?}: most of make's samples (in its primitive) should be in compiled tiers: {report}"
     );
     // The caller's frame: stacks name `fill` in its compiled tier under `make` (which runs
-    // in `fill`'s code when it is inlined there).
+    // in `fill`'s code when it is inlined there). Whether `fill` has its own code or runs
+    // inlined in `run`'s depends on which compile the controller finishes first, so both
+    // labels are accepted.
     let out = run_in(
         dir.path(),
         &["export", "folded", "-o", "alloc.folded", "alloc.tprof"],
@@ -155,9 +159,9 @@ fn samples_in_primitives_and_callers_of_compiled_code_keep_its_tier() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let folded = std::fs::read_to_string(dir.path().join("alloc.folded")).unwrap();
     assert!(
-        folded
-            .lines()
-            .any(|l| l.contains("Alloc>>fill [optimizing];Alloc>>make [optimizing")),
+        folded.lines().any(
+            |l| l.contains("Alloc>>fill [optimizing") && l.contains(";Alloc>>make [optimizing")
+        ),
         "{folded}"
     );
 }

@@ -11,7 +11,9 @@
 //!    already proves, then folding again;
 //! 6. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
 //!    refers to;
-//! 7. [`closures::virtualize`]: closures only frame states hold are made by the exits that
+//! 7. [`closures::sink`]: a closure that escapes only on some paths is made where they
+//!    begin;
+//! 8. [`closures::virtualize`]: closures only frame states hold are made by the exits that
 //!    need them, not where the code made them.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
@@ -53,6 +55,8 @@ pub fn optimize(
     dce::dce(f);
     params::prune(f);
     check(f, "dead code elimination")?;
+    closures::sink(f);
+    check(f, "closure sinking")?;
     closures::virtualize(f);
     dce::dce(f);
     check(f, "closure virtualization")

@@ -27,6 +27,13 @@ impl Vm {
         if let Some(c) = found {
             // The newest class goes first; the previous first entry is kept as the second.
             let site = &mut self.rt.sites[site_id as usize];
+            if site.cached_class2 != NO_CLASS && site.super_lookup.is_none() {
+                // A third class: the second entry is dropped, and both are kept in the
+                // site's list of the classes it saw.
+                let seen = site.seen.get_or_insert_with(Default::default);
+                seen.note(site.cached_class2, site.cached_code2, false);
+                seen.note(class, c, true);
+            }
             site.cached_class2 = site.cached_class;
             site.cached_code2 = site.cached_code;
             site.cached_class = class;

@@ -19,8 +19,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use tally_controller::{Controller, CostModel, Decision};
-use tally_profile::{flag, EventKind, MethodId};
+use tally_controller::{CallGraphSource, Controller, CostModel, Decision};
+use tally_profile::{flag, CallEdge, CallGraph, EventKind, MethodId, RawFrame};
 
 use super::install::{generate, lock, say, Generated, Installer};
 use super::request::{CompileRequest, Speculation};
@@ -139,8 +139,13 @@ impl Vm {
                 "--tier=adaptive needs the profiler (cargo feature `profiling`)".into(),
             ));
         }
+        let graph_source = self.jit.inline_graph;
         if self.profiler.is_none() {
-            self.start_profiler(crate::ProfileOptions::for_controller(config.rate_hz))?;
+            self.start_profiler(crate::ProfileOptions::for_controller_with_graph(
+                config.rate_hz,
+                graph_source,
+                self.jit.inline_graph_cbs,
+            ))?;
         }
         let profiler = self.profiler.as_deref_mut().expect("a profiler was set");
         let options = profiler.options();
@@ -149,6 +154,25 @@ impl Vm {
                 "--tier=adaptive is driven by method samples; this profile takes none (--sampler=none)".into(),
             ));
         }
+        if options.call_graph != graph_source {
+            return Err(VmError::Fatal(
+                "the profile does not keep the call graph the inliner reads (ProfileOptions::call_graph must match --inline-by)".into(),
+            ));
+        }
+        if graph_source == Some(CallGraphSource::Cbs) && options.cbs.is_none() {
+            return Err(VmError::Fatal(
+                "--inline-by=cbs weighs inlining by CBS's call graph; this profile has --cbs=off (take --inline-by=samples or static)".into(),
+            ));
+        }
+        if graph_source == Some(CallGraphSource::TimerSamples) && options.sample_depth < 2 {
+            return Err(VmError::Fatal(
+                "--inline-by=samples reads call edges from samples' two innermost frames; this profile keeps one (--sample-depth=1)".into(),
+            ));
+        }
+        // Samples feed the graph on the drain thread, as they reach the controller.
+        let sample_graph = (graph_source == Some(CallGraphSource::TimerSamples))
+            .then(|| profiler.call_graph.clone())
+            .flatten();
         let sample_ns = 1e9 / f64::from(options.rate_hz.max(1));
         let tiers: Vec<_> = config.tiers.iter().map(|t| t.profile_tier()).collect();
         let controller = Arc::new(Mutex::new(Controller::new(config.model, sample_ns, &tiers)));
@@ -159,6 +183,9 @@ impl Vm {
             let (counts_due, count_calls) = (counts_due.clone(), self.rt.count_calls);
             profiler.observe_samples(
                 Box::new(move |samples| {
+                    if let Some(g) = sample_graph.as_ref() {
+                        add_sample_edges(&mut lock(g), samples);
+                    }
                     let new = lock(&controller).observe(samples);
                     if count_calls {
                         counts_due.store(true, Ordering::Relaxed);
@@ -242,6 +269,11 @@ impl Vm {
         }
         let controller = a.controller.clone();
         let log = lock(&self.jit.installer).log;
+        let weights = if decisions.iter().any(|d| d.to == Tier::Opt.profile_tier()) {
+            self.inline_weights()
+        } else {
+            None
+        };
         for d in decisions {
             let code = self.rt.codes[d.method.0 as usize];
             let Some(tier) = Tier::from_profile_tier(d.to) else {
@@ -284,7 +316,12 @@ impl Vm {
                         log,
                     );
                 }
-                request.plan_inlining(&self.rt, speculation, &self.jit.inline_policy);
+                request.plan_inlining(
+                    &self.rt,
+                    speculation,
+                    &self.jit.inline_policy,
+                    weights.as_ref(),
+                );
                 if !guards_log.is_empty() {
                     self.write_err(guards_log.as_bytes());
                 }
@@ -313,6 +350,32 @@ impl Vm {
             if !sent {
                 lock(&controller).compile_failed(d.method, d.to);
             }
+        }
+    }
+}
+
+/// The call edges of timer samples: each sample's two innermost frames, the caller's
+/// position being its call site (the seeds' call graph, which CBS is measured against).
+fn add_sample_edges(graph: &mut CallGraph, samples: &[tally_profile::Sample]) {
+    let at = |f: &RawFrame| match *f {
+        RawFrame::Interpreted { method, bci } | RawFrame::InTier { method, bci, .. } => {
+            Some((method, bci))
+        }
+        RawFrame::Compiled { .. } => None,
+    };
+    for s in samples {
+        let [callee, caller, ..] = s.frames.as_slice() else {
+            continue;
+        };
+        if let (Some((callee, _)), Some((caller, callsite))) = (at(callee), at(caller)) {
+            graph.add(
+                CallEdge {
+                    caller,
+                    callsite,
+                    callee,
+                },
+                1,
+            );
         }
     }
 }

@@ -602,6 +602,13 @@ pub(crate) struct Jit {
     pub(crate) no_speculation: bool,
     /// What optimizing compiles inline (`--inline`).
     pub(crate) inline_policy: tally_controller::InlinePolicy,
+    /// Where the inliner's call graph comes from (`--inline-by`); `None`: static heuristics.
+    pub(crate) inline_graph: Option<tally_controller::CallGraphSource>,
+    /// The CBS configuration that collects it, for [`tally_controller::CallGraphSource::Cbs`].
+    pub(crate) inline_graph_cbs: tally_profile::CbsConfig,
+    /// A call graph read from a recorded profile (`--inline-graph`), which then weighs the
+    /// inliner's choices instead of one collected as the program runs.
+    recorded_graph: Option<inlining::RecordedGraph>,
     /// Receiver-class value profiles, when on.
     values: Option<values::SiteProfiles>,
     /// `--no-osr`: a loop running in the interpreter does not move into compiled code at
@@ -678,6 +685,57 @@ impl Vm {
     /// `--inline=off`: optimizing compiles inline no method.
     pub fn disable_inlining(&mut self) {
         self.jit.inline_policy.enabled = false;
+    }
+
+    /// `--inline-by`: the call graph that weighs the inliner's choices under
+    /// `--tier=adaptive` (`None`: the static heuristics). Set before [`Vm::set_adaptive`],
+    /// which has the profiler feed it (`cbs` configures CBS when it is the source and the
+    /// run records no profile of its own).
+    pub fn set_inline_call_graph(
+        &mut self,
+        source: Option<tally_controller::CallGraphSource>,
+        cbs: tally_profile::CbsConfig,
+    ) {
+        self.jit.inline_graph = source;
+        self.jit.inline_graph_cbs = cbs;
+    }
+
+    /// `--inline-graph`: the inliner reads this call graph (edges by name: caller, call
+    /// site, callee, weight), recorded by an earlier run, instead of collecting one.
+    pub fn set_recorded_inline_graph(&mut self, edges: Vec<(String, u32, String, u64)>) {
+        self.jit.recorded_graph = Some(inlining::RecordedGraph::new(edges));
+    }
+
+    /// The inliner's call graph as it stands, when one is kept.
+    pub(crate) fn inline_weights(&mut self) -> Option<inlining::EdgeWeights> {
+        if let Some(g) = self.jit.recorded_graph.as_mut() {
+            return Some(g.weights(&self.rt));
+        }
+        let source = self.jit.inline_graph?;
+        let p = self.profiler.as_deref();
+        Some(match source {
+            tally_controller::CallGraphSource::Exhaustive => {
+                let mut w = inlining::EdgeWeights::default();
+                if let Some(exact) = p.and_then(|p| p.exact.as_ref()) {
+                    for (e, &n) in &exact.edges {
+                        w.add(e.caller.0, e.callsite, e.callee.0, n);
+                    }
+                }
+                w
+            }
+            tally_controller::CallGraphSource::Cbs => match p {
+                Some(p) => inlining::EdgeWeights::from_graph(p.recorder().cbs_edges()),
+                None => inlining::EdgeWeights::default(),
+            },
+            tally_controller::CallGraphSource::TimerSamples => {
+                match p.and_then(|p| p.call_graph.as_ref()) {
+                    Some(g) => inlining::EdgeWeights::from_graph(
+                        &g.lock().unwrap_or_else(|e| e.into_inner()),
+                    ),
+                    None => inlining::EdgeWeights::default(),
+                }
+            }
+        })
     }
 
     /// `--no-osr`: loops running in the interpreter stay there until their activation next
@@ -904,6 +962,7 @@ impl Vm {
     #[inline(never)]
     fn compile_native(&mut self, code: &'static Code) -> bool {
         self.profile_announce_bytecodes(&[code.id]);
+        let weights = self.inline_weights();
         let (Some(generator), Some(layout)) =
             (self.jit.generator.as_deref_mut(), self.jit.layout.as_ref())
         else {
@@ -924,7 +983,12 @@ impl Vm {
                 request = request.with_value_tables(values);
             }
         } else if generator.tier() == Tier::Opt {
-            request.plan_inlining(&self.rt, speculation, &self.jit.inline_policy);
+            request.plan_inlining(
+                &self.rt,
+                speculation,
+                &self.jit.inline_policy,
+                weights.as_ref(),
+            );
         }
         let mut installer = lock(&self.jit.installer);
         if installer.writes_stderr() {

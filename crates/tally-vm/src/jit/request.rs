@@ -37,16 +37,23 @@ pub struct SiteFacts {
     pub receiver_table: usize,
 }
 
+/// The most receiver classes compiled code tests at one send site before it sends.
+pub const MAX_GUARDED_CLASSES: usize = crate::runtime::MAX_SEEN_CLASSES;
+
 /// The classes a send site's inline cache holds, with their targets.
 #[derive(Clone, Copy, Debug)]
 pub enum ExpectedReceivers {
     /// The one class the site has seen: compiled code guards on it and deoptimizes when
     /// another comes.
     One(ExpectedReceiver),
-    /// Both entries of a full cache: guarded in turn, and any other class takes the send
-    /// stub (a full cache may have lost earlier classes, so a miss is no surprise worth a
-    /// deopt).
-    Two([ExpectedReceiver; 2]),
+    /// Two to [`MAX_GUARDED_CLASSES`] classes (a full cache, the classes a polymorphic site
+    /// saw, or those a value profile counted): tested in turn, and any other class takes
+    /// the send stub (a site that saw several classes may see another, which is no
+    /// surprise worth a deopt). Made by [`ExpectedReceivers::several`].
+    Several {
+        classes: [ExpectedReceiver; MAX_GUARDED_CLASSES],
+        len: u8,
+    },
     /// The one class a value profile shows above the guard share at a site that has seen
     /// others: guarded, and any other class takes the send stub.
     OneThenSend(ExpectedReceiver),
@@ -59,8 +66,24 @@ impl ExpectedReceivers {
             ExpectedReceivers::One(e) | ExpectedReceivers::OneThenSend(e) => {
                 std::slice::from_ref(e)
             }
-            ExpectedReceivers::Two(pair) => pair,
+            ExpectedReceivers::Several { classes, len } => &classes[..*len as usize],
         }
+    }
+
+    /// A class switch over `classes` (the first [`MAX_GUARDED_CLASSES`] of them), falling
+    /// back to a send; one class guarded before a send; `None` for none.
+    pub fn several(classes: &[ExpectedReceiver]) -> Option<ExpectedReceivers> {
+        let (&first, _) = classes.split_first()?;
+        if classes.len() == 1 {
+            return Some(ExpectedReceivers::OneThenSend(first));
+        }
+        let len = classes.len().min(MAX_GUARDED_CLASSES);
+        let mut all = [first; MAX_GUARDED_CLASSES];
+        all[..len].copy_from_slice(&classes[..len]);
+        Some(ExpectedReceivers::Several {
+            classes: all,
+            len: len as u8,
+        })
     }
 
     /// Whether a receiver of none of the classes deoptimizes (else it takes the send stub).
@@ -369,8 +392,9 @@ impl CompileRequest {
     /// Replaces what the inline caches say about the sends' receivers by what the sites'
     /// value tables counted, where a table has counted enough (`tables`: per site in the
     /// request's site order): the classes above `share` of a site's receivers are guarded
-    /// (at most two, most frequent first); a site whose table holds one class and nothing
-    /// else deoptimizes on a miss (unless its guard failed before), any other sends.
+    /// (at most [`MAX_GUARDED_CLASSES`], most frequent first); a site whose table holds one
+    /// class and nothing else deoptimizes on a miss (unless its guard failed before), any
+    /// other sends.
     /// Answers the sites it set, each with the guarded classes and their shares.
     pub(crate) fn with_receiver_profiles(
         &mut self,
@@ -393,7 +417,11 @@ impl CompileRequest {
             }
             let mut guarded = Vec::new();
             let mut shares = Vec::new();
-            for (value, class_share) in table.values_above(share).into_iter().take(2) {
+            for (value, class_share) in table
+                .values_above(share)
+                .into_iter()
+                .take(MAX_GUARDED_CLASSES)
+            {
                 // Counted as `class | 1 << 32` (never 0): the low half is the class.
                 let class = value as u32;
                 let target = rt
@@ -414,9 +442,7 @@ impl CompileRequest {
                 [one] if table.entries.len() == 1 && table.other == 0 && !failed.contains(site) => {
                     Some(ExpectedReceivers::One(one))
                 }
-                [one] => Some(ExpectedReceivers::OneThenSend(one)),
-                [a, b] => Some(ExpectedReceivers::Two([a, b])),
-                _ => unreachable!("at most two"),
+                _ => ExpectedReceivers::several(&guarded),
             };
             applied.push((*site, shares));
         }
@@ -445,10 +471,13 @@ impl CompileRequest {
     }
 }
 
-/// The receiver classes and targets of a send site's inline cache, when compiled code can do
-/// every target without the send stub. A super send's one entry is its fixed target (the
-/// cache's class is where its lookup starts), served when it is a method called directly or
-/// a trivial method: those need no class of their receiver (which is `self`).
+/// The receiver classes and targets of a send site's inline cache, and of the classes it saw
+/// beyond those when it is polymorphic (up to [`MAX_GUARDED_CLASSES`]; a megamorphic site
+/// gets its cache's two), when compiled code can do them without the send stub: a site that
+/// saw one class needs that one (a miss deoptimizes), one that saw several switches on those
+/// it can do and sends the rest. A super send's one entry is its fixed target (the cache's
+/// class is where its lookup starts), served when it is a method called directly or a
+/// trivial method: those need no class of their receiver (which is `self`).
 fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
     let s = &rt.sites[site as usize];
     if s.cached_class == NO_CLASS {
@@ -462,12 +491,26 @@ fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
         )
         .then_some(ExpectedReceivers::One(e));
     }
-    let first = expected_receiver(rt, s.cached_class, s.cached_code, s.argc)?;
     if s.cached_class2 == NO_CLASS {
-        return Some(ExpectedReceivers::One(first));
+        return expected_receiver(rt, s.cached_class, s.cached_code, s.argc)
+            .map(ExpectedReceivers::One);
     }
-    let second = expected_receiver(rt, s.cached_class2, s.cached_code2, s.argc)?;
-    Some(ExpectedReceivers::Two([first, second]))
+    let mut seen = vec![
+        (s.cached_class, s.cached_code),
+        (s.cached_class2, s.cached_code2),
+    ];
+    if let Some(more) = s.seen.as_deref().filter(|m| !m.megamorphic()) {
+        for (class, code) in more.by_frequency() {
+            if !seen.iter().any(|&(c, _)| c == class) {
+                seen.push((class, code));
+            }
+        }
+    }
+    let served: Vec<ExpectedReceiver> = seen
+        .into_iter()
+        .filter_map(|(class, code)| expected_receiver(rt, class, code, s.argc))
+        .collect();
+    ExpectedReceivers::several(&served)
 }
 
 /// What receivers of `class` run at a site whose cache says `code`, when compiled code can do

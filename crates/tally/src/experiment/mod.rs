@@ -11,6 +11,8 @@
 //!   stability and overhead per trigger × mechanism.
 //! - [`gc_hints`]: Buytaert et al. (HiPEAC 2005) — GC time, full collections and pauses with
 //!   and without GC hints.
+//! - [`inlining`]: Arnold & Grove (CGO 2005), Table 3 / Figure 5 — steady-state speed with
+//!   inlining directed by CBS, by samples, by the exhaustive graph, by size alone, and none.
 //!
 //! Both measure child processes the way `tally bench` does (its suite files, its process
 //! runner with `wait4` CPU times, its interleaving of alternatives), so [`runner`] is a thin
@@ -19,6 +21,7 @@
 
 mod cbs;
 mod gc_hints;
+mod inlining;
 mod output;
 mod plan;
 mod profiles;
@@ -35,21 +38,23 @@ use tally_bench::suite::{Suite, SuiteOptions};
 use runner::{Runner, Stop};
 
 const AFTER_HELP: &str = "\
-Both experiments run benchmarks from a `tally bench` suite file (default bench/awfy.toml, which
-needs SOM=/path/to/SOM-st/SOM in the environment) as separate Tally processes, and write a
-Markdown report (also printed on stdout), a JSON file with every raw measurement and a CSV
-summary into the output directory. See `tally experiment cbs --help` and
-`tally experiment sampling --help` for what they measure and how to read the numbers.
+Every experiment runs benchmarks from a `tally bench` suite file (default bench/awfy.toml, which
+needs SOM=/path/to/SOM-st/SOM in the environment) as separate Tally processes, and writes a
+Markdown report (also printed on stdout), a JSON file with every raw measurement and a summary
+into the output directory. See `tally experiment cbs --help`, `tally experiment sampling
+--help`, `tally experiment gc-hints --help` and `tally experiment inlining --help` for what
+they measure and how to read the numbers.
 
 Examples:
   SOM=/path/to/SOM tally experiment cbs -o cbs-results
   SOM=/path/to/SOM tally experiment cbs --config 3:16 -n 10 \\
       --benchmarks DeltaBlue,Richards,Havlak,Json,CD,Towers -o cbs-default
   SOM=/path/to/SOM tally experiment sampling -n 10 -o sampling-results
+  SOM=/path/to/SOM tally experiment inlining -o inlining-results
   tally experiment cbs --suite bench/smoke.toml --benchmarks Fibonacci --strides 1,3 --samples 1,4 -n 1";
 
-/// Profiling-accuracy experiments on Tally: CBS call graphs (Arnold & Grove, CGO 2005) and
-/// method sampling (Buytaert et al., OOPSLA 2007).
+/// Profiling experiments on Tally: CBS call graphs and the inlining they direct (Arnold &
+/// Grove, CGO 2005), method sampling (Buytaert et al., OOPSLA 2007), GC hints.
 #[derive(Parser, Debug)]
 #[command(name = "tally experiment", version, after_help = AFTER_HELP)]
 struct Cli {
@@ -72,6 +77,12 @@ enum Command {
     /// HiPEAC 2005).
     #[command(after_help = gc_hints::AFTER_HELP)]
     GcHints(gc_hints::GcHintsArgs),
+    /// Inlining directed by call graphs: steady-state speedup over no inlining with the
+    /// adaptive tier's inliner reading CBS's graph, the samples', the exhaustive one, or
+    /// none (size limits alone), and what collecting each costs (Arnold & Grove, CGO 2005,
+    /// Table 3 / Figure 5).
+    #[command(after_help = inlining::AFTER_HELP)]
+    Inlining(inlining::InliningArgs),
 }
 
 /// Options both experiments share: what to run, with which Tally, and where results go.
@@ -172,6 +183,7 @@ pub fn main(args: Vec<OsString>, this: PathBuf) -> ExitCode {
         Command::Cbs(a) => cbs::run(a, &this),
         Command::Sampling(a) => sampling::run(a, &this),
         Command::GcHints(a) => gc_hints::run(a, &this),
+        Command::Inlining(a) => inlining::run(a, &this),
     };
     match result {
         Ok(Ending::Complete) => ExitCode::SUCCESS,
@@ -255,46 +267,64 @@ impl CommonArgs {
     }
 
     fn load_suite(&self, this: &Path) -> Result<Suite, Error> {
-        let path = match &self.suite {
-            Some(p) => p.clone(),
-            None => default_suite(this).ok_or_else(|| {
-                Error::Usage(
-                    "no --suite given and bench/awfy.toml is not in the current directory; \
-                     pass --suite FILE (e.g. bench/awfy.toml with SOM set, or bench/smoke.toml)"
-                        .into(),
-                )
-            })?,
-        };
-        let mut only: Vec<String> = Vec::new();
-        for b in self.benchmarks.iter().map(|b| b.trim()) {
-            if !b.is_empty() && !only.iter().any(|x| x == b) {
-                only.push(b.to_string());
-            }
-        }
-        if only.is_empty() {
+        if self.benchmarks.iter().all(|b| b.trim().is_empty()) {
             return Err(Error::Usage("--benchmarks names no benchmark".into()));
         }
-        let options = SuiteOptions {
-            iterations: Some(self.iterations),
-            only: only.clone(),
-            ..SuiteOptions::default()
-        };
-        let mut suite = Suite::load(&path, &options).map_err(|e| {
-            let mut m = e.to_string();
-            if m.contains("environment variable") {
-                m.push_str(
-                    "\n(bench/awfy.toml finds the Are We Fast Yet sources through $SOM: \
-                     run e.g. `SOM=/path/to/SOM-st/SOM tally experiment …`)",
-                );
-            }
-            Error::Usage(m)
-        })?;
-        // The order given on the command line, not the suite's: it is the order of the report.
+        load_suite(
+            self.suite.as_deref(),
+            &self.benchmarks,
+            self.iterations,
+            this,
+        )
+    }
+}
+
+/// The suite `path` (default bench/awfy.toml), `only` the benchmarks named (all when none),
+/// in the order named, `iterations` each.
+fn load_suite(
+    path: Option<&Path>,
+    benchmarks: &[String],
+    iterations: u32,
+    this: &Path,
+) -> Result<Suite, Error> {
+    let path = match path {
+        Some(p) => p.to_path_buf(),
+        None => default_suite(this).ok_or_else(|| {
+            Error::Usage(
+                "no --suite given and bench/awfy.toml is not in the current directory; \
+                 pass --suite FILE (e.g. bench/awfy.toml with SOM set, or bench/smoke.toml)"
+                    .into(),
+            )
+        })?,
+    };
+    let mut only: Vec<String> = Vec::new();
+    for b in benchmarks.iter().map(|b| b.trim()) {
+        if !b.is_empty() && !only.iter().any(|x| x == b) {
+            only.push(b.to_string());
+        }
+    }
+    let options = SuiteOptions {
+        iterations: Some(iterations),
+        only: only.clone(),
+        ..SuiteOptions::default()
+    };
+    let mut suite = Suite::load(&path, &options).map_err(|e| {
+        let mut m = e.to_string();
+        if m.contains("environment variable") {
+            m.push_str(
+                "\n(bench/awfy.toml finds the Are We Fast Yet sources through $SOM: \
+                 run e.g. `SOM=/path/to/SOM-st/SOM tally experiment …`)",
+            );
+        }
+        Error::Usage(m)
+    })?;
+    // The order given on the command line, not the suite's: it is the order of the report.
+    if !only.is_empty() {
         suite
             .benchmarks
             .sort_by_key(|b| only.iter().position(|o| o == &b.name));
-        Ok(suite)
     }
+    Ok(suite)
 }
 
 /// bench/awfy.toml in the current directory, else in a directory above the binary (a build in
