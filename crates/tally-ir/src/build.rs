@@ -377,6 +377,7 @@ impl Builder<'_> {
                 context: None,
                 closure: self.act.closure,
                 outer: None,
+                virtuals: Vec::new(),
             });
             Some(self.new_context(block, &locals, outer, state))
         } else {
@@ -439,6 +440,7 @@ impl Builder<'_> {
             context: s.context,
             closure: self.act.closure,
             outer: self.act.inlined.as_ref().map(|c| c.caller),
+            virtuals: Vec::new(),
         })
     }
 
@@ -1122,6 +1124,7 @@ impl Builder<'_> {
             context: self.act.context,
             closure: self.act.closure,
             outer: self.act.inlined.as_ref().map(|c| c.caller),
+            virtuals: Vec::new(),
         });
         let ctx = self.new_context(block, &all, self.act.context, state);
         self.act.context = Some(ctx);

@@ -253,6 +253,13 @@ pub enum InstKind {
         size: u16,
         outer: Option<ValueId>,
     },
+    /// A context only frame states and virtual closures hold (its slots are SSA values,
+    /// each state naming what they hold there): made by the exit that rebuilds a frame
+    /// holding it, nowhere else.
+    VirtualContext {
+        size: u16,
+        outer: Option<ValueId>,
+    },
     /// The context a context was made in.
     ContextOuter(ValueId),
     /// The context a closure was made in.
@@ -363,7 +370,9 @@ impl InstKind {
             | Literal(_) | Global(_) | Yieldpoint | CallHook(_) | EnterInlined(_) => vec![],
             LoadField { obj, .. } => vec![*obj],
             StoreField { obj, value, .. } => vec![*obj, *value],
-            NewContext { outer, .. } => outer.iter().copied().collect(),
+            NewContext { outer, .. } | VirtualContext { outer, .. } => {
+                outer.iter().copied().collect()
+            }
             ContextOuter(c) | ClosureContext(c) => vec![*c],
             LoadContext { ctx, .. } => vec![*ctx],
             StoreContext { ctx, value, .. } => vec![*ctx, *value],
@@ -405,7 +414,7 @@ impl InstKind {
                 *obj = f(*obj);
                 *value = f(*value);
             }
-            NewContext { outer, .. } => {
+            NewContext { outer, .. } | VirtualContext { outer, .. } => {
                 if let Some(o) = outer {
                     *o = f(*o);
                 }
@@ -505,7 +514,8 @@ impl InstKind {
             | FlagToBool(_)
             | Truth(_)
             | ArrayLength(_)
-            | VirtualBlock { .. } => true,
+            | VirtualBlock { .. }
+            | VirtualContext { .. } => true,
             Global(_)
             | StoreField { .. }
             | NewContext { .. }
@@ -707,6 +717,10 @@ pub struct FrameState {
     pub closure: Option<ValueId>,
     /// The caller this activation was inlined into, suspended in the call.
     pub outer: Option<FrameStateId>,
+    /// What the slots of each virtual context ([`InstKind::VirtualContext`]) hold here: an
+    /// exit at this state makes every one its chain refers to with these values (the
+    /// innermost state's, as the outer states' were taken before the inlined calls ran).
+    pub virtuals: Vec<(ValueId, Vec<ValueId>)>,
 }
 
 impl FrameState {
@@ -718,6 +732,11 @@ impl FrameState {
             .chain(self.stack.iter())
             .chain(self.context.iter())
             .chain(self.closure.iter())
+            .chain(
+                self.virtuals
+                    .iter()
+                    .flat_map(|(c, slots)| std::iter::once(c).chain(slots)),
+            )
             .copied()
     }
 
@@ -733,6 +752,10 @@ impl FrameState {
         }
         if let Some(c) = &mut self.closure {
             *c = f(*c);
+        }
+        for (c, slots) in &mut self.virtuals {
+            *c = f(*c);
+            slots.iter_mut().for_each(|v| *v = f(*v));
         }
     }
 }

@@ -142,6 +142,10 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
             Some(c) => format!("make_block {}, {receiver}, {c}", name_of(*code)),
             None => format!("make_block {}, {receiver}", name_of(*code)),
         },
+        VirtualContext { size, outer } => match outer {
+            Some(o) => format!("virtual_context {size}, {o}"),
+            None => format!("virtual_context {size}"),
+        },
         VirtualBlock {
             code,
             receiver,
@@ -249,6 +253,9 @@ fn state_text(s: &FrameState, name_of: &dyn Fn(u32) -> String) -> String {
     }
     if let Some(c) = s.closure {
         let _ = write!(text, "  closure {c}");
+    }
+    for (c, slots) in &s.virtuals {
+        let _ = write!(text, "  {c} = [{}]", list(slots));
     }
     if let Some(o) = s.outer {
         let _ = write!(text, "  in {o}");

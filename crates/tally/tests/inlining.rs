@@ -300,6 +300,65 @@ fn a_deopt_with_two_virtual_closures_live_makes_both_for_the_interpreter() {
     assert_eq!(stressed.stdout, want.stdout, "{}", stressed.stderr);
 }
 
+/// `sums`, inlined into `round:`, keeps `s` and `t` in a context its two blocks share; with
+/// both blocks inlined where `each:and:` (inlined too) sends them `value:`, neither the
+/// closures nor the context exist: the context's slots are values in registers. When an
+/// element turns into a double the guard in the first block fails with all three live, and
+/// the exit makes the context (with the sums so far) and both closures over it for the
+/// frames it rebuilds.
+#[test]
+fn a_deopt_with_two_virtual_closures_and_a_virtual_context_live_makes_all_three() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   | items |\n\
+         \x20   each: a and: b = ( 1 to: items length do: [ :i |\n\
+         \x20       a value: (items at: i). b value: (items at: i) ] )\n\
+         \x20   sums = ( | s t | s := 0. t := 0.\n\
+         \x20       self each: [ :e | s := s + e ] and: [ :e | t := t + (e * 2) ].\n\
+         \x20       ^s + t )\n\
+         \x20   round: k = ( | x |\n\
+         \x20       x := k = 100 ifTrue: [ 1.5 ] ifFalse: [ k ].\n\
+         \x20       k = 2500 ifTrue: [ items at: 30 put: 1.25 ].\n\
+         \x20       ^self sums + (x < 0 ifTrue: [ 1 ] ifFalse: [ 0 ]) )\n\
+         \x20   run = ( | r |\n\
+         \x20       items := Array new: 40. r := 0.\n\
+         \x20       1 to: 40 do: [ :i | items at: i put: i ].\n\
+         \x20       1 to: 3000 do: [ :k | r := r + (self round: k) ].\n\
+         \x20       r println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.code, Some(0), "{}", want.stderr);
+    // `round:` fails its guard on `x` at k = 100 and is recompiled with what its sends saw.
+    let got = run(dir.path(), &["--tier=opt", "--tier-log"]);
+    let (log, _) = split_log(&got.stderr);
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("[tier] opt Main>>round: (")
+                && l.contains("2 methods and 2 blocks inlined")
+                && l.contains("2 closures and 1 context never made")),
+        "{log}"
+    );
+    assert!(
+        log.contains("[tier] deopt [] in Main>>sums @1 (#+) (inlined into Main>>round:)"),
+        "{log}"
+    );
+    assert_eq!(got.stdout, want.stdout, "{log}");
+    for stress in [
+        &["--tier=opt", "--gc=semispace", "--gc-stress", "1"][..],
+        &["--tier=opt", "--gc-stress", "7"][..],
+    ] {
+        let stressed = run(dir.path(), stress);
+        assert_eq!(
+            stressed.stdout, want.stdout,
+            "{stress:?}: {}",
+            stressed.stderr
+        );
+    }
+}
+
 /// Each method's self share of the samples in a folded export taken in optimized code (the
 /// innermost frame's tier: the steady state, where both runs' code is compiled), and each
 /// call path's (the tiers and `inlined` marks left out), with the total.

@@ -125,5 +125,6 @@ fn entry_state(
         context,
         closure,
         outer: None,
+        virtuals: Vec::new(),
     })
 }

@@ -14,11 +14,14 @@
 //! 7. [`closures::sink`]: a closure that escapes only on some paths is made where they
 //!    begin;
 //! 8. [`closures::virtualize`]: closures only frame states hold are made by the exits that
-//!    need them, not where the code made them.
+//!    need them, not where the code made them;
+//! 9. [`contexts::virtualize`]: an inlined activation's context that only its code, virtual
+//!    closures and frame states use has its slots in SSA values, made by the exits too.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
 
 pub mod closures;
+pub mod contexts;
 pub mod dce;
 pub mod entries;
 pub mod fold;
@@ -59,7 +62,13 @@ pub fn optimize(
     check(f, "closure sinking")?;
     closures::virtualize(f);
     dce::dce(f);
-    check(f, "closure virtualization")
+    check(f, "closure virtualization")?;
+    contexts::virtualize(f);
+    check(f, "context virtualization")?;
+    // The slots' parameters where paths merge one value, and the loads' now unused nils.
+    params::prune(f);
+    dce::dce(f);
+    check(f, "pruning the contexts' parameters")
 }
 
 fn check(f: &Function, after: &str) -> Result<(), String> {

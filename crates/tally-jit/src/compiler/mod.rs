@@ -225,6 +225,21 @@ impl Compiler {
     }
 }
 
+/// The virtual closures and contexts `ir` holds (its dead code gone: each is held by a state).
+fn never_made(ir: &tally_ir::Function) -> tally_vm::jit::NeverMade {
+    let mut out = tally_vm::jit::NeverMade::default();
+    for block in &ir.blocks {
+        for &i in &block.insts {
+            match ir.insts[i.index()].kind {
+                tally_ir::InstKind::VirtualBlock { .. } => out.closures += 1,
+                tally_ir::InstKind::VirtualContext { .. } => out.contexts += 1,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 impl CodeGenerator for Compiler {
     fn tier(&self) -> Tier {
         self.tier
@@ -291,12 +306,13 @@ impl CodeGenerator for Compiler {
         // `EntryPoint` signature (`entry_signature`, the platform's C calling convention) and
         // is finalized.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(entry_address) };
-        let (speculations, safepoints, scopes) = match built {
-            Built::Translated => (0, None, Vec::new()),
+        let (speculations, safepoints, scopes, never_made) = match built {
+            Built::Translated => (0, None, Vec::new(), Default::default()),
             Built::Lowered(ir, l) => (
                 l.speculations,
                 Some(l.table),
                 crate::lower::inline_scopes(&ir),
+                never_made(&ir),
             ),
         };
         Ok(NativeCode {
@@ -309,6 +325,7 @@ impl CodeGenerator for Compiler {
             code_start: direct,
             osr_entries,
             scopes,
+            never_made,
         })
     }
 

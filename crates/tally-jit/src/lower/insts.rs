@@ -248,7 +248,7 @@ impl Lowerer<'_, '_> {
                 self.call_hook(*code, inst.bci);
                 None
             }
-            InstKind::VirtualBlock { .. } => None,
+            InstKind::VirtualBlock { .. } | InstKind::VirtualContext { .. } => None,
             InstKind::EnterInlined(code) => {
                 if self.layout.count_calls {
                     let callee = self.request.callee(*code).ok_or_else(|| {
@@ -260,7 +260,7 @@ impl Lowerer<'_, '_> {
                 None
             }
         };
-        if let InstKind::VirtualBlock { .. } = inst.kind {
+        if let InstKind::VirtualBlock { .. } | InstKind::VirtualContext { .. } = inst.kind {
             // Made only by the exits whose frames hold it (`Lowerer::materialize`).
             return Ok(());
         }
@@ -540,7 +540,7 @@ impl Lowerer<'_, '_> {
 
     /// The context of an inlined activation: `size` slots, `outer` as its outer context (a
     /// safepoint: it allocates).
-    fn inlined_context(
+    pub(super) fn inlined_context(
         &mut self,
         size: u16,
         outer: Option<tally_ir::ValueId>,

@@ -1044,7 +1044,7 @@ impl Lowerer<'_, '_> {
             chain.push(o);
         }
         chain.reverse();
-        self.materialize(&chain, fs.bci)?;
+        self.materialize(&chain, state, fs.bci)?;
         let mut slots = self.slots;
         let mut frame = self.frame;
         let mut bp = self.bp;
@@ -1150,21 +1150,64 @@ impl Lowerer<'_, '_> {
         Ok(())
     }
 
-    /// Makes the virtual closures the states of `chain` hold (an exit's: the interpreter sees
-    /// them now), defining each IR value as the new object for the rest of the exit. Each
-    /// is a safepoint; one whose allocation fails leaves (the error is parked).
-    fn materialize(&mut self, chain: &[FrameStateId], bci: u32) -> Result<(), String> {
+    /// Makes the virtual contexts and closures the states of `chain` hold (an exit's: the
+    /// interpreter sees them now), defining each IR value as the new object for the rest of
+    /// the exit: contexts first, each after its outer one, with the slots `innermost` (the
+    /// exit's own state) names. Each is a safepoint; one whose allocation fails leaves (the
+    /// error is parked).
+    fn materialize(
+        &mut self,
+        chain: &[FrameStateId],
+        innermost: FrameStateId,
+        bci: u32,
+    ) -> Result<(), String> {
         let mut virtuals: Vec<tally_ir::ValueId> = Vec::new();
+        let mut contexts: Vec<tally_ir::ValueId> = Vec::new();
         for &st in chain {
             for v in self.ir.states[st.index()].values() {
-                let virtual_block = matches!(
-                    self.ir.def_inst(v).map(|i| &i.kind),
-                    Some(tally_ir::InstKind::VirtualBlock { .. })
-                );
-                if virtual_block && !virtuals.contains(&v) {
-                    virtuals.push(v);
+                let mut next = Some(v);
+                while let Some(x) = next {
+                    next = match self.ir.def_inst(x).map(|i| &i.kind) {
+                        Some(tally_ir::InstKind::VirtualBlock { ctx, .. }) => {
+                            if !virtuals.contains(&x) {
+                                virtuals.push(x);
+                            }
+                            *ctx
+                        }
+                        Some(tally_ir::InstKind::VirtualContext { outer, .. }) => {
+                            if !contexts.contains(&x) {
+                                contexts.push(x);
+                            }
+                            *outer
+                        }
+                        _ => None,
+                    };
                 }
             }
+        }
+        // Outer contexts first: each is made before the ones made over it.
+        contexts.sort_by_key(|&c| c.index());
+        for c in contexts {
+            let Some(tally_ir::InstKind::VirtualContext { size, outer }) =
+                self.ir.def_inst(c).map(|i| i.kind.clone())
+            else {
+                continue;
+            };
+            let slots = self.ir.states[innermost.index()]
+                .virtuals
+                .iter()
+                .find(|(v, _)| *v == c)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| format!("{innermost} does not name what {c}'s slots hold"))?;
+            let made = self.inlined_context(size, outer, bci)?;
+            for (k, &slot) in slots.iter().enumerate() {
+                if self.ir.const_value(slot) == Some(tally_heap::Value::NIL) {
+                    continue;
+                }
+                let x = self.val(slot)?;
+                self.store_into(made, insts::slot_offset(k), None, x);
+            }
+            self.define(c, made);
         }
         for v in virtuals {
             let Some(tally_ir::InstKind::VirtualBlock {

@@ -305,7 +305,7 @@ impl Installer {
                         .join(", ")
                 ),
             };
-            let inlined = inlined_summary(request, &native.scopes);
+            let inlined = inlined_summary(request, &native.scopes) + &never_made(native.never_made);
             let mut text = format!(
                 "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded}{inlined}{entered})\n",
                 code.ops.len(),
@@ -345,6 +345,25 @@ impl Installer {
             lock(c).code_invalidated(MethodId(code.id), now.profile_tier());
         }
         Some(now)
+    }
+}
+
+/// What a version never allocates, for its `--tier-log` line: ", 2 closures and 1 context
+/// never made".
+fn never_made(n: super::NeverMade) -> String {
+    let count = |n: u32, what: &str| match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    };
+    match (n.closures, n.contexts) {
+        (0, 0) => String::new(),
+        (c, 0) => format!(", {} never made", count(c, "closure")),
+        (0, x) => format!(", {} never made", count(x, "context")),
+        (c, x) => format!(
+            ", {} and {} never made",
+            count(c, "closure"),
+            count(x, "context")
+        ),
     }
 }
 

@@ -428,6 +428,16 @@ pub struct NativeCode {
     /// The activations the code runs, its own first, then the methods inlined into it
     /// (`pc_map`'s locations name them); empty: its own alone.
     pub scopes: Vec<InlineScope>,
+    /// The closures and the contexts the code never allocates (made only by the exits whose
+    /// frames hold them), for the tier log.
+    pub never_made: NeverMade,
+}
+
+/// What a version of optimized code keeps out of the heap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NeverMade {
+    pub closures: u32,
+    pub contexts: u32,
 }
 
 impl NativeCode {
