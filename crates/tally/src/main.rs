@@ -297,9 +297,10 @@ struct Cli {
 
     /// Whether the optimizing tier inlines the methods a call reaches (monomorphic, or, at a
     /// site that saw two to four receiver classes, each one's behind a class switch whose
-    /// miss sends) and the blocks passed to them: an inlined
-    /// method or block runs in its caller's compiled code without a frame of its own (a
-    /// closure inlined wherever it is called is never made), and gets a frame only where the
+    /// miss sends) and the blocks passed to them: an inlined method or block runs in its
+    /// caller's compiled code without a frame of its own (a closure inlined wherever it is
+    /// called is never made, nor an inlined method's context its blocks share when they all
+    /// run inlined: its variables stay in registers), and gets a frame only where the
     /// interpreter takes over (a failed guard); stack traces and samples show it all the
     /// same. `--tier-log` prints every choice and refusal with its reason. `off` is the
     /// baseline of inlining's gain.
