@@ -737,6 +737,46 @@ fn after_a_deopt_the_running_loop_enters_the_next_version_at_its_head() {
     assert!(!log.contains("entered at loop head"), "{log}");
 }
 
+/// A guard that fails in the second of two loops sends the frame to the interpreter, whose
+/// frame then holds nil in the slots the exit's state did not hold (the first loop's
+/// counter, dead from there on). The next version's entry at the second loop's head does
+/// not read those slots: the loop moves into it once and stays there, rather than failing
+/// the entry's check and going back to the interpreter on every iteration.
+#[test]
+fn a_loop_entered_after_a_deopt_ignores_the_slots_dead_at_its_head() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   run = ( | r x | r := 0.\n\
+         \x20       1 to: 40 do: [ :i | r := r + i ].\n\
+         \x20       1 to: 3000 do: [ :k |\n\
+         \x20           x := k = 100 ifTrue: [ 1.5 ] ifFalse: [ 3 ].\n\
+         \x20           x < 0 ifTrue: [ r := r - 1 ].\n\
+         \x20           r := r + 1 ].\n\
+         \x20       r println )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "3820\n");
+    let (got, log) = run_main(dir.path(), &["--tier=opt", "--tier-log"]);
+    assert_eq!(got, want, "{log}");
+    assert!(log.contains("[tier] deopt Main>>run @"), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("[tier] opt Main>>run (") && l.contains("entered at loop head")),
+        "{log}"
+    );
+    let deopts = log
+        .lines()
+        .filter(|l| l.starts_with("[tier] deopt"))
+        .count();
+    assert_eq!(deopts, 1, "{log}");
+    let (got, log) = run_main(dir.path(), &["--tier=opt", "--gc-stress", "1"]);
+    assert_eq!(got, want, "{log}");
+}
+
 /// A Main whose `sum:and:times:` adds the areas of two shapes `n` times through one send
 /// site (`area:`'s `shape area`), with `run` as given.
 fn sum_of_areas(run: &str) -> String {

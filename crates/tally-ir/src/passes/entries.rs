@@ -23,6 +23,7 @@ pub fn check(f: &mut Function, code: &Code) {
     if entries.is_empty() {
         return;
     }
+    skip_dead_slots(f, code, &entries);
     let ints = integer_params(f);
     for (block, bci, height) in entries {
         let Terminator::Jump(edge) = &f.blocks[block.index()].term else {
@@ -43,6 +44,53 @@ pub fn check(f: &mut Function, code: &Code) {
         }
         if let Terminator::Jump(edge) = &mut f.blocks[block.index()].term {
             edge.args = checked;
+        }
+    }
+}
+
+/// An entry does not read the locals that are dead at its loop head (the loop writes each
+/// before reading it): the frame may hold anything there — an exit writes nil into the
+/// slots its state does not hold — and a check of such a slot would fail on every entry,
+/// sending each iteration back to the interpreter. The loop's parameter gets nil instead.
+fn skip_dead_slots(f: &mut Function, code: &Code, entries: &[(BlockId, u32, u32)]) {
+    let live = super::states::live_locals(code);
+    let locals = 1 + code.num_args as usize + code.num_locals as usize;
+    for &(block, bci, _) in entries {
+        let Some(live_here) = live.get(bci as usize) else {
+            continue;
+        };
+        let Terminator::Jump(edge) = &f.blocks[block.index()].term else {
+            continue;
+        };
+        let dead: Vec<usize> = edge
+            .args
+            .iter()
+            .enumerate()
+            .filter(|&(_, &a)| match f.def_inst(a).map(|i| &i.kind) {
+                Some(InstKind::FrameSlot(k)) => {
+                    let k = *k as usize;
+                    k < locals && !live_here[k]
+                }
+                _ => false,
+            })
+            .map(|(j, _)| j)
+            .collect();
+        if dead.is_empty() {
+            continue;
+        }
+        let nil = f
+            .push_inst(
+                block,
+                InstKind::Const(tally_heap::Value::NIL),
+                Some(Ty::Word),
+                None,
+                bci,
+            )
+            .expect("a value");
+        if let Terminator::Jump(edge) = &mut f.blocks[block.index()].term {
+            for j in dead {
+                edge.args[j] = nil;
+            }
         }
     }
 }
