@@ -927,6 +927,21 @@ impl Function {
         preds
     }
 
+    /// Replaces every use of each key of `map` by its value, followed through the map (a
+    /// value replaced by one that is itself replaced ends at the last; a cycle stops after
+    /// as many steps as the map has entries).
+    pub fn replace_through(&mut self, map: &std::collections::HashMap<ValueId, ValueId>) {
+        self.replace_uses(|mut v| {
+            for _ in 0..=map.len() {
+                match map.get(&v) {
+                    Some(&r) => v = r,
+                    None => break,
+                }
+            }
+            v
+        });
+    }
+
     /// Replaces every use of a value (instructions, terminators, frame states) through `f`.
     pub fn replace_uses(&mut self, f: impl Fn(ValueId) -> ValueId) {
         for inst in &mut self.insts {

@@ -49,18 +49,7 @@ pub fn virtualize(f: &mut Function) {
     for c in &candidates {
         rewrite(f, c, &mut replace);
     }
-    let resolve = |mut v: ValueId| {
-        let mut steps = 0;
-        while let Some(&r) = replace.get(&v) {
-            v = r;
-            steps += 1;
-            if steps > replace.len() {
-                break;
-            }
-        }
-        v
-    };
-    f.replace_uses(resolve);
+    f.replace_through(&replace);
 }
 
 /// The contexts inlined activations make, each with its region.

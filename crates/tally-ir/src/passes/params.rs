@@ -35,18 +35,7 @@ pub fn prune(f: &mut Function) {
         if replace.is_empty() {
             return;
         }
-        let resolve = |mut v: ValueId| {
-            let mut steps = 0;
-            while let Some(&r) = replace.get(&v) {
-                v = r;
-                steps += 1;
-                if steps > replace.len() {
-                    break;
-                }
-            }
-            v
-        };
-        f.replace_uses(resolve);
+        f.replace_through(&replace);
         remove_params(f, &drop);
     }
 }
