@@ -155,6 +155,7 @@ pub(crate) fn lower(
         blocks: Vec::new(),
         exits: HashMap::new(),
         exit_scopes: HashMap::new(),
+        outer_tails: HashMap::new(),
         leave: None,
         hand_over: None,
         ret: None,
@@ -351,6 +352,9 @@ struct Lowerer<'a, 'f> {
     exits: HashMap<(FrameStateId, ExitKind), Block>,
     /// The scope each exit's frame state is in (where its code is placed).
     exit_scopes: HashMap<FrameStateId, tally_ir::ScopeId>,
+    /// The tail the exits of the code inlined at each call share (keyed by the caller's
+    /// state), with the objects its frames hold that the exits make.
+    outer_tails: HashMap<FrameStateId, (Block, Vec<tally_ir::ValueId>)>,
     /// Where a call that answered `Value::NONE` leaves.
     leave: Option<Block>,
     /// The end every exit shares once it has written its frame: hands the frame over with
@@ -967,6 +971,15 @@ impl Lowerer<'_, '_> {
         for ((state, kind), exit) in exits {
             self.fill_exit(state, kind, exit)?;
         }
+        let mut tails: Vec<_> = self
+            .outer_tails
+            .iter()
+            .map(|(&caller, (tail, held))| (caller, *tail, held.clone()))
+            .collect();
+        tails.sort_by_key(|&(caller, ..)| caller);
+        for (caller, tail, held) in tails {
+            self.fill_outer_tail(caller, tail, &held)?;
+        }
         if let Some(hand_over) = self.hand_over {
             self.fill_hand_over(hand_over);
         }
@@ -1025,7 +1038,11 @@ impl Lowerer<'_, '_> {
 
     /// Fills the exit of `state` for `kind`: writes the frame it describes — and, for a
     /// state of inlined code, the frames of its whole inline chain, each above the one it
-    /// was inlined into, suspended in its call — then hands the innermost over.
+    /// was inlined into, suspended in its call — then hands the innermost over. The frames
+    /// of the chain a state is inlined into are the same for every exit of the inlined
+    /// code (its caller's values were fixed at the call): they are written once, by the
+    /// tail of that outer chain ([`Lowerer::fill_outer_tail`]), which every such exit
+    /// jumps to after writing its own frame.
     fn fill_exit(
         &mut self,
         state: FrameStateId,
@@ -1045,79 +1062,21 @@ impl Lowerer<'_, '_> {
         }
         chain.reverse();
         self.materialize(&chain, state, fs.bci)?;
-        let mut slots = self.slots;
-        let mut frame = self.frame;
-        let mut bp = self.bp;
-        let mut height = 0i64;
-        for (level, &st) in chain.iter().enumerate() {
-            let fs = &self.ir.states[st.index()];
-            if level > 0 {
-                // A frame for the inlined activation, right above its caller's values.
-                slots = self.add_imm(slots, 8 * height);
-                bp = self.add_imm(bp, height);
-                frame = self.add_imm(frame, layout.frame_size as i64);
-                let code = self.iconst(I64, fs.code as i64);
-                self.b.ins().store(flags(), code, frame, 0);
-                // `bp` with a clear mark: the interpreter runs it.
-                self.b.ins().store(flags(), bp, frame, layout.frame_bp);
-                let ctx = match fs.context {
-                    Some(c) => self.val(c)?,
-                    None => self.iconst(I64, NIL),
-                };
-                self.b.ins().store(flags(), ctx, frame, layout.frame_ctx);
-                let closure = match fs.closure {
-                    Some(c) => self.val(c)?,
-                    None => self.iconst(I64, 0),
-                };
-                self.b
-                    .ins()
-                    .store(flags(), closure, frame, layout.native.frame_closure);
-            }
-            let mut k = 0i32;
-            for (slot, l) in fs.locals.iter().enumerate() {
-                k += 1;
-                // The receiver and arguments of the frame's own activation never change (SOM
-                // does not assign them): the interpreter may read them where the bytecode
-                // does not (an escaped block's receiver, a restarted method's arguments).
-                let v = match (l, self.params.get(slot).filter(|_| level == 0)) {
-                    (Some(v), _) => self.val(*v)?,
-                    (None, Some(&p)) => p,
-                    (None, None) => self.iconst(I64, NIL),
-                };
-                self.b.ins().store(flags(), v, slots, 8 * (k - 1));
-            }
-            if kind == ExitKind::Restart {
-                // The primitive emptied the operand stack and set `ip` 0.
-                let zero = self.iconst(I8, 0);
-                self.b.ins().store(flags(), zero, self.vm, layout.restarted);
-            } else {
-                for &s in &fs.stack {
-                    let v = self.val(s)?;
-                    self.b.ins().store(flags(), v, slots, 8 * k);
-                    k += 1;
-                }
-                let ip = match fs.resume {
-                    Resume::Before => fs.bci,
-                    Resume::AfterCall => fs.bci + 1,
-                };
-                let ip = self.iconst(I32, ip as i64);
-                self.b.ins().store(flags(), ip, frame, layout.frame_ip);
-            }
-            height = k as i64;
-        }
+        let outer = &chain[..chain.len() - 1];
+        // Where the innermost frame goes: above the values of the frames of its chain.
+        let below: i64 = outer.iter().map(|&o| self.frame_height(o)).sum();
+        let level = outer.len();
+        let (slots, bp, frame) = if level == 0 {
+            (self.slots, self.bp, self.frame)
+        } else {
+            (
+                self.add_imm(self.slots, 8 * below),
+                self.add_imm(self.bp, below),
+                self.add_imm(self.frame, i64::from(layout.frame_size) * level as i64),
+            )
+        };
+        let height = self.write_frame(state, level, kind, slots, bp, frame)?;
         let len = self.add_imm(bp, height);
-        self.b.ins().store(flags(), len, self.vm, layout.stack_len);
-        if chain.len() > 1 {
-            let frame_stack = self.b.ins().load(I64, flags(), self.vm, layout.frame_stack);
-            let depth = self
-                .b
-                .ins()
-                .load(I64, flags(), frame_stack, layout.frames_len);
-            let depth = self.add_imm(depth, chain.len() as i64 - 1);
-            self.b
-                .ins()
-                .store(flags(), depth, frame_stack, layout.frames_len);
-        }
         let status = match kind {
             ExitKind::Interpret | ExitKind::Restart => self.iconst(I32, Status::Interpret as i64),
             ExitKind::Status => param.expect("a status"),
@@ -1145,22 +1104,167 @@ impl Lowerer<'_, '_> {
                 self.iconst(I32, Status::Deopt as i64)
             }
         };
+        let Some(&caller) = outer.last() else {
+            self.b.ins().store(flags(), len, self.vm, layout.stack_len);
+            let hand_over = self.hand_over();
+            self.b.ins().jump(hand_over, &[status.into()]);
+            return Ok(());
+        };
+        // The outer chain's tail, with the objects this exit made that its frames hold.
+        let held = self.virtuals_of(outer).concat();
+        let tail = match self.outer_tails.get(&caller) {
+            Some((tail, same)) if *same == held => *tail,
+            Some(_) => {
+                return Err(format!(
+                    "exits inlined at {caller} disagree on the objects its chain holds"
+                ))
+            }
+            None => {
+                let tail = self.b.create_block();
+                self.b.set_cold_block(tail);
+                self.b.append_block_param(tail, I32);
+                self.b.append_block_param(tail, I64);
+                for _ in &held {
+                    self.b.append_block_param(tail, I64);
+                }
+                self.outer_tails.insert(caller, (tail, held.clone()));
+                tail
+            }
+        };
+        let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![status.into(), len.into()];
+        for &v in &held {
+            args.push(self.val(v)?.into());
+        }
+        self.b.ins().jump(tail, &args);
+        Ok(())
+    }
+
+    /// The values a frame of `state` holds in the value stack: its locals and operands.
+    fn frame_height(&self, state: FrameStateId) -> i64 {
+        let fs = &self.ir.states[state.index()];
+        (fs.locals.len() + fs.stack.len()) as i64
+    }
+
+    /// Writes the frame of `state`, the `level`-th of its exit's chain (0: the frame's own
+    /// activation, whose frame record exists; above, an inlined activation's, whose record
+    /// is written too), its values at `slots` (`bp` their index) and its record at `frame`;
+    /// answers the number of values written.
+    fn write_frame(
+        &mut self,
+        state: FrameStateId,
+        level: usize,
+        kind: ExitKind,
+        slots: Value,
+        bp: Value,
+        frame: Value,
+    ) -> Result<i64, String> {
+        let layout = self.layout;
+        let fs = &self.ir.states[state.index()];
+        if level > 0 {
+            let code = self.iconst(I64, fs.code as i64);
+            self.b.ins().store(flags(), code, frame, 0);
+            // `bp` with a clear mark: the interpreter runs it.
+            self.b.ins().store(flags(), bp, frame, layout.frame_bp);
+            let ctx = match fs.context {
+                Some(c) => self.val(c)?,
+                None => self.iconst(I64, NIL),
+            };
+            self.b.ins().store(flags(), ctx, frame, layout.frame_ctx);
+            let closure = match fs.closure {
+                Some(c) => self.val(c)?,
+                None => self.iconst(I64, 0),
+            };
+            self.b
+                .ins()
+                .store(flags(), closure, frame, layout.native.frame_closure);
+        }
+        let mut k = 0i32;
+        for (slot, l) in fs.locals.iter().enumerate() {
+            k += 1;
+            // The receiver and arguments of the frame's own activation never change (SOM
+            // does not assign them): the interpreter may read them where the bytecode
+            // does not (an escaped block's receiver, a restarted method's arguments).
+            let v = match (l, self.params.get(slot).filter(|_| level == 0)) {
+                (Some(v), _) => self.val(*v)?,
+                (None, Some(&p)) => p,
+                (None, None) => self.iconst(I64, NIL),
+            };
+            self.b.ins().store(flags(), v, slots, 8 * (k - 1));
+        }
+        if kind == ExitKind::Restart {
+            // The primitive emptied the operand stack and set `ip` 0.
+            let zero = self.iconst(I8, 0);
+            self.b.ins().store(flags(), zero, self.vm, layout.restarted);
+        } else {
+            for &s in &fs.stack {
+                let v = self.val(s)?;
+                self.b.ins().store(flags(), v, slots, 8 * k);
+                k += 1;
+            }
+            let ip = match fs.resume {
+                Resume::Before => fs.bci,
+                Resume::AfterCall => fs.bci + 1,
+            };
+            let ip = self.iconst(I32, ip as i64);
+            self.b.ins().store(flags(), ip, frame, layout.frame_ip);
+        }
+        Ok(k as i64)
+    }
+
+    /// Fills the tail the exits of code inlined at `caller`'s call share: with the status,
+    /// the value stack's new length and the objects the exit made (`held`, in its params),
+    /// it writes the frames of `caller`'s chain, outermost first, pushes their records
+    /// beyond the frame's own with the exit's one, and hands the innermost over.
+    fn fill_outer_tail(
+        &mut self,
+        caller: FrameStateId,
+        tail: Block,
+        held: &[tally_ir::ValueId],
+    ) -> Result<(), String> {
+        let layout = self.layout;
+        self.b.switch_to_block(tail);
+        self.b
+            .set_srcloc(SourceLoc::new(crate::compiler::SHARED_EXIT));
+        let params = self.b.block_params(tail).to_vec();
+        let (status, len) = (params[0], params[1]);
+        for (&v, &p) in held.iter().zip(&params[2..]) {
+            self.define(v, p);
+        }
+        let mut chain = vec![caller];
+        while let Some(o) = self.ir.states[chain.last().expect("a state").index()].outer {
+            chain.push(o);
+        }
+        chain.reverse();
+        let (mut slots, mut bp, mut frame) = (self.slots, self.bp, self.frame);
+        let mut height = 0i64;
+        for (level, &st) in chain.iter().enumerate() {
+            if level > 0 {
+                slots = self.add_imm(slots, 8 * height);
+                bp = self.add_imm(bp, height);
+                frame = self.add_imm(frame, layout.frame_size as i64);
+            }
+            height = self.write_frame(st, level, ExitKind::Interpret, slots, bp, frame)?;
+        }
+        self.b.ins().store(flags(), len, self.vm, layout.stack_len);
+        let frame_stack = self.b.ins().load(I64, flags(), self.vm, layout.frame_stack);
+        let depth = self
+            .b
+            .ins()
+            .load(I64, flags(), frame_stack, layout.frames_len);
+        // The exit's own frame and those of the chain beyond the frame's own.
+        let depth = self.add_imm(depth, chain.len() as i64);
+        self.b
+            .ins()
+            .store(flags(), depth, frame_stack, layout.frames_len);
         let hand_over = self.hand_over();
         self.b.ins().jump(hand_over, &[status.into()]);
         Ok(())
     }
 
-    /// Makes the virtual contexts and closures the states of `chain` hold (an exit's: the
-    /// interpreter sees them now), defining each IR value as the new object for the rest of
-    /// the exit: contexts first, each after its outer one, with the slots `innermost` (the
-    /// exit's own state) names. Each is a safepoint; one whose allocation fails leaves (the
-    /// error is parked).
-    fn materialize(
-        &mut self,
-        chain: &[FrameStateId],
-        innermost: FrameStateId,
-        bci: u32,
-    ) -> Result<(), String> {
+    /// The virtual contexts (outer ones first: each before the ones made over it) and the
+    /// virtual closures the states of `chain` hold, directly or as a closure's context or a
+    /// context's outer, each once.
+    fn virtuals_of(&self, chain: &[FrameStateId]) -> [Vec<tally_ir::ValueId>; 2] {
         let mut virtuals: Vec<tally_ir::ValueId> = Vec::new();
         let mut contexts: Vec<tally_ir::ValueId> = Vec::new();
         for &st in chain {
@@ -1185,8 +1289,22 @@ impl Lowerer<'_, '_> {
                 }
             }
         }
-        // Outer contexts first: each is made before the ones made over it.
         contexts.sort_by_key(|&c| c.index());
+        [contexts, virtuals]
+    }
+
+    /// Makes the virtual contexts and closures the states of `chain` hold (an exit's: the
+    /// interpreter sees them now), defining each IR value as the new object for the rest of
+    /// the exit: contexts first, each after its outer one, with the slots `innermost` (the
+    /// exit's own state) names. Each is a safepoint; one whose allocation fails leaves (the
+    /// error is parked).
+    fn materialize(
+        &mut self,
+        chain: &[FrameStateId],
+        innermost: FrameStateId,
+        bci: u32,
+    ) -> Result<(), String> {
+        let [contexts, virtuals] = self.virtuals_of(chain);
         for c in contexts {
             let Some(tally_ir::InstKind::VirtualContext { size, outer }) =
                 self.ir.def_inst(c).map(|i| i.kind.clone())
