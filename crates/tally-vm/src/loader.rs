@@ -536,8 +536,7 @@ impl CompileEnv for Env<'_> {
 
     fn add_literal(&mut self, literal: &Literal) -> Result<u32, String> {
         let v = self.vm.materialize(literal).map_err(|e| e.to_string())?;
-        self.vm.rt.literals.push(v);
-        Ok(self.vm.rt.literals.len() as u32 - 1)
+        Ok(self.vm.rt.add_literal(v))
     }
 
     fn global_slot(&mut self, name: u32) -> u32 {

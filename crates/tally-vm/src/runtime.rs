@@ -620,6 +620,9 @@ pub struct Runtime {
     /// `add_code`), for compiled code, which probes inline caches and finds callees itself.
     pub(crate) sites_base: *const Site,
     pub(crate) codes_base: *const &'static Code,
+    /// The first entry of `literals`, kept current as it grows (`add_literal`), for
+    /// compiled code, which reads literals where it uses them (the collector may move them).
+    pub(crate) literals_base: *const Value,
 }
 
 impl RootSet for Runtime {
@@ -680,6 +683,7 @@ impl Runtime {
             counts_calls_in_place: false,
             sites_base: std::ptr::null(),
             codes_base: std::ptr::null(),
+            literals_base: std::ptr::null(),
         }
     }
 
@@ -690,6 +694,13 @@ impl Runtime {
         self.codes.push(Box::leak(Box::new(code)));
         self.codes_base = self.codes.as_ptr();
         id
+    }
+
+    /// Adds a literal to the table compiled code and the interpreter read; answers its index.
+    pub fn add_literal(&mut self, v: Value) -> u32 {
+        self.literals.push(v);
+        self.literals_base = self.literals.as_ptr();
+        self.literals.len() as u32 - 1
     }
 
     pub fn add_site(&mut self, site: Site) -> SiteId {

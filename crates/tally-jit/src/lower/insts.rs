@@ -32,13 +32,15 @@ impl Lowerer<'_, '_> {
             InstKind::Const(v) => Some(self.iconst(I64, v.0 as i64)),
             InstKind::FlagConst(b) => Some(self.iconst(I8, i64::from(*b))),
             InstKind::Literal(n) => {
-                let stub = self.iconst(I64, self.layout.stubs.literal as i64);
-                let n = self.iconst(I32, *n as i64);
-                let call = self
-                    .b
-                    .ins()
-                    .call_indirect(self.sigs.value1, stub, &[self.vm, n]);
-                Some(self.b.inst_results(call)[0])
+                // Read where used: the table may have grown (its base moved) and the
+                // collector may have moved the object since the last read.
+                let base =
+                    self.b
+                        .ins()
+                        .load(I64, flags(), self.vm, self.layout.calls.literals_base);
+                let offset = i32::try_from(8 * u64::from(*n))
+                    .map_err(|_| format!("literal {n} beyond the reach of an offset"))?;
+                Some(self.b.ins().load(I64, flags(), base, offset))
             }
             InstKind::Global(slot) => {
                 let stub = self.iconst(I64, self.layout.stubs.global as i64);

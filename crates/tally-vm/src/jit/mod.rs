@@ -264,6 +264,9 @@ pub struct CallLayout {
     pub stack_capacity: i32,
     pub sites_base: i32,
     pub codes_base: i32,
+    /// `vm.rt.literals_base`: the literal table's first entry (a pointer; the table grows
+    /// as classes load, so read each time).
+    pub literals_base: i32,
     pub native_stack_limit: i32,
     /// In the frame stack: the push limit and the exit depth (`usize`s; see `FrameStack`).
     pub frames_limit: i32,
@@ -314,6 +317,7 @@ impl Layout {
             stack_capacity: (stack + crate::value_stack::ValueStack::CAPACITY_OFFSET) as i32,
             sites_base: offset_of!(Vm, rt.sites_base) as i32,
             codes_base: offset_of!(Vm, rt.codes_base) as i32,
+            literals_base: offset_of!(Vm, rt.literals_base) as i32,
             native_stack_limit: offset_of!(Vm, jit.native_stack_limit) as i32,
             frames_limit: crate::frames::FrameStack::LIMIT_OFFSET as i32,
             frames_exit_depth: crate::frames::FrameStack::EXIT_DEPTH_OFFSET as i32,
