@@ -620,9 +620,11 @@ pub struct Runtime {
     /// `add_code`), for compiled code, which probes inline caches and finds callees itself.
     pub(crate) sites_base: *const Site,
     pub(crate) codes_base: *const &'static Code,
-    /// The first entry of `literals`, kept current as it grows (`add_literal`), for
-    /// compiled code, which reads literals where it uses them (the collector may move them).
+    /// The first entries of `literals` and `globals`, kept current as they grow
+    /// (`add_literal`, `global_slot`), for compiled code, which reads them where it uses
+    /// them (the collector may move what they hold; a global may be assigned).
     pub(crate) literals_base: *const Value,
+    pub(crate) globals_base: *const Value,
 }
 
 impl RootSet for Runtime {
@@ -684,6 +686,7 @@ impl Runtime {
             sites_base: std::ptr::null(),
             codes_base: std::ptr::null(),
             literals_base: std::ptr::null(),
+            globals_base: std::ptr::null(),
         }
     }
 
@@ -716,6 +719,7 @@ impl Runtime {
         }
         let s = self.globals.len() as u32;
         self.globals.push(Value::NONE);
+        self.globals_base = self.globals.as_ptr();
         self.global_names.push(name);
         self.global_slots.insert(name, s);
         s

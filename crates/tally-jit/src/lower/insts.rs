@@ -43,13 +43,14 @@ impl Lowerer<'_, '_> {
                 Some(self.b.ins().load(I64, flags(), base, offset))
             }
             InstKind::Global(slot) => {
-                let stub = self.iconst(I64, self.layout.stubs.global as i64);
-                let n = self.iconst(I32, *slot as i64);
-                let call = self
+                // Read where used, as a literal is: a global may be assigned.
+                let base = self
                     .b
                     .ins()
-                    .call_indirect(self.sigs.value1, stub, &[self.vm, n]);
-                let v = self.b.inst_results(call)[0];
+                    .load(I64, flags(), self.vm, self.layout.calls.globals_base);
+                let offset = i32::try_from(8 * u64::from(*slot))
+                    .map_err(|_| format!("global {slot} beyond the reach of an offset"))?;
+                let v = self.b.ins().load(I64, flags(), base, offset);
                 // Undefined: the interpreter sends `unknownGlobal:`.
                 let defined = self.cmp_imm(IntCC::NotEqual, v, 0);
                 self.check(defined, state()?)?;

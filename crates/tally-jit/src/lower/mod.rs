@@ -258,8 +258,6 @@ pub(crate) fn fill_safepoints(
 
 /// The stubs' signatures.
 struct Signatures {
-    /// `(vm, u32) -> u64`: `literal`, `global`.
-    value1: SigRef,
     /// `(vm, u32, ptr, u32) -> u64`: sends and method calls.
     call: SigRef,
     /// `(vm, ptr, u32) -> u64`: block calls.
@@ -295,7 +293,6 @@ impl Signatures {
             func.import_signature(sig)
         };
         Signatures {
-            value1: make(&[I64, I32], I64),
             call: make(&[I64, I32, I64, I32], I64),
             call_block: make(&[I64, I64, I32], I64),
             make_block: make(&[I64, I32, I64, I64], I64),

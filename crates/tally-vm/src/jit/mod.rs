@@ -264,9 +264,10 @@ pub struct CallLayout {
     pub stack_capacity: i32,
     pub sites_base: i32,
     pub codes_base: i32,
-    /// `vm.rt.literals_base`: the literal table's first entry (a pointer; the table grows
-    /// as classes load, so read each time).
+    /// `vm.rt.literals_base` and `vm.rt.globals_base`: the literal and global tables' first
+    /// entries (pointers; the tables grow as classes load, so read each time).
     pub literals_base: i32,
+    pub globals_base: i32,
     pub native_stack_limit: i32,
     /// In the frame stack: the push limit and the exit depth (`usize`s; see `FrameStack`).
     pub frames_limit: i32,
@@ -318,6 +319,7 @@ impl Layout {
             sites_base: offset_of!(Vm, rt.sites_base) as i32,
             codes_base: offset_of!(Vm, rt.codes_base) as i32,
             literals_base: offset_of!(Vm, rt.literals_base) as i32,
+            globals_base: offset_of!(Vm, rt.globals_base) as i32,
             native_stack_limit: offset_of!(Vm, jit.native_stack_limit) as i32,
             frames_limit: crate::frames::FrameStack::LIMIT_OFFSET as i32,
             frames_exit_depth: crate::frames::FrameStack::EXIT_DEPTH_OFFSET as i32,
