@@ -287,7 +287,7 @@ fn immediate_samples_tell_primitives_from_interpretation() {
         d.path().join("Fib.som"),
         "Fib = (
             run = ( | end | end := system ticks + 500000.
-                [ (self fib: 24) println. system ticks < end ] whileTrue )
+                [ system ticks < end ] whileTrue: [ (self fib: 24) println ] )
             fib: n = ( n < 2 ifTrue: [ ^n ]. ^(self fib: n - 1) + (self fib: n - 2) )
         )",
     )
