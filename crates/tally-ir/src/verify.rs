@@ -2,7 +2,7 @@
 //! builds, so a pass that breaks one fails where it did, not in the machine code.
 
 use crate::dom::DomTree;
-use crate::{BlockId, Function, Terminator, ValueDef, ValueId};
+use crate::{BlockId, Function, InstKind, Terminator, ValueDef, ValueId};
 
 /// Where each value is defined: its block and its position there (parameters before every
 /// instruction).
@@ -19,6 +19,14 @@ fn definitions(f: &Function) -> Vec<Option<(BlockId, usize)>> {
         }
     }
     at
+}
+
+/// Whether `v` is a closure or context only frame states hold (made by exits alone).
+fn is_virtual(f: &Function, v: ValueId) -> bool {
+    matches!(
+        f.def_inst(v).map(|i| &i.kind),
+        Some(InstKind::VirtualBlock { .. } | InstKind::VirtualContext { .. })
+    )
 }
 
 /// The first broken invariant, described, if any.
@@ -72,6 +80,15 @@ pub fn verify(f: &Function) -> Result<(), String> {
             let inst = &f.insts[i.index()];
             for v in inst.kind.operands() {
                 check(v, b, k + 1, &format!("{i}"))?;
+                // A virtual object exists only for exits: what reads it must be one too.
+                let virtual_use = matches!(
+                    inst.kind,
+                    InstKind::VirtualBlock { ctx: Some(c), .. }
+                        | InstKind::VirtualContext { outer: Some(c), .. } if c == v
+                );
+                if is_virtual(f, v) && !virtual_use {
+                    return Err(format!("{i} uses the virtual {}", name(v)));
+                }
             }
             if inst.kind.needs_state() != inst.state.is_some() {
                 return Err(format!(
@@ -89,6 +106,12 @@ pub fn verify(f: &Function) -> Result<(), String> {
         let end = block.insts.len() + 1;
         for v in block.term.operands() {
             check(v, b, end, "the terminator")?;
+            if is_virtual(f, v) {
+                return Err(format!(
+                    "the terminator of {b} uses the virtual {}",
+                    name(v)
+                ));
+            }
         }
         if let Some(s) = block.term.state() {
             for v in f.chain_values(s) {

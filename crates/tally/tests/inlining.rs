@@ -359,6 +359,56 @@ fn a_deopt_with_two_virtual_closures_and_a_virtual_context_live_makes_all_three(
     }
 }
 
+/// `total`'s context holds `sum`; the block it passes to `do:` has a context of its own (its
+/// `w`, which the inner block reads) whose outer is `total`'s, and the inner block reaches
+/// `sum` through it. With `total`, both `do:`s' methods and both blocks inlined into `round:`,
+/// neither context is made: a read through a context's outer is a read of the outer context
+/// itself. Any compile the tier cannot do would say `opt failed` in the log.
+#[test]
+fn nested_blocks_with_contexts_of_their_own_run_with_no_context_made() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   | rows |\n\
+         \x20   over: a do: b = ( 1 to: a length do: [ :i | b value: (a at: i) ] )\n\
+         \x20   total = ( | sum |\n\
+         \x20       sum := 0.\n\
+         \x20       rows do: [ :row | | w |\n\
+         \x20           w := row length.\n\
+         \x20           self over: row do: [ :x | sum := sum + (x * w) ] ].\n\
+         \x20       ^ sum )\n\
+         \x20   round: k = ( | x |\n\
+         \x20       x := k = 100 ifTrue: [ 1.5 ] ifFalse: [ k ].\n\
+         \x20       ^ self total + (x < 0 ifTrue: [ 1 ] ifFalse: [ 0 ]) )\n\
+         \x20   run = ( | r |\n\
+         \x20       rows := Array new: 10.\n\
+         \x20       1 to: 10 do: [ :i | rows at: i put: (Array new: i withAll: i) ].\n\
+         \x20       r := 0.\n\
+         \x20       1 to: 2000 do: [ :k | r := r + (self round: k) ].\n\
+         \x20       r println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.stdout, "6050000\n", "{}", want.stderr);
+    let got = run(dir.path(), &["--tier=opt", "--tier-log"]);
+    let (log, _) = split_log(&got.stderr);
+    assert!(!log.contains("opt failed"), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("[tier] opt Main>>round: (")
+                && l.contains("2 blocks inlined")
+                && l.contains("2 contexts never made")),
+        "{log}"
+    );
+    assert_eq!(got.stdout, want.stdout, "{log}");
+    let stressed = run(
+        dir.path(),
+        &["--tier=opt", "--gc=semispace", "--gc-stress", "1"],
+    );
+    assert_eq!(stressed.stdout, want.stdout, "{}", stressed.stderr);
+}
+
 /// Each method's self share of the samples in a folded export taken in optimized code (the
 /// innermost frame's tier: the steady state, where both runs' code is compiled), and each
 /// call path's (the tiers and `inlined` marks left out), with the total.

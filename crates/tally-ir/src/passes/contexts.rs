@@ -30,6 +30,7 @@ struct Candidate {
 
 /// Makes every inlined activation's context that does not escape virtual.
 pub fn virtualize(f: &mut Function) {
+    fold_known_contexts(f);
     let dom = DomTree::new(f);
     let mut candidates = find(f, &dom);
     // A context stays real when one made from it (an inlined block's, its outer this one)
@@ -50,6 +51,47 @@ pub fn virtualize(f: &mut Function) {
         rewrite(f, c, &mut replace);
     }
     f.replace_through(&replace);
+}
+
+/// The outer context of a context the function makes, and the context of a closure it
+/// makes, are the values they were made with: reads of them become those values, so a load
+/// through one is a load of the context itself (which the rewrite then sees).
+fn fold_known_contexts(f: &mut Function) {
+    let mut known: HashMap<ValueId, ValueId> = HashMap::new();
+    let mut folded: HashSet<InstId> = HashSet::new();
+    for (i, inst) in f.insts.iter().enumerate() {
+        let (Some(r), Some(from)) = (
+            inst.result,
+            match &inst.kind {
+                InstKind::ContextOuter(c) | InstKind::ClosureContext(c) => Some(*c),
+                _ => None,
+            },
+        ) else {
+            continue;
+        };
+        let made_with = match (&inst.kind, f.def_inst(from).map(|i| &i.kind)) {
+            (
+                InstKind::ContextOuter(_),
+                Some(InstKind::NewContext { outer, .. } | InstKind::VirtualContext { outer, .. }),
+            ) => *outer,
+            (
+                InstKind::ClosureContext(_),
+                Some(InstKind::MakeBlock { ctx, .. } | InstKind::VirtualBlock { ctx, .. }),
+            ) => *ctx,
+            _ => None,
+        };
+        if let Some(m) = made_with {
+            known.insert(r, m);
+            folded.insert(InstId(i as u32));
+        }
+    }
+    if !known.is_empty() {
+        f.replace_through(&known);
+        // Their results are unused now; gone, they no longer read the contexts.
+        for block in &mut f.blocks {
+            block.insts.retain(|i| !folded.contains(i));
+        }
+    }
 }
 
 /// The contexts inlined activations make, each with its region.
@@ -103,8 +145,7 @@ fn descendants(f: &Function, scope: ScopeId) -> HashSet<ScopeId> {
 }
 
 /// Whether `c` can be virtual: every use is a load or store of its slots, the context of a
-/// virtual closure, the outer of a context in `kept`, its outer read, or a frame state's
-/// context — all inside its region, which only its making enters; and no frame state
+/// virtual closure, the outer of a context in `kept`, or a frame state's context — all inside its region, which only its making enters; and no frame state
 /// outside the region refers to it.
 fn stays_inside(f: &Function, dom: &DomTree, c: &Candidate, kept: &HashSet<ValueId>) -> bool {
     let v = c.value;
@@ -129,7 +170,6 @@ fn stays_inside(f: &Function, dom: &DomTree, c: &Candidate, kept: &HashSet<Value
                 InstKind::StoreContext { value, .. } => *value != v,
                 InstKind::VirtualBlock { receiver, .. } => *receiver != v,
                 InstKind::NewContext { .. } => inst.result.is_some_and(|r| kept.contains(&r)),
-                InstKind::ContextOuter(_) => c.outer.is_some(),
                 _ => false,
             };
             if !allowed || !inside {
@@ -259,11 +299,6 @@ fn rewrite(f: &mut Function, c: &Candidate, replace: &mut HashMap<ValueId, Value
                 }
                 InstKind::StoreContext { ctx, index, value } if ctx == c.value => {
                     slots.as_mut().expect("stores after the making")[index as usize] = value;
-                    drop = true;
-                }
-                InstKind::ContextOuter(ctx) if ctx == c.value => {
-                    let outer = c.outer.expect("an outer context");
-                    replace.insert(inst.result.expect("a value"), outer);
                     drop = true;
                 }
                 _ => {

@@ -254,7 +254,12 @@ impl CodeGenerator for Compiler {
             &mut self.context,
             request,
             layout,
-        )?;
+        )
+        .inspect_err(|_| {
+            // A lowering that stopped half way leaves the builder's state behind: the next
+            // compile must not start from it.
+            self.builder_context = FunctionBuilderContext::new();
+        })?;
         let sig = self.context.func.signature.clone();
         let id = self
             .module
