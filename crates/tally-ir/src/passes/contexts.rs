@@ -145,8 +145,9 @@ fn descendants(f: &Function, scope: ScopeId) -> HashSet<ScopeId> {
 }
 
 /// Whether `c` can be virtual: every use is a load or store of its slots, the context of a
-/// virtual closure, the outer of a context in `kept`, or a frame state's context — all inside its region, which only its making enters; and no frame state
-/// outside the region refers to it.
+/// virtual closure, the outer of a context in `kept`, or a frame state's context — all
+/// inside its region, which only its making enters; and no frame state outside the region
+/// refers to it.
 fn stays_inside(f: &Function, dom: &DomTree, c: &Candidate, kept: &HashSet<ValueId>) -> bool {
     let v = c.value;
     for (b, block) in f.blocks.iter().enumerate() {
