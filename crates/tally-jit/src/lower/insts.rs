@@ -31,26 +31,10 @@ impl Lowerer<'_, '_> {
         let result: Option<Value> = match &inst.kind {
             InstKind::Const(v) => Some(self.iconst(I64, v.0 as i64)),
             InstKind::FlagConst(b) => Some(self.iconst(I8, i64::from(*b))),
-            InstKind::Literal(n) => {
-                // Read where used: the table may have grown (its base moved) and the
-                // collector may have moved the object since the last read.
-                let base =
-                    self.b
-                        .ins()
-                        .load(I64, flags(), self.vm, self.layout.calls.literals_base);
-                let offset = i32::try_from(8 * u64::from(*n))
-                    .map_err(|_| format!("literal {n} beyond the reach of an offset"))?;
-                Some(self.b.ins().load(I64, flags(), base, offset))
-            }
+            InstKind::Literal(n) => Some(self.table_entry(self.layout.calls.literals_base, *n)?),
             InstKind::Global(slot) => {
-                // Read where used, as a literal is: a global may be assigned.
-                let base = self
-                    .b
-                    .ins()
-                    .load(I64, flags(), self.vm, self.layout.calls.globals_base);
-                let offset = i32::try_from(8 * u64::from(*slot))
-                    .map_err(|_| format!("global {slot} beyond the reach of an offset"))?;
-                let v = self.b.ins().load(I64, flags(), base, offset);
+                // A global may be assigned: read where used, as a literal is.
+                let v = self.table_entry(self.layout.calls.globals_base, *slot)?;
                 // Undefined: the interpreter sends `unknownGlobal:`.
                 let defined = self.cmp_imm(IntCC::NotEqual, v, 0);
                 self.check(defined, state()?)?;
@@ -273,6 +257,16 @@ impl Lowerer<'_, '_> {
             (Some(r), None) => return Err(format!("{r} has no lowering")),
         }
         Ok(())
+    }
+
+    /// Entry `index` of the VM's literal or global table, whose first entry's address is at
+    /// `base` in the VM: read where used, since the table may have grown (its base moved)
+    /// and the collector may have moved the object since the last read.
+    fn table_entry(&mut self, base: i32, index: u32) -> Result<Value, String> {
+        let first = self.b.ins().load(I64, flags(), self.vm, base);
+        let offset = i32::try_from(8 * u64::from(index))
+            .map_err(|_| format!("table entry {index} beyond the reach of an offset"))?;
+        Ok(self.b.ins().load(I64, flags(), first, offset))
     }
 
     /// A new closure of block `code` over `receiver` and `ctx` (a safepoint: it allocates);

@@ -1052,12 +1052,7 @@ impl Lowerer<'_, '_> {
         self.set_location(fs.bci);
         let param = self.b.block_params(exit).first().copied();
         let layout = self.layout;
-        // Outermost (the frame's own activation) first.
-        let mut chain = vec![state];
-        while let Some(o) = self.ir.states[chain.last().expect("a state").index()].outer {
-            chain.push(o);
-        }
-        chain.reverse();
+        let chain = self.chain_outermost_first(state);
         self.materialize(&chain, state, fs.bci)?;
         let outer = &chain[..chain.len() - 1];
         // Where the innermost frame goes: above the values of the frames of its chain.
@@ -1134,6 +1129,16 @@ impl Lowerer<'_, '_> {
         }
         self.b.ins().jump(tail, &args);
         Ok(())
+    }
+
+    /// `state` and the states it is inlined into, the frame's own activation first.
+    fn chain_outermost_first(&self, state: FrameStateId) -> Vec<FrameStateId> {
+        let mut chain = vec![state];
+        while let Some(o) = self.ir.states[chain.last().expect("a state").index()].outer {
+            chain.push(o);
+        }
+        chain.reverse();
+        chain
     }
 
     /// The values a frame of `state` holds in the value stack: its locals and operands.
@@ -1227,11 +1232,7 @@ impl Lowerer<'_, '_> {
         for (&v, &p) in held.iter().zip(&params[2..]) {
             self.define(v, p);
         }
-        let mut chain = vec![caller];
-        while let Some(o) = self.ir.states[chain.last().expect("a state").index()].outer {
-            chain.push(o);
-        }
-        chain.reverse();
+        let chain = self.chain_outermost_first(caller);
         let (mut slots, mut bp, mut frame) = (self.slots, self.bp, self.frame);
         let mut height = 0i64;
         for (level, &st) in chain.iter().enumerate() {
