@@ -3,16 +3,18 @@ use std::fs;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("stdlib");
+    // The manifest directory of this build, read when the script runs: a script binary
+    // reused from a build of another checkout must not read that checkout's library.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("stdlib");
     println!("cargo:rerun-if-changed={}", dir.display());
+    // No library is an error, not an empty embedded library.
     let mut entries: Vec<String> = fs::read_dir(&dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(".som"))
-                .collect()
-        })
-        .unwrap_or_default();
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".som"))
+        .collect();
     entries.sort();
     let mut out = String::from("/// (class name, source) of every class in the embedded library.\npub static EMBEDDED: &[(&str, &str)] = &[\n");
     for name in &entries {
