@@ -927,12 +927,15 @@ impl Builder<'_> {
                 kind,
                 TRIVIAL_GETTER | TRIVIAL_SETTER | TRIVIAL_CONSTANT | TRIVIAL_RECEIVER
             ),
-            ExpectedTarget::Method(_) => false,
+            ExpectedTarget::Method(_) | ExpectedTarget::Primitive(_) => false,
             ExpectedTarget::ArrayAt
             | ExpectedTarget::ArrayAtPut
             | ExpectedTarget::ArrayLength
             | ExpectedTarget::BlockValue
-            | ExpectedTarget::Identical => true,
+            | ExpectedTarget::Identical
+            | ExpectedTarget::StringEqual { .. }
+            | ExpectedTarget::NewInstance
+            | ExpectedTarget::NewArray => true,
         };
         if in_place {
             // A method called directly runs its hook at its entry; a `value…` calls the
@@ -969,7 +972,7 @@ impl Builder<'_> {
                 entry.extend_from_slice(args);
                 return self.inline_activation(s, code, entry, None, None, false, i);
             }
-            ExpectedTarget::Method(code) => {
+            ExpectedTarget::Method(code) | ExpectedTarget::Primitive(code) => {
                 let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
                 let kind = InstKind::CallMethod {
                     code: code.id,
@@ -1025,6 +1028,26 @@ impl Builder<'_> {
             ExpectedTarget::Identical => {
                 let flag = self.value(s, InstKind::Identical(receiver, args[0]), Ty::Flag, None, i);
                 self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+            }
+            ExpectedTarget::StringEqual { symbol } => {
+                let kind = InstKind::StringEqual {
+                    lhs: receiver,
+                    rhs: args[0],
+                    symbol,
+                };
+                let flag = self.value(s, kind, Ty::Flag, None, i);
+                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+            }
+            ExpectedTarget::NewInstance => {
+                let kind = InstKind::NewInstance(receiver);
+                self.value(s, kind, Ty::Word, Some(guard_state), i)
+            }
+            ExpectedTarget::NewArray => {
+                let kind = InstKind::NewArray {
+                    class: receiver,
+                    length: args[0],
+                };
+                self.value(s, kind, Ty::Word, Some(guard_state), i)
             }
         })
     }

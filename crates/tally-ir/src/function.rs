@@ -350,6 +350,21 @@ pub enum InstKind {
         value: ValueId,
     },
     ArrayLength(ValueId),
+    /// String's primitive `=` of `lhs`, a String or (`symbol`) a Symbol (class guarded), and
+    /// any `rhs`: whether their text is the same. Neither collects nor fails.
+    StringEqual {
+        lhs: ValueId,
+        rhs: ValueId,
+        symbol: bool,
+    },
+    /// Class's primitive `new` on `class` (class guarded): allocates.
+    NewInstance(ValueId),
+    /// Array's primitive `new:` on Array (class guarded): allocates; a length that is no
+    /// small integer, or a negative one, fails as the primitive does.
+    NewArray {
+        class: ValueId,
+        length: ValueId,
+    },
     /// A loop's back-edge: the profiler and the controller are served here.
     Yieldpoint,
     /// The prologue hook of a call of `code` done in place (a trivial method, a primitive):
@@ -385,7 +400,9 @@ impl InstKind {
             GuardClass { value, .. } | ClassIs { value, .. } => vec![*value],
             IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
             Identical(a, b) => vec![*a, *b],
-            FlagToBool(v) | Truth(v) | ArrayLength(v) => vec![*v],
+            FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => vec![*v],
+            StringEqual { lhs, rhs, .. } => vec![*lhs, *rhs],
+            NewArray { class, length } => vec![*class, *length],
             Send { receiver, args, .. }
             | SuperSend { receiver, args, .. }
             | CallMethod { receiver, args, .. } => std::iter::once(*receiver)
@@ -431,7 +448,15 @@ impl InstKind {
                     *c = f(*c);
                 }
             }
-            GuardInt(v) | FlagToBool(v) | Truth(v) | ArrayLength(v) => *v = f(*v),
+            GuardInt(v) | FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => *v = f(*v),
+            StringEqual { lhs, rhs, .. } => {
+                *lhs = f(*lhs);
+                *rhs = f(*rhs);
+            }
+            NewArray { class, length } => {
+                *class = f(*class);
+                *length = f(*length);
+            }
             GuardClass { value, .. } | ClassIs { value, .. } => *value = f(*value),
             IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => {
                 *lhs = f(*lhs);
@@ -483,6 +508,8 @@ impl InstKind {
             | CallBlock { .. }
             | ArrayAt { .. }
             | ArrayAtPut { .. }
+            | NewInstance(_)
+            | NewArray { .. }
             | Yieldpoint => true,
             IntBinary { op, .. } => op.may_overflow(),
             _ => false,
@@ -514,6 +541,7 @@ impl InstKind {
             | FlagToBool(_)
             | Truth(_)
             | ArrayLength(_)
+            | StringEqual { .. }
             | VirtualBlock { .. }
             | VirtualContext { .. } => true,
             Global(_)
@@ -529,6 +557,8 @@ impl InstKind {
             | CallBlock { .. }
             | ArrayAt { .. }
             | ArrayAtPut { .. }
+            | NewInstance(_)
+            | NewArray { .. }
             | Yieldpoint
             | CallHook(_)
             | EnterInlined(_) => false,

@@ -202,6 +202,12 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
             value,
         } => format!("array_at_put {array}, {index}, {value}"),
         ArrayLength(a) => format!("array_length {a}"),
+        StringEqual { lhs, rhs, symbol } => {
+            let of = if *symbol { "symbol" } else { "string" };
+            format!("{of}_equal {lhs}, {rhs}")
+        }
+        NewInstance(c) => format!("new_instance {c}"),
+        NewArray { class, length } => format!("new_array {class}, {length}"),
         Yieldpoint => "yieldpoint".into(),
         CallHook(code) => format!("call_hook {}", name_of(*code)),
         EnterInlined(code) => format!("enter_inlined {}", name_of(*code)),

@@ -1069,6 +1069,56 @@ fn the_tier_log_ends_with_the_sites_that_took_the_send_stubs() {
     );
 }
 
+/// A send that had never run when its method was compiled while the sends around it had (a
+/// cold site: the send stub alone) and then turns hot has the version compiled again once
+/// the stub's sends pile up there, now with the site's cache filled: the new version calls
+/// String's primitive `asSymbol` without the send.
+///
+/// `check:with:flag:`'s first version, compiled at its first call, speculates that `x +`
+/// sees small integers; the double of the first call fails that guard, and the second
+/// version is compiled after the interpreter has run the `length` send but not `asSymbol`.
+#[test]
+fn a_cold_site_that_turns_hot_has_its_method_compiled_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   check: x with: s flag: f = (\n\
+         \x20       | k |\n\
+         \x20       k := x + s length.\n\
+         \x20       f ifTrue: [ ^s asSymbol ].\n\
+         \x20       ^k > 0\n\
+         \x20   )\n\
+         \x20   run = ( | n |\n\
+         \x20       n := 0.\n\
+         \x20       (self check: 1.5 with: 'ab' flag: false) ifTrue: [n := n + 1].\n\
+         \x20       (self check: 1 with: 'ab' flag: false) ifTrue: [n := n + 1].\n\
+         \x20       1 to: 3000 do: [:i |\n\
+         \x20           (self check: i with: 'ab' flag: true) == #ab ifTrue: [n := n + 1]].\n\
+         \x20       n println )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "3002\n");
+    let (got, log) = run_main(dir.path(), &["--tier=opt", "--tier-log", "--inline=off"]);
+    assert_eq!(got, want, "{log}");
+    let recompile = "[tier] recompile Main>>check:with:flag:: its send of #asSymbol took the \
+                     send stub 1024 times; invalidated, now interp";
+    let (before, after) = log
+        .split_once(recompile)
+        .unwrap_or_else(|| panic!("no recompile: {log}"));
+    let compiles = "[tier] opt Main>>check:with:flag: (";
+    assert_eq!(before.matches(compiles).count(), 2, "{log}");
+    assert_eq!(after.matches(compiles).count(), 1, "{log}");
+    let stub_sends: u64 = log
+        .lines()
+        .filter(|l| l.contains("(#asSymbol)"))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(stub_sends, 1024, "{log}");
+}
+
 /// Compiled code answers `aString = x` without a send only while String's `=` is the core
 /// library's primitive: a library on the class path whose String defines `=` in Smalltalk
 /// gets its method called in every tier.
@@ -1102,9 +1152,10 @@ fn a_library_that_redefines_string_equality_is_sent_to_in_every_tier() {
 /// Primitives the optimizing tier does at a send site without the send stub once the
 /// site's cache names them: Double's `sqrt` (an immediate double's root), String's `=` for
 /// strings and symbols (a symbol equals only itself), Class's `new` (an allocation, with
-/// its error for a class the VM makes), Array's `new:`. Each answers what the interpreter does, the edge
-/// cases included, and the tier log's report of stub sends shows that they did not go
-/// through the stub.
+/// its error for a class the VM makes), Array's `new:`, and any other primitive (Integer's
+/// `asString` here), called without the send's lookup. Each answers what the interpreter
+/// does, the edge cases included, and the tier log's report of stub sends shows that they
+/// did not go through the stub.
 #[test]
 fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -1116,20 +1167,26 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
          \x20   same: a as: b = ( ^a = b )\n\
          \x20   make: c = ( ^c new )\n\
          \x20   make: c size: n = ( ^c new: n )\n\
+         \x20   text: i = ( ^i asString )\n\
          \x20   run = (\n\
          \x20       | n |\n\
          \x20       n := 0.\n\
          \x20       1 to: 1000000 do: [:i |\n\
          \x20           n := n + (self root: 4.0) + ((self same: #a as: #a) ifTrue: [1] ifFalse: [0]).\n\
+         \x20           ((self same: 'ab' as: 'ab') and: [(self same: 'ab' as: 'ba') not])\n\
+         \x20               ifTrue: [n := n + 1].\n\
+         \x20           ((self same: 'a' as: ('xay' charAt: 2)) and: [(self same: 'a' as: 'b') not])\n\
+         \x20               ifTrue: [n := n + 1].\n\
          \x20           (self make: Gen) class == Gen ifTrue: [n := n + 1].\n\
-         \x20           n := n + (self make: Array size: 2) length].\n\
+         \x20           n := n + (self make: Array size: 2) length + (self text: i % 10) length].\n\
          \x20       n println.\n\
          \x20       (self root: 2.25) println. (self root: -1.0) println.\n\
          \x20       (self root: 1.0e300) println. (self root: 1.0e-300) println.\n\
          \x20       (self root: 0.0) println. (self root: 16) println.\n\
          \x20       (self same: #a as: #b) println. (self same: #a as: 'a') println.\n\
          \x20       (self same: 'a' as: #a) println. (self same: #a as: 3) println.\n\
-         \x20       (self same: 'ab' as: 'ab') println.\n\
+         \x20       (self same: 'ab' as: 'ab') println. (self same: 'é' as: 'é') println.\n\
+         \x20       (self same: 'é' as: 'e') println. (self same: 'a' as: #a) println.\n\
          \x20       (self make: Array) length println. (self make: String) println.\n\
          \x20       (self make: Array size: 0) length println.\n\
          \x20       (self make: Integer) println\n\
@@ -1140,7 +1197,8 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
     let (want, want_err, status) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(
         want,
-        "6000000.0\n1.5\nNaN\n1.0e150\n1.0e-150\n0.0\n4\nfalse\ntrue\ntrue\nfalse\ntrue\n0\n\n0\n"
+        "9000000.0\n1.5\nNaN\n1.0e150\n1.0e-150\n0.0\n4\nfalse\ntrue\ntrue\nfalse\ntrue\ntrue\n\
+         false\ntrue\n0\n\n0\n"
     );
     assert!(
         want_err.contains("Cannot create an instance of Integer with new"),
@@ -1160,13 +1218,13 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
             .collect()
     };
     assert_eq!(trace(&log), trace(&want_err), "{log}");
-    for method in ["root:", "same:as:", "make:", "make:size:"] {
+    for method in ["root:", "same:as:", "make:", "make:size:", "text:"] {
         assert!(
             log.contains(&format!("[tier] opt Gen>>{method} (")),
             "{log}"
         );
     }
-    for selector in ["(#sqrt)", "(#new)", "(#new:)", "(#=)"] {
+    for selector in ["(#sqrt)", "(#new)", "(#new:)", "(#=)", "(#asString)"] {
         let stub_sends: u64 = log
             .lines()
             .filter(|l| l.contains(selector))
@@ -1180,14 +1238,16 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
 }
 
 /// A super send's target is fixed: the optimizing tier calls the method directly, or does a
-/// trivial one (a getter here) in place, instead of going through the super-send stub.
+/// trivial one (a getter here) or Class's `new` (`super new` on a class side) in place,
+/// instead of going through the super-send stub.
 #[test]
 fn super_sends_call_their_fixed_target_directly() {
     let dir = tempfile::tempdir().expect("temp dir");
     let model = eager_opt_calibration(dir.path());
     std::fs::write(
         dir.path().join("Base.som"),
-        "Base = ( | n | value: x = ( ^x + 1 ) n = ( ^n ) setUp = ( n := 5 ) )\n",
+        "Base = ( | n | value: x = ( ^x + 1 ) n = ( ^n ) setUp = ( n := 5 ) \
+         ---- make = ( ^super new setUp ) )\n",
     )
     .unwrap();
     std::fs::write(
@@ -1196,12 +1256,13 @@ fn super_sends_call_their_fixed_target_directly() {
          \x20   value: x = ( ^(super value: x) * 2 )\n\
          \x20   n = ( ^super n + 1 )\n\
          \x20   run = ( | s | self setUp. s := 0.\n\
-         \x20       1 to: 3000000 do: [:i | s := s + (self value: i) + self n]. s println )\n\
+         \x20       1 to: 3000000 do: [:i | s := s + (self value: i) + self n + Base make n].\n\
+         \x20       s println )\n\
          )\n",
     )
     .unwrap();
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
-    assert_eq!(want, "9000027000000\n");
+    assert_eq!(want, "9000042000000\n");
     let (got, log) = run_main(
         dir.path(),
         &["--tier=adaptive", "--calibration", &model, "--tier-log"],
@@ -1215,7 +1276,7 @@ fn super_sends_call_their_fixed_target_directly() {
     );
     let stub_sends: u64 = log
         .lines()
-        .filter(|l| l.contains("(#value:)") || l.contains("(#n)"))
+        .filter(|l| l.contains("(#value:)") || l.contains("(#n)") || l.contains("(#new)"))
         .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         .sum();
     assert!(

@@ -157,9 +157,7 @@ impl Lowerer<'_, '_> {
             }
             InstKind::FlagToBool(f) => {
                 let f = self.val(*f)?;
-                let t = self.iconst(I64, TRUE);
-                let e = self.iconst(I64, FALSE);
-                Some(self.b.ins().select(f, t, e))
+                Some(self.flag_to_bool(f))
             }
             InstKind::Truth(v) => {
                 let x = self.val(*v)?;
@@ -226,6 +224,22 @@ impl Lowerer<'_, '_> {
                 let one = self.iconst(I64, 1);
                 let shifted = self.b.ins().ishl(len, one);
                 Some(self.b.ins().bor(shifted, one))
+            }
+            InstKind::StringEqual { lhs, rhs, symbol } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                Some(self.text_equal(a, b, *symbol))
+            }
+            InstKind::NewInstance(class) => {
+                let class = self.val(*class)?;
+                let v = self.allocate(false, class, &[], inst)?;
+                self.left_if_none(v, None)?;
+                Some(v)
+            }
+            InstKind::NewArray { class, length } => {
+                let class = self.val(*class)?;
+                let v = self.allocate(true, class, &[*length], inst)?;
+                self.left_if_none(v, None)?;
+                Some(v)
             }
             InstKind::Yieldpoint => {
                 self.yieldpoint(state()?, inst.bci)?;
@@ -328,6 +342,13 @@ impl Lowerer<'_, '_> {
     /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
     /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
     /// header's class id for heap objects (immediate doubles are never expected).
+    /// `true` or `false` by the flag `f`.
+    pub(super) fn flag_to_bool(&mut self, f: Value) -> Value {
+        let t = self.iconst(I64, TRUE);
+        let e = self.iconst(I64, FALSE);
+        self.b.ins().select(f, t, e)
+    }
+
     fn class_is(&mut self, x: Value, class: u32) -> Value {
         let calls = &self.layout.calls;
         if class == calls.integer_class {
@@ -589,6 +610,22 @@ impl Lowerer<'_, '_> {
                 (address, vec![recv])
             }
         };
+        if let Some(c) = code.filter(|&c| {
+            self.request
+                .callee(c)
+                .is_some_and(|callee| callee.primitive.is_some())
+        }) {
+            // A primitive has no body to call directly: the stub runs it.
+            let v = self.call(
+                self.layout.stubs.ir_call_method,
+                Some(c),
+                receiver,
+                args,
+                inst,
+            )?;
+            self.left_if_none(v, None)?;
+            return Ok(v);
+        }
         for &a in args {
             operands.push(self.val(a)?);
         }

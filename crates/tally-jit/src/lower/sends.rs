@@ -9,8 +9,8 @@ use tally_vm::bytecode::Op;
 use tally_vm::objects::block;
 use tally_vm::runtime::IntOp as VmIntOp;
 
-use super::insts::{slot_offset, FALSE, SYMBOL_TAG, TRUE, UNCACHED_CLASS};
-use super::{flags, Lowerer, I32, I64};
+use super::insts::{slot_offset, SYMBOL_TAG, UNCACHED_CLASS};
+use super::{flags, Lowerer, I32, I64, I8};
 
 impl Lowerer<'_, '_> {
     /// A send whose receiver class the compile did not know: the site's inline cache is
@@ -32,7 +32,10 @@ impl Lowerer<'_, '_> {
         }
         if self.request.site(site).is_ok_and(|f| f.cold) {
             // A send that never ran while the code around it did: the stub alone, no fast
-            // path to spend code (and compile time) on.
+            // path to spend code (and compile time) on. A speculation that it stays cold:
+            // the version is compiled again when the stub's sends pile up there
+            // (`Vm::stub_sends_piled_up`).
+            self.speculated.insert(site);
             return self.call(self.layout.stubs.ir_send, Some(site), receiver, args, inst);
         }
         let calls = &self.layout.calls;
@@ -220,6 +223,28 @@ impl Lowerer<'_, '_> {
             self.b.ins().jump(not_ints, &[]);
         }
         self.b.switch_to_block(not_ints);
+        if matches!(op, VmIntOp::Equal | VmIntOp::NotEqual) {
+            // Two symbols: the interpreter answers them without a send (`IntOp::answer`),
+            // so their site's cache stays empty and only this keeps them off the stub.
+            let recv_tag = self.and_imm(recv, 7);
+            let recv_symbol = self.cmp_imm(IntCC::Equal, recv_tag, SYMBOL_TAG);
+            let arg_tag = self.and_imm(arg, 7);
+            let arg_symbol = self.cmp_imm(IntCC::Equal, arg_tag, SYMBOL_TAG);
+            let symbols = self.b.ins().band(recv_symbol, arg_symbol);
+            let go = self.b.create_block();
+            let rest = self.b.create_block();
+            self.b.ins().brif(symbols, go, &[], rest, &[]);
+            self.b.switch_to_block(go);
+            let cc = if matches!(op, VmIntOp::Equal) {
+                IntCC::Equal
+            } else {
+                IntCC::NotEqual
+            };
+            let answer = self.b.ins().icmp(cc, recv, arg);
+            let v = self.flag_to_bool(answer);
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(rest);
+        }
         match numbers::float_operands(&mut self.b, op, recv, arg, other) {
             Some((x, y)) => {
                 let v = numbers::float_op(&mut self.b, op, x, y, other);
@@ -351,7 +376,7 @@ impl Lowerer<'_, '_> {
     /// class `recv` (its class, a metaclass, found the primitive): the allocation without
     /// the send, through its stub (a safepoint; `Value::NONE` is an error, which leaves as
     /// the send's would).
-    fn allocate(
+    pub(super) fn allocate(
         &mut self,
         indexable: bool,
         recv: Value,
@@ -406,35 +431,20 @@ impl Lowerer<'_, '_> {
             let other = self.val(args[0])?;
             let done = self.b.create_block();
             let answer = self.b.append_block_param(done, I64);
-            let t = self.iconst(I64, TRUE);
-            let f = self.iconst(I64, FALSE);
-            let symbol = self.b.create_block();
             let is_symbol =
                 self.cmp_imm(IntCC::Equal, class, self.layout.calls.symbol_class as i64);
+            let symbol = self.b.create_block();
             let text = self.b.create_block();
             self.b.ins().brif(is_string, text, &[], symbol, &[]);
             self.b.switch_to_block(symbol);
             let symbols = self.b.create_block();
             self.b.ins().brif(is_symbol, symbols, &[], slow, &[]);
-            self.b.switch_to_block(symbols);
-            let same = self.b.ins().icmp(IntCC::Equal, recv, other);
-            let not_same = self.b.create_block();
-            self.b.ins().brif(same, done, &[t.into()], not_same, &[]);
-            self.b.switch_to_block(not_same);
-            let tag = self.and_imm(other, 7);
-            let other_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
-            self.b
-                .ins()
-                .brif(other_symbol, done, &[f.into()], text, &[]);
-            self.b.switch_to_block(text);
-            let stub = self.iconst(I64, self.layout.stubs.string_equal as i64);
-            let call =
-                self.b
-                    .ins()
-                    .call_indirect(self.sigs.string_equal, stub, &[self.vm, recv, other]);
-            let equal = self.b.inst_results(call)[0];
-            let v = self.b.ins().select(equal, t, f);
-            self.b.ins().jump(done, &[v.into()]);
+            for (block, of_symbol) in [(text, false), (symbols, true)] {
+                self.b.switch_to_block(block);
+                let equal = self.text_equal(recv, other, of_symbol);
+                let v = self.flag_to_bool(equal);
+                self.b.ins().jump(done, &[v.into()]);
+            }
             self.b.switch_to_block(done);
             return Ok(answer);
         }
@@ -452,6 +462,95 @@ impl Lowerer<'_, '_> {
         let one = self.iconst(I64, 1);
         let shifted = self.b.ins().ishl(len, one);
         Ok(self.b.ins().bor(shifted, one))
+    }
+
+    /// String's primitive `=` of `string`, a String or (`symbol`) a Symbol, and any `other`,
+    /// as a flag: the same word is equal; a symbol equals only itself (`other` a symbol
+    /// too is unequal); text is compared by the pure `string_equal` stub, which neither
+    /// allocates nor fails.
+    pub(super) fn text_equal(&mut self, string: Value, other: Value, symbol: bool) -> Value {
+        let done = self.b.create_block();
+        let answer = self.b.append_block_param(done, I8);
+        let yes = self.iconst(I8, 1);
+        let no = self.iconst(I8, 0);
+        let same = self.b.ins().icmp(IntCC::Equal, string, other);
+        let text = self.b.create_block();
+        let not_same = self.b.create_block();
+        self.b.ins().brif(same, done, &[yes.into()], not_same, &[]);
+        self.b.switch_to_block(not_same);
+        if symbol {
+            let tag = self.and_imm(other, 7);
+            let other_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+            self.b
+                .ins()
+                .brif(other_symbol, done, &[no.into()], text, &[]);
+        } else {
+            self.one_byte_strings_equal(string, other, done, text);
+        }
+        self.b.switch_to_block(text);
+        let stub = self.iconst(I64, self.layout.stubs.string_equal as i64);
+        let call =
+            self.b
+                .ins()
+                .call_indirect(self.sigs.string_equal, stub, &[self.vm, string, other]);
+        let equal = self.b.inst_results(call)[0];
+        let equal = self.cmp_imm(IntCC::NotEqual, equal, 0);
+        self.b.ins().jump(done, &[equal.into()]);
+        self.b.switch_to_block(done);
+        answer
+    }
+
+    /// Whether the String `string` (an object of a string kind) and `other` are equal, for
+    /// what parsers compare most without the stub: `other` a string object too, and both of
+    /// one byte (or of different lengths: unequal). The flag goes to `done`; anything else
+    /// goes to `text`, which compares it in full.
+    fn one_byte_strings_equal(
+        &mut self,
+        string: Value,
+        other: Value,
+        done: cranelift_codegen::ir::Block,
+        text: cranelift_codegen::ir::Block,
+    ) {
+        use tally_heap::object::HEADER_BYTES;
+        use tally_vm::objects::Kind;
+        let other_object = self.is_object(other);
+        let kind_of_other = self.b.create_block();
+        self.b
+            .ins()
+            .brif(other_object, kind_of_other, &[], text, &[]);
+        self.b.switch_to_block(kind_of_other);
+        // Header word 0 holds the kind in bits 9..2; word 1 the slots (low half) and the
+        // byte length (high half), the bytes following the slots.
+        let word0 = self.b.ins().load(I64, flags(), other, 0);
+        let kind = self.b.ins().ushr_imm_u(word0, 2);
+        let kind = self.and_imm(kind, 0xff);
+        let plain = self.cmp_imm(IntCC::Equal, kind, Kind::String as i64);
+        let ascii = self.cmp_imm(IntCC::Equal, kind, Kind::AsciiString as i64);
+        let is_string = self.b.ins().bor(plain, ascii);
+        let lengths = self.b.create_block();
+        self.b.ins().brif(is_string, lengths, &[], text, &[]);
+        self.b.switch_to_block(lengths);
+        let words = [string, other].map(|s| self.b.ins().load(I64, flags(), s, 8));
+        let len = words.map(|w| self.b.ins().ushr_imm_u(w, 32));
+        let same_length = self.b.ins().icmp(IntCC::Equal, len[0], len[1]);
+        let one = self.b.create_block();
+        let no = self.iconst(I8, 0);
+        self.b.ins().brif(same_length, one, &[], done, &[no.into()]);
+        self.b.switch_to_block(one);
+        let one_byte = self.cmp_imm(IntCC::Equal, len[0], 1);
+        let bytes = self.b.create_block();
+        self.b.ins().brif(one_byte, bytes, &[], text, &[]);
+        self.b.switch_to_block(bytes);
+        let byte = [(string, words[0]), (other, words[1])].map(|(s, w)| {
+            let slots = self.and_imm(w, 0xffff_ffff);
+            let slot_bytes = self.b.ins().ishl_imm_u(slots, 3);
+            let address = self.b.ins().iadd(s, slot_bytes);
+            self.b
+                .ins()
+                .uload8(I32, flags(), address, HEADER_BYTES as i32)
+        });
+        let equal = self.b.ins().icmp(IntCC::Equal, byte[0], byte[1]);
+        self.b.ins().jump(done, &[equal.into()]);
     }
 
     /// `value…` of the closure `closure` (its class is a block class): its block's body

@@ -89,9 +89,15 @@ fn frame_index(vm: &Vm, frame: u64) -> usize {
     ((frame - base) / std::mem::size_of::<crate::frames::Frame>() as u64) as usize
 }
 
+/// Counts a send of `site` through the stub; at each of [`super::stub_report::recompiles_at`]'s counts the
+/// version that makes it may be compiled again.
 fn count_stub_send(vm: &mut Vm, site: u32) {
-    if let Some(s) = vm.rt.sites.get_mut(site as usize) {
-        s.stub_sends += 1;
+    let Some(s) = vm.rt.sites.get_mut(site as usize) else {
+        return;
+    };
+    s.stub_sends += 1;
+    if super::stub_report::recompiles_at(s.stub_sends) {
+        vm.stub_sends_piled_up(site);
     }
 }
 

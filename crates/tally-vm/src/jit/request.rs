@@ -121,6 +121,17 @@ pub enum ExpectedTarget {
     /// `Object>>==` on a class whose instances are neither numbers nor immediates: identity
     /// of the two words (numbers compare by value, so their classes are left out).
     Identical,
+    /// String's primitive `=` on a String (`symbol` false) or a Symbol (true): the same word
+    /// is equal, a symbol equals only itself, text is compared by the `string_equal` stub.
+    StringEqual {
+        symbol: bool,
+    },
+    /// Class's primitive `new` on a class: a new instance, made without the send.
+    NewInstance,
+    /// Any other primitive: called through the call stub, without the send's lookup.
+    Primitive(&'static Code),
+    /// Array's primitive `new:` on Array itself: a new Array, made without the send.
+    NewArray,
 }
 
 impl std::fmt::Debug for ExpectedTarget {
@@ -135,6 +146,12 @@ impl std::fmt::Debug for ExpectedTarget {
             ExpectedTarget::ArrayLength => f.write_str("ArrayLength"),
             ExpectedTarget::BlockValue => f.write_str("BlockValue"),
             ExpectedTarget::Identical => f.write_str("Identical"),
+            ExpectedTarget::StringEqual { symbol } => {
+                write!(f, "StringEqual {{ symbol: {symbol} }}")
+            }
+            ExpectedTarget::NewInstance => f.write_str("NewInstance"),
+            ExpectedTarget::NewArray => f.write_str("NewArray"),
+            ExpectedTarget::Primitive(code) => write!(f, "Primitive({:p})", *code),
         }
     }
 }
@@ -338,15 +355,16 @@ impl CompileRequest {
         }
     }
 
-    /// The method `id` when a site expects to call it (`ExpectedTarget::Method`): compiled
-    /// code calls it directly or inlines it; or a block the compile may inline.
+    /// The method `id` when a site expects to call it (`ExpectedTarget::Method`, or a
+    /// primitive's `ExpectedTarget::Primitive`): compiled code calls it directly or inlines
+    /// it; or a block the compile may inline.
     pub fn callee(&self, id: CodeId) -> Option<&'static Code> {
         self.sites
             .iter()
             .filter_map(|(_, f)| f.expects_receiver)
             .flat_map(|r| r.classes().to_vec())
             .find_map(|e| match e.target {
-                ExpectedTarget::Method(c) if c.id == id => Some(c),
+                ExpectedTarget::Method(c) | ExpectedTarget::Primitive(c) if c.id == id => Some(c),
                 _ => None,
             })
             .or_else(|| self.block(id))
@@ -477,8 +495,9 @@ impl CompileRequest {
 /// saw one class needs that one (a miss deoptimizes), one that saw several switches on those
 /// it can do and sends the rest. A super send's one entry is its fixed target (the cache's
 /// class is where its lookup starts), served when it is a method called directly or a
-/// trivial method: those need no class of their receiver (which is `self`).
-fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
+/// trivial method, or Class's `new` (`super new` on a class side): those need no class of
+/// their receiver (which is `self`).
+pub(crate) fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
     let s = &rt.sites[site as usize];
     if s.cached_class == NO_CLASS {
         return None;
@@ -487,7 +506,9 @@ fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
         let e = expected_receiver(rt, start, s.cached_code, s.argc)?;
         return matches!(
             e.target,
-            ExpectedTarget::Method(_) | ExpectedTarget::Trivial { .. }
+            ExpectedTarget::Method(_)
+                | ExpectedTarget::Trivial { .. }
+                | ExpectedTarget::NewInstance
         )
         .then_some(ExpectedReceivers::One(e));
     }
@@ -514,7 +535,8 @@ fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedReceivers> {
 }
 
 /// What receivers of `class` run at a site whose cache says `code`, when compiled code can do
-/// it without the send stub.
+/// it without the send stub (or, for a primitive it does not do itself, call it without the
+/// lookup).
 fn expected_receiver(
     rt: &Runtime,
     class: u32,
@@ -544,7 +566,7 @@ fn expected_receiver(
                 "at:" => ExpectedTarget::ArrayAt,
                 "at:put:" => ExpectedTarget::ArrayAtPut,
                 "length" => ExpectedTarget::ArrayLength,
-                _ => return None,
+                _ => ExpectedTarget::Primitive(code),
             }
         } else if rt.block_classes.get(argc) == Some(&class)
             && (code.holder == rt.core.block || rt.block_classes.contains(&code.holder))
@@ -560,8 +582,32 @@ fn expected_receiver(
             && class != rt.core.integer
         {
             ExpectedTarget::Identical
-        } else {
+        } else if selector == "="
+            && argc == 1
+            && code.holder == rt.core.string
+            && (class == rt.core.string || class == rt.core.symbol)
+        {
+            ExpectedTarget::StringEqual {
+                symbol: class == rt.core.symbol,
+            }
+        } else if selector == "new" && argc == 0 && code.holder == rt.core.class {
+            ExpectedTarget::NewInstance
+        } else if selector == "new:"
+            && argc == 1
+            && class == rt.classes[rt.core.array as usize].partner
+            && code.holder == class
+        {
+            ExpectedTarget::NewArray
+        } else if selector == "restart"
+            || code.intrinsic.load(std::sync::atomic::Ordering::Relaxed)
+                != crate::runtime::INTRINSIC_NONE
+        {
+            // `restart` moves its sender's frame, which only the send's way back handles; a
+            // primitive the send's fast path does itself (`Code::intrinsic`) is done there
+            // faster than through the call stub.
             return None;
+        } else {
+            ExpectedTarget::Primitive(code)
         }
     } else {
         return None;
