@@ -339,9 +339,6 @@ impl Lowerer<'_, '_> {
         self.code_address(id)
     }
 
-    /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
-    /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
-    /// header's class id for heap objects (immediate doubles are never expected).
     /// `true` or `false` by the flag `f`.
     pub(super) fn flag_to_bool(&mut self, f: Value) -> Value {
         let t = self.iconst(I64, TRUE);
@@ -349,6 +346,9 @@ impl Lowerer<'_, '_> {
         self.b.ins().select(f, t, e)
     }
 
+    /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
+    /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
+    /// header's class id for heap objects (immediate doubles are never expected).
     fn class_is(&mut self, x: Value, class: u32) -> Value {
         let calls = &self.layout.calls;
         if class == calls.integer_class {

@@ -89,8 +89,9 @@ fn frame_index(vm: &Vm, frame: u64) -> usize {
     ((frame - base) / std::mem::size_of::<crate::frames::Frame>() as u64) as usize
 }
 
-/// Counts a send of `site` through the stub; at each of [`super::stub_report::recompiles_at`]'s counts the
-/// version that makes it may be compiled again.
+/// Counts a send of `site` through the stub; at the counts
+/// [`super::stub_report::recompiles_at`] names, the version that makes it may be compiled
+/// again.
 fn count_stub_send(vm: &mut Vm, site: u32) {
     let Some(s) = vm.rt.sites.get_mut(site as usize) else {
         return;

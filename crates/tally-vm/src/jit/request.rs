@@ -128,10 +128,10 @@ pub enum ExpectedTarget {
     },
     /// Class's primitive `new` on a class: a new instance, made without the send.
     NewInstance,
-    /// Any other primitive: called through the call stub, without the send's lookup.
-    Primitive(&'static Code),
     /// Array's primitive `new:` on Array itself: a new Array, made without the send.
     NewArray,
+    /// Any other primitive: called through the call stub, without the send's lookup.
+    Primitive(&'static Code),
 }
 
 impl std::fmt::Debug for ExpectedTarget {

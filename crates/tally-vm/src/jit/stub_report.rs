@@ -27,10 +27,9 @@ impl Vm {
     /// The optimizing tier's code took the send stub at `site` often ([`recompiles_at`]):
     /// when compiled code can now serve the site without the stub (its cache has filled
     /// since the compile, or it was compiled cold and turned hot) and the site is not
-    /// megamorphic, the speculative version
-    /// running on top (the one the send is in, or inlined into) is taken out of use and
-    /// compiled again. Its running activations go on in it; the next call runs the tier
-    /// below until the new version is in.
+    /// megamorphic, the speculative version running on top (the one the send is in, or
+    /// inlined into) is taken out of use and compiled again. Its running activations go on
+    /// in it; the next call runs the tier below until the new version is in.
     pub(crate) fn stub_sends_piled_up(&mut self, site: SiteId) {
         // A site that saw more classes than a class switch tests (megamorphic) would send
         // the rest from a new version as often.
