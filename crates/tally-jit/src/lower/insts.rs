@@ -349,7 +349,7 @@ impl Lowerer<'_, '_> {
     /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
     /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
     /// header's class id for heap objects (immediate doubles are never expected).
-    fn class_is(&mut self, x: Value, class: u32) -> Value {
+    pub(super) fn class_is(&mut self, x: Value, class: u32) -> Value {
         let calls = &self.layout.calls;
         if class == calls.integer_class {
             let bit = self.and_imm(x, 1);

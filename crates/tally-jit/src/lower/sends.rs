@@ -226,10 +226,9 @@ impl Lowerer<'_, '_> {
         if matches!(op, VmIntOp::Equal | VmIntOp::NotEqual) {
             // Two symbols: the interpreter answers them without a send (`IntOp::answer`),
             // so their site's cache stays empty and only this keeps them off the stub.
-            let recv_tag = self.and_imm(recv, 7);
-            let recv_symbol = self.cmp_imm(IntCC::Equal, recv_tag, SYMBOL_TAG);
-            let arg_tag = self.and_imm(arg, 7);
-            let arg_symbol = self.cmp_imm(IntCC::Equal, arg_tag, SYMBOL_TAG);
+            let symbol = self.layout.calls.symbol_class;
+            let recv_symbol = self.class_is(recv, symbol);
+            let arg_symbol = self.class_is(arg, symbol);
             let symbols = self.b.ins().band(recv_symbol, arg_symbol);
             let go = self.b.create_block();
             let rest = self.b.create_block();
@@ -479,8 +478,7 @@ impl Lowerer<'_, '_> {
         self.b.ins().brif(same, done, &[yes.into()], not_same, &[]);
         self.b.switch_to_block(not_same);
         if symbol {
-            let tag = self.and_imm(other, 7);
-            let other_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+            let other_symbol = self.class_is(other, self.layout.calls.symbol_class);
             self.b
                 .ins()
                 .brif(other_symbol, done, &[no.into()], text, &[]);
