@@ -31,9 +31,11 @@ use tally_vm::runtime::{
     Code, IntOp as SiteOp, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
 };
 
+use tally_vm::operands::DoubleOperands;
+
 use crate::{
-    BlockId, Edge, FrameState, FrameStateId, Function, InstKind, IntCmp, IntOp, Resume, ScopeId,
-    Terminator, Ty, ValueId,
+    BlockId, Edge, FloatOp, FrameState, FrameStateId, Function, InstKind, IntCmp, IntOp, Resume,
+    ScopeId, Terminator, Ty, ValueId,
 };
 
 /// What the builder asks of a compile: the facts of each send site.
@@ -59,6 +61,12 @@ pub trait Sites {
     fn inline_budget(&self) -> usize {
         0
     }
+
+    /// Literal `n`'s value when it is an immediate (a constant: literals never change).
+    fn literal(&self, n: u32) -> Option<Value> {
+        let _ = n;
+        None
+    }
 }
 
 impl Sites for CompileRequest {
@@ -76,6 +84,10 @@ impl Sites for CompileRequest {
 
     fn inline_budget(&self) -> usize {
         self.inline_budget
+    }
+
+    fn literal(&self, n: u32) -> Option<Value> {
+        self.immediate_literal(n)
     }
 }
 
@@ -585,7 +597,10 @@ impl Builder<'_> {
                 self.inst(s, InstKind::StoreField { obj, index, value }, None, None, i);
             }
             Op::PushLiteral(n) => {
-                let v = self.value(s, InstKind::Literal(n), Ty::Word, None, i);
+                let v = match self.sites.literal(n) {
+                    Some(c) => self.constant(s.block, c, i as u32),
+                    None => self.value(s, InstKind::Literal(n), Ty::Word, None, i),
+                };
                 s.stack.push(v);
             }
             Op::PushConst(c) => {
@@ -746,6 +761,14 @@ impl Builder<'_> {
             SiteOp::NotEqual => Some(IntCmp::NotEqual),
             _ => None,
         };
+        if let Some(kinds) = facts.expects_doubles.filter(|_| facts.argc == 1) {
+            let float = FloatOp::of_site(facts.int_op)
+                .map(Err)
+                .or_else(|| compare(facts.int_op).map(Ok));
+            if let Some(float) = float {
+                return self.double_binary(s, float, kinds, i, before);
+            }
+        }
         let arith = IntOp::of_site(facts.int_op)
             .map(Err)
             .or_else(|| compare(facts.int_op).map(Ok));
@@ -768,6 +791,74 @@ impl Builder<'_> {
         };
         s.stack.push(v);
         Ok(())
+    }
+
+    /// A binary send at a site that saw only doubles (with doubles or small integers): done
+    /// on doubles behind guards on the operands, its result boxed (a later pass keeps
+    /// doubles unboxed where they flow into more arithmetic, frame states and loops).
+    fn double_binary(
+        &mut self,
+        s: &mut State,
+        op: Result<IntCmp, FloatOp>,
+        kinds: DoubleOperands,
+        i: usize,
+        before: &[ValueId],
+    ) -> Result<(), String> {
+        let state = self.state(s, i, Resume::Before, before);
+        let (receiver, args) = self.operands(s, 1)?;
+        let lhs = self.double(s, receiver, kinds.receiver_may_be_int, state, i);
+        let rhs = self.double(s, args[0], kinds.argument_may_be_int, state, i);
+        let v = match op {
+            Err(op) => {
+                let r = self.value(
+                    s,
+                    InstKind::FloatBinary { op, lhs, rhs },
+                    Ty::Float,
+                    None,
+                    i,
+                );
+                self.value(s, InstKind::BoxFloat(r), Ty::Word, None, i)
+            }
+            Ok(op) => {
+                let flag = self.value(
+                    s,
+                    InstKind::FloatCompare { op, lhs, rhs },
+                    Ty::Flag,
+                    None,
+                    i,
+                );
+                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+            }
+        };
+        s.stack.push(v);
+        Ok(())
+    }
+
+    /// `v` as a double: the double a box was made of, a constant's, or `v` unboxed behind a
+    /// guard that deoptimizes to `state` (taking small integers too with `accept_int`).
+    fn double(
+        &mut self,
+        s: &State,
+        v: ValueId,
+        accept_int: bool,
+        state: FrameStateId,
+        i: usize,
+    ) -> ValueId {
+        if let Some(InstKind::BoxFloat(d)) = self.f.def_inst(v).map(|d| &d.kind) {
+            return *d;
+        }
+        let constant = self.f.const_value(v).and_then(|c| {
+            c.as_small_float()
+                .or_else(|| c.as_int().filter(|_| accept_int).map(|n| n as f64))
+        });
+        if let Some(d) = constant {
+            return self.value(s, InstKind::FloatConst(d.to_bits()), Ty::Float, None, i);
+        }
+        let kind = InstKind::UnboxFloat {
+            value: v,
+            accept_int,
+        };
+        self.value(s, kind, Ty::Float, Some(state), i)
     }
 
     /// A send: the receiver classes the site saw done in place or called directly behind
@@ -811,16 +902,21 @@ impl Builder<'_> {
                 s.stack.push(v);
                 return Ok(());
             }
-            let checked = self.value(
-                s,
-                InstKind::GuardClass {
-                    value: receiver,
-                    class: e.class,
-                },
-                Ty::Word,
-                Some(guard_state),
-                i,
-            );
+            // A double's target unboxes the receiver, which is its guard.
+            let checked = if matches!(e.target, ExpectedTarget::DoubleMath(_)) {
+                receiver
+            } else {
+                self.value(
+                    s,
+                    InstKind::GuardClass {
+                        value: receiver,
+                        class: e.class,
+                    },
+                    Ty::Word,
+                    Some(guard_state),
+                    i,
+                )
+            };
             let v = self.target(s, e, site, checked, &args, i, guard_state)?;
             s.stack.push(v);
             return Ok(());
@@ -935,7 +1031,8 @@ impl Builder<'_> {
             | ExpectedTarget::Identical
             | ExpectedTarget::StringEqual { .. }
             | ExpectedTarget::NewInstance
-            | ExpectedTarget::NewArray => true,
+            | ExpectedTarget::NewArray
+            | ExpectedTarget::DoubleMath(_) => true,
         };
         if in_place {
             // A method called directly runs its hook at its entry; a `value…` calls the
@@ -1048,6 +1145,11 @@ impl Builder<'_> {
                     length: args[0],
                 };
                 self.value(s, kind, Ty::Word, Some(guard_state), i)
+            }
+            ExpectedTarget::DoubleMath(op) => {
+                let x = self.double(s, receiver, false, guard_state, i);
+                let r = self.value(s, InstKind::FloatUnary { op, value: x }, Ty::Float, None, i);
+                self.value(s, InstKind::BoxFloat(r), Ty::Word, None, i)
             }
         })
     }

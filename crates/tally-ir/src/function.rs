@@ -3,6 +3,7 @@
 
 use tally_heap::Value;
 use tally_vm::bytecode::{CodeId, SiteId};
+use tally_vm::jit::DoubleFn;
 use tally_vm::runtime::IntOp as SiteOp;
 
 macro_rules! id {
@@ -61,6 +62,10 @@ pub enum Ty {
     Int,
     /// A machine truth value (a comparison's), not a SOM value.
     Flag,
+    /// A double in a machine register, not a SOM value: made from a Double or a small
+    /// integer, boxed again (an immediate or a heap Double) where a SOM value is needed; a
+    /// frame state may hold one, which its exit boxes.
+    Float,
 }
 
 impl Ty {
@@ -69,6 +74,7 @@ impl Ty {
             Ty::Word => "word",
             Ty::Int => "int",
             Ty::Flag => "flag",
+            Ty::Float => "float",
         }
     }
 }
@@ -179,7 +185,48 @@ impl IntOp {
     }
 }
 
-/// A comparison of small integers.
+/// Arithmetic on doubles (IEEE, as Double's primitives do it: `//` by zero is an infinity
+/// or NaN, no error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FloatOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl FloatOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            FloatOp::Add => "float_add",
+            FloatOp::Sub => "float_sub",
+            FloatOp::Mul => "float_mul",
+            FloatOp::Div => "float_div",
+        }
+    }
+
+    /// The operation a send site's operation is, if Double has it.
+    pub fn of_site(op: SiteOp) -> Option<FloatOp> {
+        match op {
+            SiteOp::Add => Some(FloatOp::Add),
+            SiteOp::Sub => Some(FloatOp::Sub),
+            SiteOp::Mul => Some(FloatOp::Mul),
+            SiteOp::FloatDiv => Some(FloatOp::Div),
+            _ => None,
+        }
+    }
+
+    pub fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            FloatOp::Add => a + b,
+            FloatOp::Sub => a - b,
+            FloatOp::Mul => a * b,
+            FloatOp::Div => a / b,
+        }
+    }
+}
+
+/// A comparison of small integers, or of doubles ([`InstKind::FloatCompare`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntCmp {
     Less,
@@ -199,6 +246,21 @@ impl IntCmp {
             IntCmp::GreaterEq => "ge",
             IntCmp::Equal => "eq",
             IntCmp::NotEqual => "ne",
+        }
+    }
+
+    /// The comparison of two doubles as the core libraries answer it: `<` and `=` are
+    /// primitives (false when either is NaN); `<=` is `<` or `=`; `>` is not (`<` or `=`),
+    /// `>=` not `<`, `~=` not `=` (all three true when either is NaN).
+    pub fn apply_float(self, a: f64, b: f64) -> bool {
+        use std::cmp::Ordering::{Equal, Less};
+        match self {
+            IntCmp::Less => a < b,
+            IntCmp::LessEq => a <= b,
+            IntCmp::Greater => !matches!(a.partial_cmp(&b), Some(Less | Equal)),
+            IntCmp::GreaterEq => a.partial_cmp(&b) != Some(Less),
+            IntCmp::Equal => a == b,
+            IntCmp::NotEqual => a != b,
         }
     }
 
@@ -312,6 +374,35 @@ pub enum InstKind {
     },
     /// Whether two values are the same word (`==` of objects that are not numbers).
     Identical(ValueId, ValueId),
+    /// A constant double (its bits).
+    FloatConst(u64),
+    /// `value` as a double (typed [`Ty::Float`]) if it is a Double (an immediate or a heap
+    /// one) or, with `accept_int`, a small integer; else deoptimize.
+    UnboxFloat {
+        value: ValueId,
+        accept_int: bool,
+    },
+    FloatBinary {
+        op: FloatOp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
+    /// Double's `sqrt`, `sin` or `cos` of a double.
+    FloatUnary {
+        op: DoubleFn,
+        value: ValueId,
+    },
+    /// A comparison of two doubles ([`IntCmp::apply_float`]).
+    FloatCompare {
+        op: IntCmp,
+        lhs: ValueId,
+        rhs: ValueId,
+    },
+    /// A double as a SOM value: an immediate where it has one, else a new heap Double
+    /// (allocates; a box's identity is never seen, since `==` compares numbers by value).
+    /// No frame state: nothing deoptimizes there, and a collection finds the values live
+    /// across it in the stack maps, as for any call.
+    BoxFloat(ValueId),
     /// `true` or `false` as a SOM value.
     FlagToBool(ValueId),
     /// The truth of a SOM Boolean; any other value deoptimizes (the interpreter reports it).
@@ -400,6 +491,9 @@ impl InstKind {
             GuardClass { value, .. } | ClassIs { value, .. } => vec![*value],
             IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
             Identical(a, b) => vec![*a, *b],
+            FloatConst(_) => vec![],
+            UnboxFloat { value, .. } | BoxFloat(value) | FloatUnary { value, .. } => vec![*value],
+            FloatBinary { lhs, rhs, .. } | FloatCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
             FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => vec![*v],
             StringEqual { lhs, rhs, .. } => vec![*lhs, *rhs],
             NewArray { class, length } => vec![*class, *length],
@@ -466,6 +560,14 @@ impl InstKind {
                 *a = f(*a);
                 *b = f(*b);
             }
+            FloatConst(_) => {}
+            UnboxFloat { value, .. } | BoxFloat(value) | FloatUnary { value, .. } => {
+                *value = f(*value)
+            }
+            FloatBinary { lhs, rhs, .. } | FloatCompare { lhs, rhs, .. } => {
+                *lhs = f(*lhs);
+                *rhs = f(*rhs);
+            }
             Send { receiver, args, .. }
             | SuperSend { receiver, args, .. }
             | CallMethod { receiver, args, .. } => {
@@ -510,6 +612,7 @@ impl InstKind {
             | ArrayAtPut { .. }
             | NewInstance(_)
             | NewArray { .. }
+            | UnboxFloat { .. }
             | Yieldpoint => true,
             IntBinary { op, .. } => op.may_overflow(),
             _ => false,
@@ -543,7 +646,12 @@ impl InstKind {
             | ArrayLength(_)
             | StringEqual { .. }
             | VirtualBlock { .. }
-            | VirtualContext { .. } => true,
+            | VirtualContext { .. }
+            | FloatConst(_)
+            | FloatUnary { .. }
+            | FloatBinary { .. }
+            | FloatCompare { .. }
+            | BoxFloat(_) => true,
             Global(_)
             | StoreField { .. }
             | NewContext { .. }
@@ -551,6 +659,7 @@ impl InstKind {
             | MakeBlock { .. }
             | GuardInt(_)
             | GuardClass { .. }
+            | UnboxFloat { .. }
             | Send { .. }
             | SuperSend { .. }
             | CallMethod { .. }

@@ -34,7 +34,7 @@ pub mod verify;
 
 pub use function::Function;
 pub use function::{
-    Block, BlockId, Edge, FrameState, FrameStateId, Inst, InstId, InstKind, IntCmp, IntOp,
+    Block, BlockId, Edge, FloatOp, FrameState, FrameStateId, Inst, InstId, InstKind, IntCmp, IntOp,
     OsrEntry, Resume, Scope, ScopeId, Terminator, Ty, ValueDef, ValueId,
 };
 

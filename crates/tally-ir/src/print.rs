@@ -160,6 +160,15 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
         IntBinary { op, lhs, rhs } => format!("{} {lhs}, {rhs}", op.name()),
         IntCompare { op, lhs, rhs } => format!("int_{} {lhs}, {rhs}", op.name()),
         Identical(a, b) => format!("identical {a}, {b}"),
+        FloatConst(bits) => format!("float {:?}", f64::from_bits(*bits)),
+        UnboxFloat { value, accept_int } => match accept_int {
+            true => format!("unbox_float {value}, int too"),
+            false => format!("unbox_float {value}"),
+        },
+        FloatBinary { op, lhs, rhs } => format!("{} {lhs}, {rhs}", op.name()),
+        FloatCompare { op, lhs, rhs } => format!("float_{} {lhs}, {rhs}", op.name()),
+        BoxFloat(v) => format!("box_float {v}"),
+        FloatUnary { op, value } => format!("float_{} {value}", op.name()),
         FlagToBool(v) => format!("flag_to_bool {v}"),
         Truth(v) => format!("truth {v}"),
         Send {

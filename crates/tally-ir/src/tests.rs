@@ -7,13 +7,14 @@ use tally_heap::Value;
 use tally_vm::bytecode::{Op, SiteId};
 use tally_vm::compiler::{CodeKind, CompiledCode};
 use tally_vm::jit::{ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts};
+use tally_vm::operands::DoubleOperands;
 use tally_vm::runtime::{Code, IntOp};
 
 use crate::build::{build, Sites};
 use crate::passes::optimize;
 use crate::print::print;
 use crate::verify::verify;
-use crate::{Function, InstKind};
+use crate::{Function, InstKind, Terminator, Ty};
 
 struct Facts(HashMap<SiteId, SiteFacts>);
 
@@ -28,6 +29,7 @@ fn site(argc: u8, int_op: IntOp, small_ints: bool) -> SiteFacts {
         argc,
         int_op,
         expects_small_ints: small_ints,
+        expects_doubles: None,
         expects_receiver: None,
         cold: false,
         receiver_table: 0,
@@ -89,6 +91,11 @@ fn count(f: &Function, pred: impl Fn(&InstKind) -> bool) -> usize {
 
 /// `sum: n = ( | s | s := 0. 1 to: n do: [:i | s := s + i]. ^s )`
 fn sum() -> &'static Code {
+    sum_from(Value::from_small_int(0))
+}
+
+/// [`sum`] with `s` starting at `start`.
+fn sum_from(start: Value) -> &'static Code {
     let int = |v| Value::from_small_int(v);
     code(
         1,
@@ -98,7 +105,7 @@ fn sum() -> &'static Code {
         0,
         vec![],
         vec![
-            Op::PushConst(int(0)),
+            Op::PushConst(start),
             Op::PopLocal(2),
             Op::PushConst(int(1)),
             Op::Dup,
@@ -163,6 +170,60 @@ fn a_counting_loop_keeps_its_values_in_ssa_with_no_guard_left_inside() {
     );
     assert!(
         text.contains("fs3: T>>sum: @7 before  locals [v0, -, v34, v38, v1]  stack [v9]"),
+        "{text}"
+    );
+}
+
+/// `s := 0.0` and `s + i` at a site that saw only doubles (with integer arguments): `s` is
+/// a double through the loop, unboxed nowhere inside it, boxed once for the return; frame
+/// states hold the double itself (their exits box it).
+#[test]
+fn a_loop_of_doubles_keeps_them_unboxed_until_they_are_returned() {
+    let doubles = SiteFacts {
+        expects_doubles: Some(DoubleOperands {
+            receiver_may_be_int: false,
+            argument_may_be_int: true,
+        }),
+        ..site(1, IntOp::Add, false)
+    };
+    let sites = [
+        (0, small_ints(1, IntOp::LessEq)),
+        (1, doubles),
+        (2, small_ints(1, IntOp::Add)),
+    ];
+    let zero = Value::from_small_float(0.0).expect("an immediate");
+    let (f, text) = compile(sum_from(zero), &sites);
+    let floats: Vec<_> = f
+        .blocks
+        .iter()
+        .flat_map(|b| &b.params)
+        .filter(|&&p| f.ty(p) == Ty::Float)
+        .collect();
+    assert_eq!(floats.len(), 1, "{text}");
+    assert!(text.contains("float_add"), "{text}");
+    let boxes = count(&f, |k| matches!(k, InstKind::BoxFloat(_)));
+    assert_eq!(boxes, 1, "{text}");
+    // The integer `i` converted, never a guard on `s`.
+    let unboxes: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains("= unbox_float"))
+        .map(String::from)
+        .collect();
+    assert_eq!(unboxes.len(), 1, "{text}");
+    assert!(unboxes[0].contains("int too"), "{text}");
+    let s = *floats[0];
+    assert!(
+        f.states.iter().any(|st| st.values().any(|v| v == s)),
+        "{text}"
+    );
+    let returned = f.blocks.iter().find_map(|b| match b.term {
+        Terminator::Return(v) => Some(v),
+        _ => None,
+    });
+    let returned = returned.expect("a return");
+    assert_eq!(
+        f.def_inst(returned).map(|i| &i.kind),
+        Some(&InstKind::BoxFloat(s)),
         "{text}"
     );
 }

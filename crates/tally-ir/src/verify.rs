@@ -2,7 +2,7 @@
 //! builds, so a pass that breaks one fails where it did, not in the machine code.
 
 use crate::dom::DomTree;
-use crate::{BlockId, Function, InstKind, Terminator, ValueDef, ValueId};
+use crate::{BlockId, Function, InstKind, Terminator, Ty, ValueDef, ValueId};
 
 /// Where each value is defined: its block and its position there (parameters before every
 /// instruction).
@@ -26,6 +26,17 @@ fn is_virtual(f: &Function, v: ValueId) -> bool {
     matches!(
         f.def_inst(v).map(|i| &i.kind),
         Some(InstKind::VirtualBlock { .. } | InstKind::VirtualContext { .. })
+    )
+}
+
+/// Whether `kind` reads doubles ([`Ty::Float`]); every other instruction reads none.
+fn reads_doubles(kind: &InstKind) -> bool {
+    matches!(
+        kind,
+        InstKind::FloatBinary { .. }
+            | InstKind::FloatCompare { .. }
+            | InstKind::FloatUnary { .. }
+            | InstKind::BoxFloat(_)
     )
 }
 
@@ -80,6 +91,9 @@ pub fn verify(f: &Function) -> Result<(), String> {
             let inst = &f.insts[i.index()];
             for v in inst.kind.operands() {
                 check(v, b, k + 1, &format!("{i}"))?;
+                if (f.ty(v) == Ty::Float) != reads_doubles(&inst.kind) {
+                    return Err(format!("{i} reads {} {}", f.ty(v).name(), name(v)));
+                }
                 // A virtual object exists only for exits: what reads it must be one too.
                 let virtual_use = matches!(
                     inst.kind,
@@ -145,7 +159,34 @@ pub fn verify(f: &Function) -> Result<(), String> {
         if block.term == Terminator::Unreachable {
             return Err(format!("{b} is reachable but has no terminator"));
         }
+        let passed: Vec<ValueId> = block
+            .term
+            .edges()
+            .iter()
+            .flat_map(|e| e.args.clone())
+            .collect();
+        for v in block.term.operands() {
+            if f.ty(v) == Ty::Float && !passed.contains(&v) {
+                return Err(format!(
+                    "the terminator of {b} reads the double {}",
+                    name(v)
+                ));
+            }
+        }
         for e in block.term.edges() {
+            let params = &f.blocks[e.block.index()].params;
+            for (&a, &p) in e.args.iter().zip(params) {
+                if (f.ty(a) == Ty::Float) != (f.ty(p) == Ty::Float) {
+                    return Err(format!(
+                        "{b} passes {} {} to {}'s {} {}",
+                        f.ty(a).name(),
+                        name(a),
+                        e.block,
+                        f.ty(p).name(),
+                        name(p)
+                    ));
+                }
+            }
             let want = f.blocks[e.block.index()].params.len();
             if e.args.len() != want {
                 return Err(format!(

@@ -16,6 +16,7 @@ mod loader;
 mod method_hooks;
 pub mod numbers;
 pub mod objects;
+pub mod operands;
 mod peephole;
 mod phases;
 mod primitives;

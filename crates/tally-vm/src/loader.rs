@@ -528,7 +528,7 @@ impl CompileEnv for Env<'_> {
             cached_code: 0,
             cached_class2: NO_CLASS,
             cached_code2: 0,
-            saw_other_operands: false,
+            operands: Default::default(),
             stub_sends: 0,
             seen: None,
         })

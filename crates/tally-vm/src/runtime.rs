@@ -289,6 +289,19 @@ pub enum IntOp {
 }
 
 impl IntOp {
+    /// Whether compiled code may compute it on doubles for operands like `kinds`: the
+    /// arithmetic and comparisons Double answers, with an Integer receiver only where
+    /// Integer's primitive answers as Double's does (not `=` and `~=`, where Integer decides
+    /// equality itself, nor `//`, where Integer reports a zero divisor).
+    pub fn has_double_form(self, kinds: crate::operands::DoubleOperands) -> bool {
+        match self {
+            IntOp::Add | IntOp::Sub | IntOp::Mul => true,
+            IntOp::Less | IntOp::Greater | IntOp::LessEq | IntOp::GreaterEq => true,
+            IntOp::Equal | IntOp::NotEqual | IntOp::FloatDiv => !kinds.receiver_may_be_int,
+            _ => false,
+        }
+    }
+
     pub fn for_selector(name: &str) -> IntOp {
         match name {
             "+" => IntOp::Add,
@@ -516,10 +529,10 @@ pub struct Site {
     /// (nil or an object, a leaf or a node) still never looks up.
     pub cached_class2: ClassId,
     pub cached_code2: CodeId,
-    /// Type feedback of a binary send: set once its operands were other than two small
-    /// integers, or their result overflowed. The optimizing tier speculates on small
-    /// integers only at sites where it is still clear.
-    pub saw_other_operands: bool,
+    /// Type feedback of a binary send: what its operands have been. The optimizing tier
+    /// speculates on small integers at sites that saw nothing else, on doubles at sites
+    /// that saw only doubles (with doubles or small integers).
+    pub operands: crate::operands::OperandKinds,
     /// Times compiled code took a send stub at this site (for `--tier-log`'s summary of
     /// what compiled code could not do on its own).
     pub stub_sends: u64,

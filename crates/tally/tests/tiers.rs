@@ -751,7 +751,7 @@ fn a_loop_entered_after_a_deopt_ignores_the_slots_dead_at_its_head() {
          \x20   run = ( | r x | r := 0.\n\
          \x20       1 to: 40 do: [ :i | r := r + i ].\n\
          \x20       1 to: 3000 do: [ :k |\n\
-         \x20           x := k = 100 ifTrue: [ 1.5 ] ifFalse: [ 3 ].\n\
+         \x20           x := k = 100 ifTrue: [ 100000000000000000000 ] ifFalse: [ 3 ].\n\
          \x20           x < 0 ifTrue: [ r := r - 1 ].\n\
          \x20           r := r + 1 ].\n\
          \x20       r println )\n\
@@ -1075,7 +1075,8 @@ fn the_tier_log_ends_with_the_sites_that_took_the_send_stubs() {
 /// String's primitive `asSymbol` without the send.
 ///
 /// `check:with:flag:`'s first version, compiled at its first call, speculates that `x +`
-/// sees small integers; the double of the first call fails that guard, and the second
+/// sees small integers; the big integer of the first call fails that guard (and leaves the
+/// site to the send: neither small integers nor doubles only), and the second
 /// version is compiled after the interpreter has run the `length` send but not `asSymbol`.
 #[test]
 fn a_cold_site_that_turns_hot_has_its_method_compiled_again() {
@@ -1091,7 +1092,8 @@ fn a_cold_site_that_turns_hot_has_its_method_compiled_again() {
          \x20   )\n\
          \x20   run = ( | n |\n\
          \x20       n := 0.\n\
-         \x20       (self check: 1.5 with: 'ab' flag: false) ifTrue: [n := n + 1].\n\
+         \x20       (self check: 100000000000000000000 with: 'ab' flag: false)\n\
+         \x20           ifTrue: [n := n + 1].\n\
          \x20       (self check: 1 with: 'ab' flag: false) ifTrue: [n := n + 1].\n\
          \x20       1 to: 3000 do: [:i |\n\
          \x20           (self check: i with: 'ab' flag: true) == #ab ifTrue: [n := n + 1]].\n\

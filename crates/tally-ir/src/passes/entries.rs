@@ -96,7 +96,7 @@ fn skip_dead_slots(f: &mut Function, code: &Code, entries: &[(BlockId, u32, u32)
 }
 
 /// Whether `v` was read from the interpreter's frame at an entry.
-fn from_frame(f: &Function, v: ValueId) -> bool {
+pub(super) fn from_frame(f: &Function, v: ValueId) -> bool {
     matches!(f.def_inst(v).map(|i| &i.kind), Some(InstKind::FrameSlot(_)))
 }
 
@@ -107,7 +107,7 @@ fn integer_params(f: &Function) -> HashSet<ValueId> {
 
 /// The state of the frame at the loop head the entry `block` enters (at `bci`, with `height`
 /// operands): the activation's receiver and arguments, the rest read from the frame.
-fn entry_state(
+pub(super) fn entry_state(
     f: &mut Function,
     code: &Code,
     block: BlockId,

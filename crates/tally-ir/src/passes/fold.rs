@@ -1,4 +1,5 @@
-//! Constant folding: arithmetic and comparisons of constant small integers, truth tests of
+//! Constant folding: arithmetic and comparisons of constant small integers and doubles
+//! (a double boxed again where it has an immediate), truth tests of
 //! known Booleans (a comparison's `FlagToBool` then `Truth` is the comparison's flag), guards
 //! of values known to pass, and branches on constant flags.
 
@@ -96,6 +97,30 @@ fn fold_inst(f: &Function, kind: &InstKind) -> Option<Folded> {
             }
         }
         GuardInt(v) => (f.ty(v) == Ty::Int || f.const_int(v).is_some()).then_some(Folded::Value(v)),
+        FloatBinary { op, lhs, rhs } => {
+            let r = op.apply(const_double(f, lhs)?, const_double(f, rhs)?);
+            Some(Folded::Const(FloatConst(r.to_bits())))
+        }
+        FloatUnary { op, value } => {
+            let r = op.apply(const_double(f, value)?);
+            Some(Folded::Const(FloatConst(r.to_bits())))
+        }
+        FloatCompare { op, lhs, rhs } => {
+            let r = op.apply_float(const_double(f, lhs)?, const_double(f, rhs)?);
+            Some(Folded::Const(FlagConst(r)))
+        }
+        BoxFloat(v) => {
+            let c = Value::from_small_float(const_double(f, v)?)?;
+            Some(Folded::Const(Const(c)))
+        }
+        _ => None,
+    }
+}
+
+/// The double `v` is, if it is a constant one.
+fn const_double(f: &Function, v: ValueId) -> Option<f64> {
+    match f.def_inst(v)?.kind {
+        InstKind::FloatConst(bits) => Some(f64::from_bits(bits)),
         _ => None,
     }
 }

@@ -11,12 +11,14 @@
 //!    already proves, then folding again;
 //! 6. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
 //!    refers to;
-//! 7. [`closures::sink`]: a closure that escapes only on some paths is made where they
+//! 7. [`floats::unbox`]: doubles stay unboxed through loops and frame states;
+//! 8. [`closures::sink`]: a closure that escapes only on some paths is made where they
 //!    begin;
-//! 8. [`closures::virtualize`]: closures only frame states hold are made by the exits that
+//! 9. [`closures::virtualize`]: closures only frame states hold are made by the exits that
 //!    need them, not where the code made them;
-//! 9. [`contexts::virtualize`]: an inlined activation's context that only its code, virtual
-//!    closures and frame states use has its slots in SSA values, made by the exits too.
+//! 10. [`contexts::virtualize`]: an inlined activation's context that only its code,
+//!     virtual closures and frame states use has its slots in SSA values, made by the exits
+//!     too.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
 
@@ -24,6 +26,7 @@ pub mod closures;
 pub mod contexts;
 pub mod dce;
 pub mod entries;
+pub mod floats;
 pub mod fold;
 pub mod guards;
 pub mod params;
@@ -58,6 +61,11 @@ pub fn optimize(
     dce::dce(f);
     params::prune(f);
     check(f, "dead code elimination")?;
+    // After dead code elimination: a loop's dead variables no longer hold a double's
+    // parameter to a word.
+    floats::unbox(f, code);
+    dce::dce(f);
+    check(f, "unboxing doubles")?;
     closures::sink(f);
     check(f, "closure sinking")?;
     closures::virtualize(f);

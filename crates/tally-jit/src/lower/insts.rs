@@ -151,6 +151,27 @@ impl Lowerer<'_, '_> {
                 };
                 Some(self.b.ins().icmp(cc, a, b))
             }
+            InstKind::FloatConst(bits) => Some(self.float_const(*bits)),
+            InstKind::UnboxFloat { value, accept_int } => {
+                let x = self.val(*value)?;
+                Some(self.unbox_float(x, *accept_int, state()?)?)
+            }
+            InstKind::FloatBinary { op, lhs, rhs } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                Some(self.float_binary(*op, a, b))
+            }
+            InstKind::FloatUnary { op, value } => {
+                let x = self.val(*value)?;
+                Some(self.float_unary(*op, x))
+            }
+            InstKind::FloatCompare { op, lhs, rhs } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                Some(self.float_compare(*op, a, b))
+            }
+            InstKind::BoxFloat(v) => {
+                let d = self.val(*v)?;
+                Some(self.box_float(d, inst.bci)?)
+            }
             InstKind::Identical(a, b) => {
                 let (a, b) = (self.val(*a)?, self.val(*b)?);
                 Some(self.b.ins().icmp(IntCC::Equal, a, b))
@@ -348,7 +369,7 @@ impl Lowerer<'_, '_> {
 
     /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
     /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
-    /// header's class id for heap objects (immediate doubles are never expected).
+    /// tag or the header for doubles, the header's class id for other heap objects.
     pub(super) fn class_is(&mut self, x: Value, class: u32) -> Value {
         let calls = &self.layout.calls;
         if class == calls.integer_class {
@@ -362,7 +383,23 @@ impl Lowerer<'_, '_> {
         if let Some(&(_, word)) = calls.immediate_classes.iter().find(|(c, _)| *c == class) {
             return self.cmp_imm(IntCC::Equal, x, word as i64);
         }
-        // A heap object (tag 0, not NONE) whose header names the class.
+        if class != calls.double_class {
+            return self.heap_class_is(x, class);
+        }
+        let (other, join) = (self.b.create_block(), self.b.create_block());
+        self.b.append_block_param(join, I8);
+        let tag = self.and_imm(x, 7);
+        let small = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
+        self.b.ins().brif(small, join, &[small.into()], other, &[]);
+        self.b.switch_to_block(other);
+        let boxed = self.heap_class_is(x, class);
+        self.b.ins().jump(join, &[boxed.into()]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
+    /// Whether `x` is a heap object (tag 0, not NONE) whose header names `class`.
+    pub(super) fn heap_class_is(&mut self, x: Value, class: u32) -> Value {
         let object = self.b.create_block();
         let join = self.b.create_block();
         self.b.append_block_param(join, I8);
@@ -693,7 +730,7 @@ impl Lowerer<'_, '_> {
 
     /// Leaves when a stub answered `Value::NONE`; for a call (with its frame state after
     /// the call), to the interpreter at the frame's start when the call restarted it.
-    fn left_if_none(
+    pub(super) fn left_if_none(
         &mut self,
         v: Value,
         after: Option<tally_ir::FrameStateId>,

@@ -30,6 +30,7 @@
 //!   call `ir_interpret` runs the frame in the interpreter to its return. One exit per frame
 //!   state and status, shared by its guards, each ending in the function's one hand-over.
 
+mod floats;
 mod insts;
 mod sends;
 
@@ -165,6 +166,7 @@ pub(crate) fn lower(
         speculated: std::collections::BTreeSet::new(),
         scope_codes: scope_codes(request, ir)?,
         scope: tally_ir::ScopeId(0),
+        exit_boxes: HashMap::new(),
     };
     l.entry(&table)?;
     // Dominators first, so every value is lowered before its uses.
@@ -280,6 +282,8 @@ struct Signatures {
     new_indexable: SigRef,
     /// `(vm, u32) -> u32`: `method_hook`.
     status1: SigRef,
+    /// `(f64) -> f64`: `double_sin`, `double_cos`.
+    double_fn: SigRef,
     /// The bodies' signatures, by argument count (methods, then blocks): direct calls.
     bodies: HashMap<(usize, bool), SigRef>,
 }
@@ -304,6 +308,7 @@ impl Signatures {
             string_equal: make(&[I64, I64, I64], I32),
             new_indexable: make(&[I64, I64, I64], I64),
             status1: make(&[I64, I32], I32),
+            double_fn: make(&[types::F64], types::F64),
             bodies: HashMap::new(),
         }
     }
@@ -370,6 +375,8 @@ struct Lowerer<'a, 'f> {
     scope_codes: Vec<&'static tally_vm::runtime::Code>,
     /// The scope of the instruction being lowered.
     scope: tally_ir::ScopeId,
+    /// In the exit (or outer tail) being filled: the doubles its frames hold, boxed.
+    exit_boxes: HashMap<ValueId, Value>,
 }
 
 fn flags() -> MemFlagsData {
@@ -403,6 +410,7 @@ impl Lowerer<'_, '_> {
         match ty {
             Ty::Word | Ty::Int => I64,
             Ty::Flag => I8,
+            Ty::Float => types::F64,
         }
     }
 
@@ -945,6 +953,21 @@ impl Lowerer<'_, '_> {
 
     /// Fills the exits and the leave block.
     fn finish(&mut self) -> Result<(), String> {
+        let mut exits: Vec<_> = self.exits.iter().map(|(&k, &b)| (k, b)).collect();
+        exits.sort_by_key(|&((s, _), b)| (s, b));
+        for ((state, kind), exit) in exits {
+            self.fill_exit(state, kind, exit)?;
+        }
+        let mut tails: Vec<_> = self
+            .outer_tails
+            .iter()
+            .map(|(&caller, (tail, held))| (caller, *tail, held.clone()))
+            .collect();
+        tails.sort_by_key(|&(caller, ..)| caller);
+        for (caller, tail, held) in tails {
+            self.fill_outer_tail(caller, tail, &held)?;
+        }
+        // After the exits, which may be the first to leave (an allocation that fails).
         if let Some(leave) = self.leave {
             // For the dispatcher, `Value::NONE` (the dispatcher sorts errors from
             // unwinding); for a direct call, the value of a non-local return that ended at
@@ -962,20 +985,6 @@ impl Lowerer<'_, '_> {
                 .call_indirect(self.sigs.left, stub, &[self.vm, self.frame]);
             let v = self.b.inst_results(call)[0];
             self.return_(v);
-        }
-        let mut exits: Vec<_> = self.exits.iter().map(|(&k, &b)| (k, b)).collect();
-        exits.sort_by_key(|&((s, _), b)| (s, b));
-        for ((state, kind), exit) in exits {
-            self.fill_exit(state, kind, exit)?;
-        }
-        let mut tails: Vec<_> = self
-            .outer_tails
-            .iter()
-            .map(|(&caller, (tail, held))| (caller, *tail, held.clone()))
-            .collect();
-        tails.sort_by_key(|&(caller, ..)| caller);
-        for (caller, tail, held) in tails {
-            self.fill_outer_tail(caller, tail, &held)?;
         }
         if let Some(hand_over) = self.hand_over {
             self.fill_hand_over(hand_over);
@@ -1053,6 +1062,7 @@ impl Lowerer<'_, '_> {
         let param = self.b.block_params(exit).first().copied();
         let layout = self.layout;
         let chain = self.chain_outermost_first(state);
+        self.exit_boxes.clear();
         self.materialize(&chain, state, fs.bci)?;
         let outer = &chain[..chain.len() - 1];
         // Where the innermost frame goes: above the values of the frames of its chain.
@@ -1103,7 +1113,8 @@ impl Lowerer<'_, '_> {
             return Ok(());
         };
         // The outer chain's tail, with the objects this exit made that its frames hold.
-        let held = self.virtuals_of(outer).concat();
+        let mut held = self.virtuals_of(outer).concat();
+        held.extend(self.floats_of(outer));
         let tail = match self.outer_tails.get(&caller) {
             Some((tail, same)) if *same == held => *tail,
             Some(_) => {
@@ -1125,7 +1136,7 @@ impl Lowerer<'_, '_> {
         };
         let mut args: Vec<cranelift_codegen::ir::BlockArg> = vec![status.into(), len.into()];
         for &v in &held {
-            args.push(self.val(v)?.into());
+            args.push(self.word(v)?.into());
         }
         self.b.ins().jump(tail, &args);
         Ok(())
@@ -1168,12 +1179,12 @@ impl Lowerer<'_, '_> {
             // `bp` with a clear mark: the interpreter runs it.
             self.b.ins().store(flags(), bp, frame, layout.frame_bp);
             let ctx = match fs.context {
-                Some(c) => self.val(c)?,
+                Some(c) => self.word(c)?,
                 None => self.iconst(I64, NIL),
             };
             self.b.ins().store(flags(), ctx, frame, layout.frame_ctx);
             let closure = match fs.closure {
-                Some(c) => self.val(c)?,
+                Some(c) => self.word(c)?,
                 None => self.iconst(I64, 0),
             };
             self.b
@@ -1187,7 +1198,7 @@ impl Lowerer<'_, '_> {
             // does not assign them): the interpreter may read them where the bytecode
             // does not (an escaped block's receiver, a restarted method's arguments).
             let v = match (l, self.params.get(slot).filter(|_| level == 0)) {
-                (Some(v), _) => self.val(*v)?,
+                (Some(v), _) => self.word(*v)?,
                 (None, Some(&p)) => p,
                 (None, None) => self.iconst(I64, NIL),
             };
@@ -1199,7 +1210,7 @@ impl Lowerer<'_, '_> {
             self.b.ins().store(flags(), zero, self.vm, layout.restarted);
         } else {
             for &s in &fs.stack {
-                let v = self.val(s)?;
+                let v = self.word(s)?;
                 self.b.ins().store(flags(), v, slots, 8 * k);
                 k += 1;
             }
@@ -1229,8 +1240,13 @@ impl Lowerer<'_, '_> {
             .set_srcloc(SourceLoc::new(crate::compiler::SHARED_EXIT));
         let params = self.b.block_params(tail).to_vec();
         let (status, len) = (params[0], params[1]);
+        self.exit_boxes.clear();
         for (&v, &p) in held.iter().zip(&params[2..]) {
-            self.define(v, p);
+            if self.ir.ty(v) == Ty::Float {
+                self.exit_boxes.insert(v, p);
+            } else {
+                self.define(v, p);
+            }
         }
         let chain = self.chain_outermost_first(caller);
         let (mut slots, mut bp, mut frame) = (self.slots, self.bp, self.frame);
@@ -1302,6 +1318,7 @@ impl Lowerer<'_, '_> {
         innermost: FrameStateId,
         bci: u32,
     ) -> Result<(), String> {
+        self.box_exit_floats(chain, bci)?;
         let [contexts, virtuals] = self.virtuals_of(chain);
         for c in contexts {
             let Some(tally_ir::InstKind::VirtualContext { size, outer }) =
@@ -1320,7 +1337,7 @@ impl Lowerer<'_, '_> {
                 if self.ir.const_value(slot) == Some(tally_heap::Value::NIL) {
                     continue;
                 }
-                let x = self.val(slot)?;
+                let x = self.word(slot)?;
                 self.store_into(made, insts::slot_offset(k), None, x);
             }
             self.define(c, made);

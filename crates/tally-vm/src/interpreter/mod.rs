@@ -250,15 +250,13 @@ impl Vm {
                 let int_op = self.rt.sites[site_id as usize].int_op;
                 let len = self.rt.stack.len();
                 let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
-                if !(a.is_int() && b.is_int()) {
-                    self.rt.sites[site_id as usize].saw_other_operands = true;
-                }
-                if let Some(r) = int_op.answer(a, b) {
+                let answer = int_op.answer(a, b);
+                self.note_operands(site_id, a, b, answer.is_some());
+                if let Some(r) = answer {
                     self.rt.stack.truncate(len - 1);
                     self.rt.stack[len - 2] = r;
                     continue;
                 }
-                self.rt.sites[site_id as usize].saw_other_operands = true;
                 send!(site_id);
             }};
         }
@@ -300,10 +298,9 @@ impl Vm {
                 let int_op = self.rt.sites[site_id as usize].int_op;
                 let len = self.rt.stack.len();
                 let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
-                if !(a.is_int() && b.is_int()) {
-                    self.rt.sites[site_id as usize].saw_other_operands = true;
-                }
-                match int_op.answer(a, b) {
+                let answer = int_op.answer(a, b);
+                self.note_operands(site_id, a, b, answer.is_some());
+                match answer {
                     Some(r) => {
                         self.rt.stack.truncate(len - 2);
                         ip = if (r == Value::TRUE) == $jump_if {
@@ -312,10 +309,7 @@ impl Vm {
                             ip + 1
                         };
                     }
-                    None => {
-                        self.rt.sites[site_id as usize].saw_other_operands = true;
-                        send!(site_id);
-                    }
+                    None => send!(site_id),
                 }
             }};
         }

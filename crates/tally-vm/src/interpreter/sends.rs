@@ -240,6 +240,19 @@ impl Vm {
         true
     }
 
+    /// Records binary send `site`'s operands `a` and `b` in its type feedback; `answered`:
+    /// the fast path gave the answer (two small integers then need no more than a test).
+    #[inline(always)]
+    pub(crate) fn note_operands(&mut self, site: SiteId, a: Value, b: Value, answered: bool) {
+        let double = self.rt.core.double;
+        let kinds = &mut self.rt.sites[site as usize].operands;
+        if answered && a.is_int() && b.is_int() {
+            kinds.note_small_ints();
+        } else {
+            kinds.note_other(a, b, double);
+        }
+    }
+
     /// Answers a binary send from `site` in place when IntOp knows the answer for its operands
     /// (small integers, immediate doubles, Booleans); false when it must be sent.
     #[inline]
@@ -248,9 +261,7 @@ impl Vm {
         let len = self.rt.stack.len();
         let (a, b) = (self.rt.stack[len - 2], self.rt.stack[len - 1]);
         let answer = int_op.answer(a, b);
-        if answer.is_none() || !(a.is_int() && b.is_int()) {
-            self.rt.sites[site as usize].saw_other_operands = true;
-        }
+        self.note_operands(site, a, b, answer.is_some());
         match answer {
             Some(r) => {
                 self.rt.stack.truncate(len - 1);

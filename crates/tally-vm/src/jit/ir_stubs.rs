@@ -230,6 +230,23 @@ pub(super) extern "C" fn new_indexable(vm: *mut Vm, class: u64, n: u64) -> u64 {
     })
 }
 
+/// `(vm, bits) -> Value`: the double `bits` as a SOM value where compiled code found no
+/// immediate for it (NaN, an infinity, a magnitude outside the immediates' window): a new
+/// heap Double. A safepoint (it allocates).
+pub(super) extern "C" fn box_double(vm: *mut Vm, bits: u64) -> u64 {
+    run(vm, |vm| vm.new_double(f64::from_bits(bits)).map(Some))
+}
+
+/// `(x) -> sin x`: Double's `sin`, as its primitive computes it.
+pub(super) extern "C" fn double_sin(x: f64) -> f64 {
+    x.sin()
+}
+
+/// `(x) -> cos x`: Double's `cos`, as its primitive computes it.
+pub(super) extern "C" fn double_cos(x: f64) -> f64 {
+    x.cos()
+}
+
 /// `(vm, frame, status) -> Value`: native code that native code called directly left its
 /// frame (`frame`, the top one) to the interpreter, with `status` (`Status::Deopt`: a guard
 /// failed, recorded as for the dispatcher; `Interpret`; or what a yieldpoint's stub

@@ -39,7 +39,8 @@ pub use adaptive::{AdaptiveConfig, GeneratorFactory};
 pub use inlining::{frame_room, inlinable, INLINED_FRAMES_ROOM, MAX_INLINED_FRAMES};
 pub use locations::{location_chain, pack_location, unpack_location, InlineScope, MAX_SCOPES};
 pub use request::{
-    CompileRequest, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts, Speculation,
+    CompileRequest, DoubleFn, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts,
+    Speculation,
 };
 pub use safepoints::{SafepointMap, SafepointTable};
 pub use stubs::Stubs;
@@ -131,6 +132,9 @@ pub enum DeoptReason {
     /// integer the version's loop holds there (no site failed: the interpreter runs the loop
     /// on, its sites see the value, and the next version knows).
     LoopEntry = 5,
+    /// An operand of a binary send computed on doubles was no Double (nor the small
+    /// integer the site had also seen there).
+    NotDoubles = 6,
 }
 
 /// `Layout::deopt_site` of a deoptimization no send site's guard made (`LoopEntry`).
@@ -144,6 +148,7 @@ impl DeoptReason {
             3 => DeoptReason::Overflow,
             4 => DeoptReason::IntRange,
             5 => DeoptReason::LoopEntry,
+            6 => DeoptReason::NotDoubles,
             _ => return None,
         })
     }
@@ -155,8 +160,9 @@ impl DeoptReason {
             DeoptReason::Overflow => "small-integer overflow",
             DeoptReason::IntRange => "small-integer operands out of the operation's range",
             DeoptReason::LoopEntry => {
-                "a loop entry found a value that is not the small integer the loop holds"
+                "a loop entry found a value that is not the number the loop holds"
             }
+            DeoptReason::NotDoubles => "double guard failed",
         }
     }
 }
@@ -779,7 +785,8 @@ impl Vm {
     }
 
     /// The top frame's compiled code failed a guard (`Status::Deopt`) and left the frame
-    /// exact at the guarded instruction. The site is never speculated on again; the
+    /// exact at the guarded instruction. The site is never speculated on again (a binary
+    /// send's number guard aside: its feedback records what failed it); the
     /// version, if it still runs, is invalidated: the method falls back to its last code
     /// that does not speculate (or the interpreter), and is recompiled without that
     /// speculation at its next call (compile-at-first-call tiers) or when the controller
@@ -794,10 +801,28 @@ impl Vm {
         let at: &'static Code = self.rt.codes[frame.code as usize];
         let code: &'static Code = self.rt.codes.get(code as usize).copied().unwrap_or(at);
         let ip = frame.ip;
-        if site != NO_DEOPT_SITE {
+        let reason = DeoptReason::from_u32(reason);
+        // A binary send's operands that failed a number guard are recorded in its type
+        // feedback when the interpreter does the send again: the next version speculates
+        // on what the feedback then says (doubles where small integers failed), each
+        // failure adding to it, so the site need not be given up.
+        let numbers = matches!(
+            reason,
+            Some(
+                DeoptReason::NotSmallInts
+                    | DeoptReason::Overflow
+                    | DeoptReason::IntRange
+                    | DeoptReason::NotDoubles
+            )
+        );
+        let binary = self
+            .rt
+            .sites
+            .get(site as usize)
+            .is_some_and(|s| s.int_op != crate::runtime::IntOp::None && s.argc == 1);
+        if site != NO_DEOPT_SITE && !(numbers && binary) {
             self.jit.failed_sites.insert(site);
         }
-        let reason = DeoptReason::from_u32(reason);
         let fell_back_to = lock(&self.jit.installer).invalidate(code);
         if self.jit.generator.is_some() && fell_back_to.is_some() {
             code.compiled.request();

@@ -7,6 +7,8 @@ use rustc_hash::FxHashSet;
 
 use tally_profile::values::TableSnapshot;
 
+use tally_heap::Value;
+
 use crate::bytecode::{CodeId, Op, SiteId};
 use crate::runtime::{Code, IntOp, Runtime, NO_CLASS, TRIVIAL_NONE};
 
@@ -23,6 +25,10 @@ pub struct SiteFacts {
     /// integers with a small-integer result (or that never ran). Compiled code may then guard
     /// on that and deoptimize when it fails.
     pub expects_small_ints: bool,
+    /// Speculation allowed: a binary send whose pairs of operands have all been numbers
+    /// with a double (never two small integers), with the operands that were integers;
+    /// compiled code may compute on doubles and deoptimize when another pair comes.
+    pub expects_doubles: Option<crate::operands::DoubleOperands>,
     /// Speculation allowed: the receiver classes the site's inline cache holds and what each
     /// runs there.
     pub expects_receiver: Option<ExpectedReceivers>,
@@ -132,6 +138,35 @@ pub enum ExpectedTarget {
     NewArray,
     /// Any other primitive: called through the call stub, without the send's lookup.
     Primitive(&'static Code),
+    /// Double's primitive `sqrt`, `sin` or `cos` on a Double: computed on the unboxed double.
+    DoubleMath(DoubleFn),
+}
+
+/// A function of one double that compiled code computes for Double's primitive of its
+/// name (IEEE: NaN and the infinities in, NaN and the infinities out, as the primitive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DoubleFn {
+    Sqrt,
+    Sin,
+    Cos,
+}
+
+impl DoubleFn {
+    pub fn name(self) -> &'static str {
+        match self {
+            DoubleFn::Sqrt => "sqrt",
+            DoubleFn::Sin => "sin",
+            DoubleFn::Cos => "cos",
+        }
+    }
+
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            DoubleFn::Sqrt => x.sqrt(),
+            DoubleFn::Sin => x.sin(),
+            DoubleFn::Cos => x.cos(),
+        }
+    }
 }
 
 impl std::fmt::Debug for ExpectedTarget {
@@ -152,6 +187,7 @@ impl std::fmt::Debug for ExpectedTarget {
             ExpectedTarget::NewInstance => f.write_str("NewInstance"),
             ExpectedTarget::NewArray => f.write_str("NewArray"),
             ExpectedTarget::Primitive(code) => write!(f, "Primitive({:p})", *code),
+            ExpectedTarget::DoubleMath(op) => write!(f, "DoubleMath({op:?})"),
         }
     }
 }
@@ -184,6 +220,10 @@ pub struct CompileRequest {
     pub inline_budget: usize,
     /// Why each considered call was or was not inlined, for `--tier-log`.
     pub inline_log: Vec<String>,
+    /// The literals the code and the methods and blocks it may inline push that are
+    /// immediates (doubles, small integers, symbols), sorted by index: constants, since a
+    /// literal never changes and an immediate never moves.
+    immediate_literals: Vec<(u32, Value)>,
 }
 
 /// Whether a compile may speculate, and on what not: sites whose guard failed before.
@@ -204,7 +244,13 @@ fn site_facts(rt: &Runtime, s: SiteId, speculation: Speculation, ran: bool) -> S
     SiteFacts {
         argc: site.argc,
         int_op: site.int_op,
-        expects_small_ints: allowed && site.int_op != IntOp::None && !site.saw_other_operands,
+        expects_small_ints: allowed
+            && site.int_op != IntOp::None
+            && site.operands.only_small_ints(),
+        expects_doubles: site
+            .operands
+            .only_doubles()
+            .filter(|&k| allowed && site.int_op.has_double_form(k)),
         // A guard chain that sends on a miss never deoptimizes, so a site whose earlier
         // guard failed may still have one.
         expects_receiver: match speculation {
@@ -282,7 +328,7 @@ impl CompileRequest {
             .into_iter()
             .map(|c| (c, rt.code_name(rt.codes[c as usize])))
             .collect();
-        CompileRequest {
+        let mut request = CompileRequest {
             code,
             name: rt.code_name(code),
             file: rt.source_path(code),
@@ -299,7 +345,37 @@ impl CompileRequest {
             blocks: Vec::new(),
             inline_budget: 0,
             inline_log: Vec::new(),
+            immediate_literals: Vec::new(),
+        };
+        request.add_literals_of(rt, code);
+        request
+    }
+
+    /// Records the immediate literals `code` pushes.
+    fn add_literals_of(&mut self, rt: &Runtime, code: &Code) {
+        for op in &code.ops {
+            let Op::PushLiteral(n) = *op else { continue };
+            let Some(&v) = rt.literals.get(n as usize) else {
+                continue;
+            };
+            if v.is_ref() {
+                continue;
+            }
+            if let Err(k) = self
+                .immediate_literals
+                .binary_search_by_key(&n, |&(x, _)| x)
+            {
+                self.immediate_literals.insert(k, (n, v));
+            }
         }
+    }
+
+    /// Literal `n`'s value, if it is an immediate some code of the compile pushes.
+    pub fn immediate_literal(&self, n: u32) -> Option<Value> {
+        self.immediate_literals
+            .binary_search_by_key(&n, |&(x, _)| x)
+            .ok()
+            .map(|k| self.immediate_literals[k].1)
     }
 
     /// Whether the compile may inline `callee` where `site` calls it.
@@ -320,6 +396,7 @@ impl CompileRequest {
     /// blocks it makes, that the request does not hold yet: for a method or block the
     /// compile may inline.
     pub(crate) fn add_sites_of(&mut self, rt: &Runtime, code: &Code, speculation: Speculation) {
+        self.add_literals_of(rt, code);
         let ran = has_run(rt, code);
         for s in code.ops.iter().filter_map(|op| op.site()) {
             if let Err(k) = self.sites.binary_search_by_key(&s, |&(x, _)| x) {
@@ -426,7 +503,10 @@ impl CompileRequest {
             return applied;
         };
         for ((site, facts), table) in self.sites.iter_mut().zip(tables) {
-            if table.total() < MIN_PROFILE_COUNTS || facts.expects_small_ints {
+            if table.total() < MIN_PROFILE_COUNTS
+                || facts.expects_small_ints
+                || facts.expects_doubles.is_some()
+            {
                 continue;
             }
             let s = &rt.sites[*site as usize];
@@ -476,7 +556,9 @@ impl CompileRequest {
     pub fn speculating_sites(&self) -> usize {
         self.sites
             .iter()
-            .filter(|(_, f)| f.expects_small_ints || f.expects_receiver.is_some())
+            .filter(|(_, f)| {
+                f.expects_small_ints || f.expects_doubles.is_some() || f.expects_receiver.is_some()
+            })
             .count()
     }
 
@@ -543,11 +625,6 @@ fn expected_receiver(
     code: crate::bytecode::CodeId,
     argc: u8,
 ) -> Option<ExpectedReceiver> {
-    // Immediate doubles carry no header to test a class in; a guard for them would only
-    // ever fail.
-    if class == rt.core.double {
-        return None;
-    }
     let id = code;
     let code: &'static Code = rt.codes[code as usize];
     let argc = argc as usize;
@@ -590,6 +667,18 @@ fn expected_receiver(
             ExpectedTarget::StringEqual {
                 symbol: class == rt.core.symbol,
             }
+        } else if class == rt.core.double && code.holder == class && argc == 0 {
+            match selector {
+                "sqrt" => ExpectedTarget::DoubleMath(DoubleFn::Sqrt),
+                "sin" => ExpectedTarget::DoubleMath(DoubleFn::Sin),
+                "cos" => ExpectedTarget::DoubleMath(DoubleFn::Cos),
+                _ => ExpectedTarget::Primitive(code),
+            }
+        } else if class == rt.core.double && IntOp::for_selector(selector) != IntOp::None {
+            // Arithmetic and comparisons: the send's fast path does immediate doubles in
+            // place, faster than the call stub (a site that saw only doubles computes on
+            // them unboxed without a send at all).
+            return None;
         } else if selector == "new" && argc == 0 && code.holder == rt.core.class {
             ExpectedTarget::NewInstance
         } else if selector == "new:"

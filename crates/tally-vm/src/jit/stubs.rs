@@ -68,6 +68,12 @@ pub struct Stubs {
     pub ir_new_instance: usize,
     /// `(vm, class, n) -> Value`: `Array class>>new:` (`Value::NONE`: an error).
     pub ir_new_indexable: usize,
+    /// `(vm, bits) -> Value`: a heap Double of a double no immediate holds (`Value::NONE`:
+    /// an error).
+    pub ir_box_double: usize,
+    /// `(f64) -> f64`: Double's `sin` and `cos` (no VM: they neither allocate nor fail).
+    pub double_sin: usize,
+    pub double_cos: usize,
     /// `(vm, frame, status) -> Value`: a directly called activation's frame, left to the
     /// interpreter, run to its return.
     pub ir_interpret: usize,
@@ -102,6 +108,9 @@ impl Stubs {
             ir_call_hook: super::ir_stubs::call_hook as *const () as usize,
             ir_new_instance: super::ir_stubs::new_instance as *const () as usize,
             ir_new_indexable: super::ir_stubs::new_indexable as *const () as usize,
+            ir_box_double: super::ir_stubs::box_double as *const () as usize,
+            double_sin: super::ir_stubs::double_sin as *const () as usize,
+            double_cos: super::ir_stubs::double_cos as *const () as usize,
             ir_interpret: super::ir_stubs::interpret as *const () as usize,
             ir_left: super::ir_stubs::left as *const () as usize,
         }
@@ -110,7 +119,7 @@ impl Stubs {
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 25] {
+    pub fn named(&self) -> [(&'static str, usize); 28] {
         let Stubs {
             send,
             super_send,
@@ -135,6 +144,9 @@ impl Stubs {
             ir_call_hook,
             ir_new_instance,
             ir_new_indexable,
+            ir_box_double,
+            double_sin,
+            double_cos,
             ir_interpret,
             ir_left,
         } = self;
@@ -162,6 +174,9 @@ impl Stubs {
             ("ir_call_hook", *ir_call_hook),
             ("ir_new_instance", *ir_new_instance),
             ("ir_new_indexable", *ir_new_indexable),
+            ("ir_box_double", *ir_box_double),
+            ("double_sin", *double_sin),
+            ("double_cos", *double_cos),
             ("ir_interpret", *ir_interpret),
             ("ir_left", *ir_left),
         ]

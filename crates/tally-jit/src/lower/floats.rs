@@ -1,0 +1,154 @@
+//! Doubles in registers ([`tally_ir::Ty::Float`]): unboxed from a SOM value behind a guard,
+//! computed on, and boxed again where a SOM value is needed (an immediate where one holds
+//! the double, else a heap Double from the `ir_box_double` stub), exits included.
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::immediates::Ieee64;
+use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
+use tally_heap::object::HEADER_BYTES;
+use tally_ir::{FloatOp, FrameStateId, IntCmp, ValueId};
+use tally_vm::jit::{DeoptReason, DoubleFn};
+
+use super::{flags, Lowerer, I64};
+use crate::numbers;
+
+const F64: types::Type = types::F64;
+
+impl Lowerer<'_, '_> {
+    pub(super) fn float_const(&mut self, bits: u64) -> Value {
+        self.b.ins().f64const(Ieee64::with_bits(bits))
+    }
+
+    /// `x` as a double: an immediate double decoded, a heap Double's payload read, a small
+    /// integer converted where `accept_int`; anything else deoptimizes to `state`.
+    pub(super) fn unbox_float(
+        &mut self,
+        x: Value,
+        accept_int: bool,
+        state: FrameStateId,
+    ) -> Result<Value, String> {
+        let join = self.b.create_block();
+        let d = self.b.append_block_param(join, F64);
+        let (small, other) = (self.b.create_block(), self.b.create_block());
+        let tag = self.and_imm(x, 7);
+        let is_small = self.cmp_imm(IntCC::Equal, tag, numbers::FLOAT_TAG);
+        self.b.ins().brif(is_small, small, &[], other, &[]);
+        self.b.switch_to_block(small);
+        let decoded = numbers::decode_small_float(&mut self.b, x);
+        self.b.ins().jump(join, &[decoded.into()]);
+        self.b.switch_to_block(other);
+        if accept_int {
+            let (int, heap) = (self.b.create_block(), self.b.create_block());
+            let bit = self.and_imm(x, 1);
+            self.b.ins().brif(bit, int, &[], heap, &[]);
+            self.b.switch_to_block(int);
+            let one = self.iconst(I64, 1);
+            let n = self.b.ins().sshr(x, one);
+            let converted = self.b.ins().fcvt_from_sint(F64, n);
+            self.b.ins().jump(join, &[converted.into()]);
+            self.b.switch_to_block(heap);
+        }
+        let is_double = self.heap_class_is(x, self.layout.calls.double_class);
+        self.guard(is_double, state, DeoptReason::NotDoubles)?;
+        let payload = self.b.ins().load(F64, flags(), x, HEADER_BYTES as i32);
+        self.b.ins().jump(join, &[payload.into()]);
+        self.b.switch_to_block(join);
+        Ok(d)
+    }
+
+    pub(super) fn float_binary(&mut self, op: FloatOp, x: Value, y: Value) -> Value {
+        match op {
+            FloatOp::Add => self.b.ins().fadd(x, y),
+            FloatOp::Sub => self.b.ins().fsub(x, y),
+            FloatOp::Mul => self.b.ins().fmul(x, y),
+            FloatOp::Div => self.b.ins().fdiv(x, y),
+        }
+    }
+
+    /// `op` of `x`: `sqrt` an instruction, `sin` and `cos` calls of Rust's (which neither
+    /// allocate nor collect: no safepoint).
+    pub(super) fn float_unary(&mut self, op: DoubleFn, x: Value) -> Value {
+        let f = match op {
+            DoubleFn::Sqrt => return self.b.ins().sqrt(x),
+            DoubleFn::Sin => self.layout.stubs.double_sin,
+            DoubleFn::Cos => self.layout.stubs.double_cos,
+        };
+        let f = self.iconst(I64, f as i64);
+        let call = self.b.ins().call_indirect(self.sigs.double_fn, f, &[x]);
+        self.b.inst_results(call)[0]
+    }
+
+    /// The comparison as [`IntCmp::apply_float`] defines it (NaN included).
+    pub(super) fn float_compare(&mut self, op: IntCmp, x: Value, y: Value) -> Value {
+        let cc = match op {
+            IntCmp::Less => FloatCC::LessThan,
+            IntCmp::LessEq => FloatCC::LessThanOrEqual,
+            IntCmp::Greater => FloatCC::UnorderedOrGreaterThan,
+            IntCmp::GreaterEq => FloatCC::UnorderedOrGreaterThanOrEqual,
+            IntCmp::Equal => FloatCC::Equal,
+            IntCmp::NotEqual => FloatCC::NotEqual,
+        };
+        self.b.ins().fcmp(cc, x, y)
+    }
+
+    /// Double `d` as a SOM value: its immediate, or a heap Double made by the stub (a
+    /// safepoint at `bci`; an allocation that fails leaves, its error parked).
+    pub(super) fn box_float(&mut self, d: Value, bci: u32) -> Result<Value, String> {
+        let (slow, join) = (self.b.create_block(), self.b.create_block());
+        self.b.set_cold_block(slow);
+        let word = self.b.append_block_param(join, I64);
+        let immediate = numbers::encode_small_float(&mut self.b, d, slow);
+        self.b.ins().jump(join, &[immediate.into()]);
+        self.b.switch_to_block(slow);
+        let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), d);
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, self.layout.stubs.ir_box_double as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.sigs.left, stub, &[self.vm, bits]);
+        self.tag(call, k);
+        let boxed = self.b.inst_results(call)[0];
+        self.left_if_none(boxed, None)?;
+        self.b.ins().jump(join, &[boxed.into()]);
+        self.b.switch_to_block(join);
+        Ok(word)
+    }
+
+    /// The doubles the states of `chain` hold unboxed, each once, in value order.
+    pub(super) fn floats_of(&self, chain: &[FrameStateId]) -> Vec<ValueId> {
+        let mut floats: Vec<ValueId> = chain
+            .iter()
+            .flat_map(|&st| self.ir.states[st.index()].values())
+            .filter(|&v| self.ir.ty(v) == tally_ir::Ty::Float)
+            .collect();
+        floats.sort();
+        floats.dedup();
+        floats
+    }
+
+    /// Boxes the doubles the states of `chain` hold, for an exit to write (`word` answers
+    /// them): before the exit writes anything into a frame, since a collection the boxing
+    /// makes would not update what it had written there.
+    pub(super) fn box_exit_floats(
+        &mut self,
+        chain: &[FrameStateId],
+        bci: u32,
+    ) -> Result<(), String> {
+        for v in self.floats_of(chain) {
+            let d = self.val(v)?;
+            let w = self.box_float(d, bci)?;
+            self.b.declare_value_needs_stack_map(w);
+            self.exit_boxes.insert(v, w);
+        }
+        Ok(())
+    }
+
+    /// IR value `v` as a SOM value in an exit: a double the exit boxed, else its value.
+    pub(super) fn word(&self, v: ValueId) -> Result<Value, String> {
+        match self.exit_boxes.get(&v) {
+            Some(&w) => Ok(w),
+            None => self.val(v),
+        }
+    }
+}
