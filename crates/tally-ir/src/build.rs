@@ -1030,7 +1030,7 @@ impl Builder<'_> {
             | ExpectedTarget::BlockValue
             | ExpectedTarget::Identical
             | ExpectedTarget::StringEqual { .. }
-            | ExpectedTarget::NewInstance
+            | ExpectedTarget::NewInstance { .. }
             | ExpectedTarget::NewArray
             | ExpectedTarget::DoubleMath(_) => true,
         };
@@ -1135,8 +1135,15 @@ impl Builder<'_> {
                 let flag = self.value(s, kind, Ty::Flag, None, i);
                 self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
             }
-            ExpectedTarget::NewInstance => {
+            ExpectedTarget::NewInstance { plain: None } => {
                 let kind = InstKind::NewInstance(receiver);
+                self.value(s, kind, Ty::Word, Some(guard_state), i)
+            }
+            ExpectedTarget::NewInstance { plain: Some(shape) } => {
+                let kind = InstKind::NewObject {
+                    class: receiver,
+                    shape,
+                };
                 self.value(s, kind, Ty::Word, Some(guard_state), i)
             }
             ExpectedTarget::NewArray => {

@@ -3,7 +3,7 @@
 
 use tally_heap::Value;
 use tally_vm::bytecode::{CodeId, SiteId};
-use tally_vm::jit::DoubleFn;
+use tally_vm::jit::{DoubleFn, PlainShape};
 use tally_vm::runtime::IntOp as SiteOp;
 
 macro_rules! id {
@@ -450,6 +450,20 @@ pub enum InstKind {
     },
     /// Class's primitive `new` on `class` (class guarded): allocates.
     NewInstance(ValueId),
+    /// Class's primitive `new` on class object `class`, whose class guard fixed that its
+    /// instances are plain objects (`shape`: their class id and number of fields):
+    /// allocates one, nil in each field.
+    NewObject {
+        class: ValueId,
+        shape: PlainShape,
+    },
+    /// An object only frame states hold (made by a [`InstKind::NewObject`] that nothing
+    /// else used, its fields SSA values each state names): made by the exit that rebuilds
+    /// a frame holding it, nowhere else.
+    VirtualObject {
+        class: ValueId,
+        shape: PlainShape,
+    },
     /// Array's primitive `new:` on Array (class guarded): allocates; a length that is no
     /// small integer, or a negative one, fails as the primitive does.
     NewArray {
@@ -495,6 +509,7 @@ impl InstKind {
             UnboxFloat { value, .. } | BoxFloat(value) | FloatUnary { value, .. } => vec![*value],
             FloatBinary { lhs, rhs, .. } | FloatCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
             FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => vec![*v],
+            NewObject { class, .. } | VirtualObject { class, .. } => vec![*class],
             StringEqual { lhs, rhs, .. } => vec![*lhs, *rhs],
             NewArray { class, length } => vec![*class, *length],
             Send { receiver, args, .. }
@@ -543,6 +558,7 @@ impl InstKind {
                 }
             }
             GuardInt(v) | FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => *v = f(*v),
+            NewObject { class, .. } | VirtualObject { class, .. } => *class = f(*class),
             StringEqual { lhs, rhs, .. } => {
                 *lhs = f(*lhs);
                 *rhs = f(*rhs);
@@ -611,6 +627,7 @@ impl InstKind {
             | ArrayAt { .. }
             | ArrayAtPut { .. }
             | NewInstance(_)
+            | NewObject { .. }
             | NewArray { .. }
             | UnboxFloat { .. }
             | Yieldpoint => true,
@@ -647,6 +664,8 @@ impl InstKind {
             | StringEqual { .. }
             | VirtualBlock { .. }
             | VirtualContext { .. }
+            | VirtualObject { .. }
+            | NewObject { .. }
             | FloatConst(_)
             | FloatUnary { .. }
             | FloatBinary { .. }

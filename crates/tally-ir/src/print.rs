@@ -216,6 +216,18 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
             format!("{of}_equal {lhs}, {rhs}")
         }
         NewInstance(c) => format!("new_instance {c}"),
+        NewObject { class, shape } => {
+            format!(
+                "new_object {class}, class{} of {} fields",
+                shape.class, shape.fields
+            )
+        }
+        VirtualObject { class, shape } => {
+            format!(
+                "virtual_object {class}, class{} of {} fields",
+                shape.class, shape.fields
+            )
+        }
         NewArray { class, length } => format!("new_array {class}, {length}"),
         Yieldpoint => "yieldpoint".into(),
         CallHook(code) => format!("call_hook {}", name_of(*code)),

@@ -25,7 +25,11 @@ fn definitions(f: &Function) -> Vec<Option<(BlockId, usize)>> {
 fn is_virtual(f: &Function, v: ValueId) -> bool {
     matches!(
         f.def_inst(v).map(|i| &i.kind),
-        Some(InstKind::VirtualBlock { .. } | InstKind::VirtualContext { .. })
+        Some(
+            InstKind::VirtualBlock { .. }
+                | InstKind::VirtualContext { .. }
+                | InstKind::VirtualObject { .. }
+        )
     )
 }
 

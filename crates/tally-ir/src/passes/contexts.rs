@@ -12,10 +12,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tally_heap::Value;
-
+use super::slots::{self, Slots};
 use crate::dom::DomTree;
-use crate::{BlockId, FrameStateId, Function, InstId, InstKind, ScopeId, Terminator, Ty, ValueId};
+use crate::{BlockId, FrameStateId, Function, InstId, InstKind, ScopeId, ValueId};
 
 /// One context to make virtual: where it is made and the blocks where it lives (those its
 /// making dominates, in its activation or the ones inlined into it).
@@ -244,110 +243,31 @@ fn reaches(f: &Function, mut x: ValueId, v: ValueId) -> bool {
     }
 }
 
-/// Makes `c` virtual: its loads become the values stored last (`replace` maps each load's
-/// result to one), its region's blocks get a parameter per slot, and each frame state in
-/// the region names what the slots hold there.
+/// Makes `c` virtual ([`slots::replace`]): its loads become the values stored last.
 fn rewrite(f: &mut Function, c: &Candidate, replace: &mut HashMap<ValueId, ValueId>) {
-    let size = c.size as usize;
-    // Contexts start with nil in every slot.
-    let nil = {
-        let id = InstId(f.insts.len() as u32);
-        let bci = f.insts[c.inst.index()].bci;
-        f.push_inst(
-            c.made_in,
-            InstKind::Const(Value::NIL),
-            Some(Ty::Word),
-            None,
-            bci,
-        )
-        .expect("a value");
-        let insts = &mut f.blocks[c.made_in.index()].insts;
-        insts.pop();
-        let at = insts.iter().position(|&i| i == c.inst).expect("the making");
-        insts.insert(at, id);
-        f.insts[id.index()].result.expect("a value")
+    let v = c.value;
+    let made = Slots {
+        value: v,
+        inst: c.inst,
+        made_in: c.made_in,
+        size: c.size as usize,
+        region: &c.region,
+        virtual_kind: InstKind::VirtualContext {
+            size: c.size,
+            outer: c.outer,
+        },
     };
-    let mut region: Vec<BlockId> = c.region.iter().copied().collect();
-    region.sort();
-    let mut at_entry: HashMap<BlockId, Vec<ValueId>> = HashMap::new();
-    for &b in &region {
-        if b != c.made_in {
-            let params = (0..size).map(|_| f.add_param(b, Ty::Word)).collect();
-            at_entry.insert(b, params);
-        }
-    }
-    for &b in &region {
-        let mut slots: Option<Vec<ValueId>> = at_entry.get(&b).cloned();
-        let mut kept = Vec::new();
-        for i in f.blocks[b.index()].insts.clone() {
-            let inst = &f.insts[i.index()];
-            let mut drop = false;
-            match inst.kind.clone() {
-                _ if i == c.inst => {
-                    slots = Some(vec![nil; size]);
-                    let inst = &mut f.insts[i.index()];
-                    inst.kind = InstKind::VirtualContext {
-                        size: c.size,
-                        outer: c.outer,
-                    };
-                    // Nothing is allocated here any more.
-                    inst.state = None;
-                }
-                InstKind::LoadContext { ctx, index } if ctx == c.value => {
-                    let now = slots.as_ref().expect("loads after the making")[index as usize];
-                    replace.insert(inst.result.expect("a value"), now);
-                    drop = true;
-                }
-                InstKind::StoreContext { ctx, index, value } if ctx == c.value => {
-                    slots.as_mut().expect("stores after the making")[index as usize] = value;
-                    drop = true;
-                }
-                _ => {
-                    if let (Some(s), Some(now)) = (inst.state, &slots) {
-                        let s = annotate(f, s, c.value, now);
-                        f.insts[i.index()].state = Some(s);
-                    }
-                }
-            }
-            if !drop {
-                kept.push(i);
-            }
-        }
-        f.blocks[b.index()].insts = kept;
-        let Some(now) = slots else { continue };
-        if let Some(s) = f.blocks[b.index()].term.state() {
-            let s = annotate(f, s, c.value, &now);
-            match &mut f.blocks[b.index()].term {
-                Terminator::ReturnNonLocal { state, .. } | Terminator::Deopt(state) => *state = s,
-                _ => {}
-            }
-        }
-        for edge in f.blocks[b.index()].term.edges_mut() {
-            if at_entry.contains_key(&edge.block) {
-                edge.args.extend_from_slice(&now);
-            }
-        }
-    }
-}
-
-/// State `s` naming `slots` as what `ctx`'s slots hold; a copy of it when it already
-/// names other values for them (a state some other point uses).
-fn annotate(f: &mut Function, s: FrameStateId, ctx: ValueId, slots: &[ValueId]) -> FrameStateId {
-    let state = &f.states[s.index()];
-    match state.virtuals.iter().find(|(c, _)| *c == ctx) {
-        Some((_, held)) if held == slots => s,
-        Some(_) => {
-            let mut copy = state.clone();
-            for (c, held) in &mut copy.virtuals {
-                if *c == ctx {
-                    *held = slots.to_vec();
-                }
-            }
-            f.add_state(copy)
-        }
-        None => {
-            f.states[s.index()].virtuals.push((ctx, slots.to_vec()));
-            s
-        }
-    }
+    slots::replace(
+        f,
+        &made,
+        replace,
+        |k| match *k {
+            InstKind::LoadContext { ctx, index } if ctx == v => Some(index),
+            _ => None,
+        },
+        |k| match *k {
+            InstKind::StoreContext { ctx, index, value } if ctx == v => Some((index, value)),
+            _ => None,
+        },
+    );
 }

@@ -97,6 +97,11 @@ fn fold_inst(f: &Function, kind: &InstKind) -> Option<Folded> {
             }
         }
         GuardInt(v) => (f.ty(v) == Ty::Int || f.const_int(v).is_some()).then_some(Folded::Value(v)),
+        // An object the function made has the class it was made of.
+        GuardClass { value, class } => {
+            (made_class(f, value)? == class).then_some(Folded::Value(value))
+        }
+        ClassIs { value, class } => Some(Folded::Const(FlagConst(made_class(f, value)? == class))),
         FloatBinary { op, lhs, rhs } => {
             let r = op.apply(const_double(f, lhs)?, const_double(f, rhs)?);
             Some(Folded::Const(FloatConst(r.to_bits())))
@@ -112,6 +117,16 @@ fn fold_inst(f: &Function, kind: &InstKind) -> Option<Folded> {
         BoxFloat(v) => {
             let c = Value::from_small_float(const_double(f, v)?)?;
             Some(Folded::Const(Const(c)))
+        }
+        _ => None,
+    }
+}
+
+/// The class of the object `v` is, if the function made it.
+fn made_class(f: &Function, v: ValueId) -> Option<u32> {
+    match f.def_inst(v)?.kind {
+        InstKind::NewObject { shape, .. } | InstKind::VirtualObject { shape, .. } => {
+            Some(shape.class)
         }
         _ => None,
     }

@@ -18,7 +18,9 @@
 //!    need them, not where the code made them;
 //! 10. [`contexts::virtualize`]: an inlined activation's context that only its code,
 //!     virtual closures and frame states use has its slots in SSA values, made by the exits
-//!     too.
+//!     too;
+//! 11. [`objects::virtualize`]: an object the function makes that does not escape has its
+//!     fields in SSA values, made by the exits that need it, nowhere else.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
 
@@ -29,7 +31,9 @@ pub mod entries;
 pub mod floats;
 pub mod fold;
 pub mod guards;
+pub mod objects;
 pub mod params;
+mod slots;
 pub mod states;
 
 use tally_vm::bytecode::CodeId;
@@ -73,6 +77,8 @@ pub fn optimize(
     check(f, "closure virtualization")?;
     contexts::virtualize(f);
     check(f, "context virtualization")?;
+    objects::virtualize(f);
+    check(f, "object virtualization")?;
     // The slots' parameters where paths merge one value, and the loads' now unused nils.
     params::prune(f);
     dce::dce(f);

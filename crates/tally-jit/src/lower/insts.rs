@@ -270,7 +270,15 @@ impl Lowerer<'_, '_> {
                 self.call_hook(*code, inst.bci);
                 None
             }
-            InstKind::VirtualBlock { .. } | InstKind::VirtualContext { .. } => None,
+            InstKind::NewObject { class, .. } => {
+                let class = self.val(*class)?;
+                let v = self.allocate(false, class, &[], inst)?;
+                self.left_if_none(v, None)?;
+                Some(v)
+            }
+            InstKind::VirtualBlock { .. }
+            | InstKind::VirtualContext { .. }
+            | InstKind::VirtualObject { .. } => None,
             InstKind::EnterInlined(code) => {
                 if self.layout.count_calls {
                     let callee = self.request.callee(*code).ok_or_else(|| {
@@ -282,7 +290,10 @@ impl Lowerer<'_, '_> {
                 None
             }
         };
-        if let InstKind::VirtualBlock { .. } | InstKind::VirtualContext { .. } = inst.kind {
+        if let InstKind::VirtualBlock { .. }
+        | InstKind::VirtualContext { .. }
+        | InstKind::VirtualObject { .. } = inst.kind
+        {
             // Made only by the exits whose frames hold it (`Lowerer::materialize`).
             return Ok(());
         }

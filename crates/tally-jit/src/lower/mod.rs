@@ -1278,9 +1278,10 @@ impl Lowerer<'_, '_> {
     /// The virtual contexts (outer ones first: each before the ones made over it) and the
     /// virtual closures the states of `chain` hold, directly or as a closure's context or a
     /// context's outer, each once.
-    fn virtuals_of(&self, chain: &[FrameStateId]) -> [Vec<tally_ir::ValueId>; 2] {
+    fn virtuals_of(&self, chain: &[FrameStateId]) -> [Vec<tally_ir::ValueId>; 3] {
         let mut virtuals: Vec<tally_ir::ValueId> = Vec::new();
         let mut contexts: Vec<tally_ir::ValueId> = Vec::new();
+        let mut objects: Vec<tally_ir::ValueId> = Vec::new();
         for &st in chain {
             for v in self.ir.states[st.index()].values() {
                 let mut next = Some(v);
@@ -1298,13 +1299,20 @@ impl Lowerer<'_, '_> {
                             }
                             *outer
                         }
+                        Some(tally_ir::InstKind::VirtualObject { .. }) => {
+                            if !objects.contains(&x) {
+                                objects.push(x);
+                            }
+                            None
+                        }
                         _ => None,
                     };
                 }
             }
         }
         contexts.sort_by_key(|&c| c.index());
-        [contexts, virtuals]
+        objects.sort_by_key(|&c| c.index());
+        [contexts, virtuals, objects]
     }
 
     /// Makes the virtual contexts and closures the states of `chain` hold (an exit's: the
@@ -1319,7 +1327,30 @@ impl Lowerer<'_, '_> {
         bci: u32,
     ) -> Result<(), String> {
         self.box_exit_floats(chain, bci)?;
-        let [contexts, virtuals] = self.virtuals_of(chain);
+        let [contexts, virtuals, objects] = self.virtuals_of(chain);
+        for o in objects {
+            let Some(tally_ir::InstKind::VirtualObject { class, .. }) =
+                self.ir.def_inst(o).map(|i| i.kind.clone())
+            else {
+                continue;
+            };
+            let fields = self.ir.states[innermost.index()]
+                .virtuals
+                .iter()
+                .find(|(v, _)| *v == o)
+                .map(|(_, s)| s.clone())
+                .ok_or_else(|| format!("{innermost} does not name what {o}'s fields hold"))?;
+            let class = self.val(class)?;
+            let made = self.new_instance(class, bci)?;
+            for (k, &field) in fields.iter().enumerate() {
+                if self.ir.const_value(field) == Some(tally_heap::Value::NIL) {
+                    continue;
+                }
+                let x = self.word(field)?;
+                self.store_into(made, insts::slot_offset(k), None, x);
+            }
+            self.define(o, made);
+        }
         for c in contexts {
             let Some(tally_ir::InstKind::VirtualContext { size, outer }) =
                 self.ir.def_inst(c).map(|i| i.kind.clone())

@@ -399,6 +399,21 @@ impl Lowerer<'_, '_> {
         Ok(self.b.inst_results(call)[0])
     }
 
+    /// A new instance of class object `class` through the allocation stub (a safepoint at
+    /// `bci`; an allocation that fails leaves, its error parked).
+    pub(super) fn new_instance(&mut self, class: Value, bci: u32) -> Result<Value, String> {
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, self.layout.stubs.ir_new_instance as i64);
+        let call = self
+            .b
+            .ins()
+            .call_indirect(self.sigs.left, stub, &[self.vm, class]);
+        self.tag(call, k);
+        let made = self.b.inst_results(call)[0];
+        self.left_if_none(made, None)?;
+        Ok(made)
+    }
+
     /// Double's `sqrt` of an immediate double whose root is one too; a boxed receiver or
     /// result goes to `slow`.
     fn double_sqrt(&mut self, recv: Value, slow: cranelift_codegen::ir::Block) -> Value {

@@ -39,8 +39,8 @@ pub use adaptive::{AdaptiveConfig, GeneratorFactory};
 pub use inlining::{frame_room, inlinable, INLINED_FRAMES_ROOM, MAX_INLINED_FRAMES};
 pub use locations::{location_chain, pack_location, unpack_location, InlineScope, MAX_SCOPES};
 pub use request::{
-    CompileRequest, DoubleFn, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts,
-    Speculation,
+    CompileRequest, DoubleFn, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, PlainShape,
+    SiteFacts, Speculation,
 };
 pub use safepoints::{SafepointMap, SafepointTable};
 pub use stubs::Stubs;

@@ -132,14 +132,26 @@ pub enum ExpectedTarget {
     StringEqual {
         symbol: bool,
     },
-    /// Class's primitive `new` on a class: a new instance, made without the send.
-    NewInstance,
+    /// Class's primitive `new` on a class: a new instance, made without the send; `plain`:
+    /// the instances' class and number of fields when the guarded class's instances are
+    /// plain objects (nil in each field; `None` for other shapes, and for a super send,
+    /// whose receiver may be a subclass).
+    NewInstance {
+        plain: Option<PlainShape>,
+    },
     /// Array's primitive `new:` on Array itself: a new Array, made without the send.
     NewArray,
     /// Any other primitive: called through the call stub, without the send's lookup.
     Primitive(&'static Code),
     /// Double's primitive `sqrt`, `sin` or `cos` on a Double: computed on the unboxed double.
     DoubleMath(DoubleFn),
+}
+
+/// The instances of a class that are plain objects: their class and number of fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlainShape {
+    pub class: u32,
+    pub fields: u16,
 }
 
 /// A function of one double that compiled code computes for Double's primitive of its
@@ -184,7 +196,9 @@ impl std::fmt::Debug for ExpectedTarget {
             ExpectedTarget::StringEqual { symbol } => {
                 write!(f, "StringEqual {{ symbol: {symbol} }}")
             }
-            ExpectedTarget::NewInstance => f.write_str("NewInstance"),
+            ExpectedTarget::NewInstance { plain } => {
+                write!(f, "NewInstance {{ plain: {plain:?} }}")
+            }
             ExpectedTarget::NewArray => f.write_str("NewArray"),
             ExpectedTarget::Primitive(code) => write!(f, "Primitive({:p})", *code),
             ExpectedTarget::DoubleMath(op) => write!(f, "DoubleMath({op:?})"),
@@ -585,12 +599,15 @@ pub(crate) fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedR
         return None;
     }
     if let Some(start) = s.super_lookup {
-        let e = expected_receiver(rt, start, s.cached_code, s.argc)?;
+        let mut e = expected_receiver(rt, start, s.cached_code, s.argc)?;
+        if let ExpectedTarget::NewInstance { plain } = &mut e.target {
+            *plain = None;
+        }
         return matches!(
             e.target,
             ExpectedTarget::Method(_)
                 | ExpectedTarget::Trivial { .. }
-                | ExpectedTarget::NewInstance
+                | ExpectedTarget::NewInstance { .. }
         )
         .then_some(ExpectedReceivers::One(e));
     }
@@ -680,7 +697,16 @@ fn expected_receiver(
             // them unboxed without a send at all).
             return None;
         } else if selector == "new" && argc == 0 && code.holder == rt.core.class {
-            ExpectedTarget::NewInstance
+            let instances = rt.classes.get(class as usize).map(|c| c.partner);
+            let plain = instances.and_then(|id| {
+                let c = rt.classes.get(id as usize)?;
+                let plain = c.instance_kind == crate::objects::Kind::Plain && !c.special_layout;
+                Some(PlainShape {
+                    class: id,
+                    fields: u16::try_from(c.fields.len()).ok().filter(|_| plain)?,
+                })
+            });
+            ExpectedTarget::NewInstance { plain }
         } else if selector == "new:"
             && argc == 1
             && class == rt.classes[rt.core.array as usize].partner
