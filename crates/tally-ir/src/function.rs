@@ -464,6 +464,14 @@ pub enum InstKind {
         class: ValueId,
         shape: PlainShape,
     },
+    /// A virtual object made where it escapes (a send, a return, a store into the heap):
+    /// a new plain object of class object `class` with `fields` in its fields. No frame
+    /// state, as for [`InstKind::BoxFloat`].
+    Materialize {
+        class: ValueId,
+        shape: PlainShape,
+        fields: Vec<ValueId>,
+    },
     /// Array's primitive `new:` on Array (class guarded): allocates; a length that is no
     /// small integer, or a negative one, fails as the primitive does.
     NewArray {
@@ -510,6 +518,9 @@ impl InstKind {
             FloatBinary { lhs, rhs, .. } | FloatCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
             FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => vec![*v],
             NewObject { class, .. } | VirtualObject { class, .. } => vec![*class],
+            Materialize { class, fields, .. } => std::iter::once(*class)
+                .chain(fields.iter().copied())
+                .collect(),
             StringEqual { lhs, rhs, .. } => vec![*lhs, *rhs],
             NewArray { class, length } => vec![*class, *length],
             Send { receiver, args, .. }
@@ -559,6 +570,10 @@ impl InstKind {
             }
             GuardInt(v) | FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => *v = f(*v),
             NewObject { class, .. } | VirtualObject { class, .. } => *class = f(*class),
+            Materialize { class, fields, .. } => {
+                *class = f(*class);
+                fields.iter_mut().for_each(|v| *v = f(*v));
+            }
             StringEqual { lhs, rhs, .. } => {
                 *lhs = f(*lhs);
                 *rhs = f(*rhs);
@@ -666,6 +681,7 @@ impl InstKind {
             | VirtualContext { .. }
             | VirtualObject { .. }
             | NewObject { .. }
+            | Materialize { .. }
             | FloatConst(_)
             | FloatUnary { .. }
             | FloatBinary { .. }

@@ -222,6 +222,16 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
                 shape.class, shape.fields
             )
         }
+        Materialize {
+            class,
+            shape,
+            fields,
+        } => format!(
+            "materialize {class}, class{} of {} fields, {}",
+            shape.class,
+            shape.fields,
+            list(fields)
+        ),
         VirtualObject { class, shape } => {
             format!(
                 "virtual_object {class}, class{} of {} fields",

@@ -125,9 +125,9 @@ fn fold_inst(f: &Function, kind: &InstKind) -> Option<Folded> {
 /// The class of the object `v` is, if the function made it.
 fn made_class(f: &Function, v: ValueId) -> Option<u32> {
     match f.def_inst(v)?.kind {
-        InstKind::NewObject { shape, .. } | InstKind::VirtualObject { shape, .. } => {
-            Some(shape.class)
-        }
+        InstKind::NewObject { shape, .. }
+        | InstKind::VirtualObject { shape, .. }
+        | InstKind::Materialize { shape, .. } => Some(shape.class),
         _ => None,
     }
 }

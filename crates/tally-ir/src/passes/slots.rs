@@ -109,7 +109,12 @@ pub(super) fn replace(
 
 /// State `s` naming `slots` as what virtual `v`'s slots hold; a copy of it when it already
 /// names other values for them (a state some other point uses).
-fn annotate(f: &mut Function, s: FrameStateId, v: ValueId, slots: &[ValueId]) -> FrameStateId {
+pub(super) fn annotate(
+    f: &mut Function,
+    s: FrameStateId,
+    v: ValueId,
+    slots: &[ValueId],
+) -> FrameStateId {
     let state = &f.states[s.index()];
     match state.virtuals.iter().find(|(c, _)| *c == v) {
         Some((_, held)) if held == slots => s,

@@ -276,6 +276,18 @@ impl Lowerer<'_, '_> {
                 self.left_if_none(v, None)?;
                 Some(v)
             }
+            InstKind::Materialize { class, fields, .. } => {
+                let class = self.val(*class)?;
+                let made = self.new_instance(class, inst.bci)?;
+                for (k, &field) in fields.iter().enumerate() {
+                    if self.ir.const_value(field) == Some(tally_heap::Value::NIL) {
+                        continue;
+                    }
+                    let x = self.val(field)?;
+                    self.store_into(made, slot_offset(k), None, x);
+                }
+                Some(made)
+            }
             InstKind::VirtualBlock { .. }
             | InstKind::VirtualContext { .. }
             | InstKind::VirtualObject { .. } => None,

@@ -1328,6 +1328,8 @@ impl Lowerer<'_, '_> {
     ) -> Result<(), String> {
         self.box_exit_floats(chain, bci)?;
         let [contexts, virtuals, objects] = self.virtuals_of(chain);
+        // Objects: all made first, then filled, since one may hold another.
+        let mut made_objects = Vec::with_capacity(objects.len());
         for o in objects {
             let Some(tally_ir::InstKind::VirtualObject { class, .. }) =
                 self.ir.def_inst(o).map(|i| i.kind.clone())
@@ -1342,6 +1344,11 @@ impl Lowerer<'_, '_> {
                 .ok_or_else(|| format!("{innermost} does not name what {o}'s fields hold"))?;
             let class = self.val(class)?;
             let made = self.new_instance(class, bci)?;
+            self.define(o, made);
+            made_objects.push((o, fields));
+        }
+        for (o, fields) in made_objects {
+            let made = self.val(o)?;
             for (k, &field) in fields.iter().enumerate() {
                 if self.ir.const_value(field) == Some(tally_heap::Value::NIL) {
                     continue;
@@ -1349,7 +1356,6 @@ impl Lowerer<'_, '_> {
                 let x = self.word(field)?;
                 self.store_into(made, insts::slot_offset(k), None, x);
             }
-            self.define(o, made);
         }
         for c in contexts {
             let Some(tally_ir::InstKind::VirtualContext { size, outer }) =
