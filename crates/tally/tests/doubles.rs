@@ -2,7 +2,8 @@
 //! registers through loops, and box them only where a SOM value is needed — exits
 //! included, where NaN, the infinities, −0.0 and subnormals must come back exactly.
 
-use std::process::Command;
+mod common;
+use common::run_main as run;
 
 /// `accumulate:last:` keeps four special doubles in loop variables (a subnormal sum, −0.0,
 /// +∞ and NaN: the last two are heap Doubles, the others immediates); its last call passes
@@ -58,17 +59,6 @@ const MAIN: &str = "Main = (
     )
 )
 ";
-
-fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(flags)
-        .arg(dir.join("Main.som"))
-        .output()
-        .expect("run tally");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{flags:?}:\n{stderr}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
-}
 
 #[test]
 fn special_doubles_stay_exact_through_unboxed_loops_and_a_deopt() {

@@ -4,7 +4,8 @@
 //! objects are live makes them (one inside another included), with the values their fields
 //! hold there, before the interpreter goes on.
 
-use std::process::Command;
+mod common;
+use common::run_main as run;
 
 const PT: &str = "Pt = (
     | x y |
@@ -39,17 +40,20 @@ const MAIN: &str = "Main = (
 )
 ";
 
-fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(flags)
-        .arg("-cp")
-        .arg(dir)
-        .arg(dir.join("Main.som"))
-        .output()
-        .expect("run tally");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{flags:?}:\n{stderr}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+/// The optimizing tier prints `want` (with a collection at every allocation too), no
+/// compile fails, and its log shows `event`.
+fn compiled_prints(dir: &std::path::Path, want: &str, event: &str) {
+    for flags in [
+        &["--tier=opt", "--tier-log"][..],
+        &["--tier=opt", "--tier-log", "--gc-stress", "1"],
+    ] {
+        let (got, log) = run(dir, flags);
+        assert_eq!(got, want, "{flags:?}: {log}");
+        assert!(
+            log.contains(event) && !log.contains("opt failed"),
+            "{flags:?}: {log}"
+        );
+    }
 }
 
 fn write(dir: &std::path::Path) {
@@ -63,17 +67,7 @@ fn a_deopt_with_three_virtual_objects_live_makes_them_first() {
     write(dir.path());
     let (want, _) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(want, format!("{}15700.0\n", "15950\n".repeat(50)));
-    for flags in [
-        &["--tier=opt", "--tier-log"][..],
-        &["--tier=opt", "--tier-log", "--gc-stress", "1"],
-    ] {
-        let (got, log) = run(dir.path(), flags);
-        assert_eq!(got, want, "{flags:?}: {log}");
-        assert!(
-            log.contains("[tier] deopt Main>>run:k: @") && !log.contains("opt failed"),
-            "{flags:?}: {log}"
-        );
-    }
+    compiled_prints(dir.path(), &want, "[tier] deopt Main>>run:k: @");
 }
 
 /// The listings of `run:k:`: once `new` and `setX:y:` are inlined, its three points are
@@ -153,13 +147,7 @@ fn an_object_that_escapes_on_a_rare_path_is_made_there_only() {
     let dir = program(RARE_ESCAPE);
     let (want, _) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "450045002.5\n30\n30000\ntrue\n");
-    for flags in [
-        &["--tier=opt", "--tier-log"][..],
-        &["--tier=opt", "--tier-log", "--gc-stress", "1"],
-    ] {
-        let (got, log) = run(dir.path(), flags);
-        assert_eq!(got, want, "{flags:?}: {log}");
-    }
+    compiled_prints(dir.path(), &want, "[tier] opt Main>>run (");
     let (_, listing) = run(dir.path(), &["--tier=opt", "--print-code=Main>>run"]);
     let ir = last_ir(&listing, "Main>>run");
     assert_eq!(ir.matches("= virtual_object").count(), 1, "{ir}");
@@ -205,17 +193,11 @@ fn a_deopt_with_an_object_inside_another_makes_both() {
     let dir = program(NESTED);
     let (want, _) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "9024009.5\n172.5\n");
-    for flags in [
-        &["--tier=opt", "--tier-log"][..],
-        &["--tier=opt", "--tier-log", "--gc-stress", "1"],
-    ] {
-        let (got, log) = run(dir.path(), flags);
-        assert_eq!(got, want, "{flags:?}: {log}");
-        assert!(
-            log.contains("[tier] deopt Main>>step:with: @14 (#+) (inlined into Main>>run)"),
-            "{flags:?}: {log}"
-        );
-    }
+    compiled_prints(
+        dir.path(),
+        &want,
+        "[tier] deopt Main>>step:with: @14 (#+) (inlined into Main>>run)",
+    );
     let (_, listing) = run(
         dir.path(),
         &["--tier=opt", "--tier-log", "--print-code=Main>>run"],

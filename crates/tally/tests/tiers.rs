@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::process::Command;
 
 mod common;
-use common::{eager_opt_calibration, run_in, state_share};
+use common::{eager_opt_calibration, run_in, run_main, state_share};
 
 /// Method samples at a high rate and nothing else. CBS windows send every call of compiled
 /// code through the stubs (they must count each one), which is native code; without them the
@@ -633,20 +633,6 @@ fn adaptive_options_that_cannot_work_are_refused() {
     ]);
     assert_eq!(status, Some(1), "{err}");
     assert!(err.contains("driven by method samples"), "{err}");
-}
-
-/// Runs `Main.som` in `dir` with `flags`: (stdout, stderr), after checking it succeeded.
-fn run_main(dir: &std::path::Path, flags: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(flags)
-        .arg("-cp")
-        .arg(dir)
-        .arg(dir.join("Main.som"))
-        .output()
-        .expect("run tally");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{flags:?}:\n{stderr}");
-    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
 }
 
 /// The optimizing tiers speculate that arithmetic sites that never saw anything else keep

@@ -15,8 +15,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tally_heap::Value;
-
 use super::slots;
 use crate::dom::{reverse_postorder, DomTree};
 use crate::{BlockId, FrameStateId, Function, InstId, InstKind, Terminator, Ty, ValueId};
@@ -194,7 +192,7 @@ fn rewrite(
 ) {
     let v = c.value;
     let size = c.shape.fields as usize;
-    let nil = nil_before(f, c);
+    let nil = slots::nil_before(f, c.made_in, c.inst);
     let order: Vec<BlockId> = reverse_postorder(f)
         .into_iter()
         .filter(|b| c.region.contains(b))
@@ -316,25 +314,6 @@ fn rewrite(
         }
         f.blocks[b.index()].term = term;
     }
-}
-
-/// A nil made right before `c`'s making: what every field holds at first.
-fn nil_before(f: &mut Function, c: &Candidate) -> ValueId {
-    let id = InstId(f.insts.len() as u32);
-    let bci = f.insts[c.inst.index()].bci;
-    f.push_inst(
-        c.made_in,
-        InstKind::Const(Value::NIL),
-        Some(Ty::Word),
-        None,
-        bci,
-    )
-    .expect("a value");
-    let insts = &mut f.blocks[c.made_in.index()].insts;
-    insts.pop();
-    let at = insts.iter().position(|&i| i == c.inst).expect("the making");
-    insts.insert(at, id);
-    f.insts[id.index()].result.expect("a value")
 }
 
 /// Appends to `insts` (block `b`'s, being rebuilt) the making of `c` with `slots` in its

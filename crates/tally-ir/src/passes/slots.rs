@@ -36,24 +36,7 @@ pub(super) fn replace(
     store: impl Fn(&InstKind) -> Option<(u16, ValueId)>,
 ) {
     let size = c.size;
-    // Every slot starts as nil.
-    let nil = {
-        let id = InstId(f.insts.len() as u32);
-        let bci = f.insts[c.inst.index()].bci;
-        f.push_inst(
-            c.made_in,
-            InstKind::Const(Value::NIL),
-            Some(Ty::Word),
-            None,
-            bci,
-        )
-        .expect("a value");
-        let insts = &mut f.blocks[c.made_in.index()].insts;
-        insts.pop();
-        let at = insts.iter().position(|&i| i == c.inst).expect("the making");
-        insts.insert(at, id);
-        f.insts[id.index()].result.expect("a value")
-    };
+    let nil = nil_before(f, c.made_in, c.inst);
     let mut region: Vec<BlockId> = c.region.iter().copied().collect();
     region.sort();
     let mut at_entry: HashMap<BlockId, Vec<ValueId>> = HashMap::new();
@@ -105,6 +88,25 @@ pub(super) fn replace(
             }
         }
     }
+}
+
+/// A nil made right before `making` (in block `made_in`): what every slot holds at first.
+pub(super) fn nil_before(f: &mut Function, made_in: BlockId, making: InstId) -> ValueId {
+    let id = InstId(f.insts.len() as u32);
+    let bci = f.insts[making.index()].bci;
+    f.push_inst(
+        made_in,
+        InstKind::Const(Value::NIL),
+        Some(Ty::Word),
+        None,
+        bci,
+    )
+    .expect("a value");
+    let insts = &mut f.blocks[made_in.index()].insts;
+    insts.pop();
+    let at = insts.iter().position(|&i| i == making).expect("the making");
+    insts.insert(at, id);
+    f.insts[id.index()].result.expect("a value")
 }
 
 /// State `s` naming `slots` as what virtual `v`'s slots hold; a copy of it when it already

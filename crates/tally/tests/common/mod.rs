@@ -38,6 +38,22 @@ pub fn run_in(dir: &Path, args: &[&str]) -> Output {
         .expect("run tally")
 }
 
+/// Runs `Main.som` in `dir` (`dir` its class path) with `flags`: (stdout, stderr), after
+/// checking it succeeded.
+pub fn run_main(dir: &Path, flags: &[&str]) -> (String, String) {
+    let out = Command::new(tally())
+        .args(flags)
+        .arg("-cp")
+        .arg(dir)
+        .arg(dir.join("Main.som"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tally");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{flags:?}:\n{stderr}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
 /// `Inl`: a small method, `step:`, called `calls` times from a loop in `run`; it prints the
 /// sum of `2i + 1`.
 pub fn hot_loop_program(calls: u32) -> String {
