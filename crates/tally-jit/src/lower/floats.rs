@@ -101,14 +101,8 @@ impl Lowerer<'_, '_> {
         self.b.ins().jump(join, &[immediate.into()]);
         self.b.switch_to_block(slow);
         let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), d);
-        let k = self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.ir_box_double as i64);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.sigs.left, stub, &[self.vm, bits]);
-        self.tag(call, k);
-        let boxed = self.b.inst_results(call)[0];
+        let stub = self.layout.stubs.ir_box_double;
+        let boxed = self.safepoint_call(stub, self.sigs.left, &[self.vm, bits], bci);
         self.left_if_none(boxed, None)?;
         self.b.ins().jump(join, &[boxed.into()]);
         self.b.switch_to_block(join);

@@ -601,15 +601,9 @@ impl Lowerer<'_, '_> {
             .load(I64, flags(), self.frame, self.layout.frame_ctx);
         self.b.ins().jump(join, &[made.into()]);
         self.b.switch_to_block(direct);
-        let k = self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.ir_new_context as i64);
         let code = self.iconst(I32, self.request.code.id as i64);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.sigs.new_context, stub, &[self.vm, code]);
-        self.tag(call, k);
-        let new = self.b.inst_results(call)[0];
+        let stub = self.layout.stubs.ir_new_context;
+        let new = self.safepoint_call(stub, self.sigs.new_context, &[self.vm, code], bci);
         let leave = self.leave();
         self.b.ins().brif(new, join, &[new.into()], leave, &[]);
         self.b.switch_to_block(join);

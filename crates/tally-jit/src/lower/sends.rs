@@ -402,16 +402,26 @@ impl Lowerer<'_, '_> {
     /// A new instance of class object `class` through the allocation stub (a safepoint at
     /// `bci`; an allocation that fails leaves, its error parked).
     pub(super) fn new_instance(&mut self, class: Value, bci: u32) -> Result<Value, String> {
-        let k = self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.ir_new_instance as i64);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.sigs.left, stub, &[self.vm, class]);
-        self.tag(call, k);
-        let made = self.b.inst_results(call)[0];
+        let stub = self.layout.stubs.ir_new_instance;
+        let made = self.safepoint_call(stub, self.sigs.left, &[self.vm, class], bci);
         self.left_if_none(made, None)?;
         Ok(made)
+    }
+
+    /// Calls `stub` (of signature `sig`) with `args` as a safepoint at `bci`; answers its
+    /// result.
+    pub(super) fn safepoint_call(
+        &mut self,
+        stub: usize,
+        sig: cranelift_codegen::ir::SigRef,
+        args: &[Value],
+        bci: u32,
+    ) -> Value {
+        let k = self.safepoint(bci);
+        let stub = self.iconst(I64, stub as i64);
+        let call = self.b.ins().call_indirect(sig, stub, args);
+        self.tag(call, k);
+        self.b.inst_results(call)[0]
     }
 
     /// Double's `sqrt` of an immediate double whose root is one too; a boxed receiver or
