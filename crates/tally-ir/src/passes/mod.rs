@@ -19,8 +19,9 @@
 //! 10. [`contexts::virtualize`]: an inlined activation's context that only its code,
 //!     virtual closures and frame states use has its slots in SSA values, made by the exits
 //!     too;
-//! 11. [`objects::virtualize`]: an object the function makes that does not escape has its
-//!     fields in SSA values, made by the exits that need it, nowhere else.
+//! 11. [`objects::virtualize`]: an object the function makes has its fields in SSA values
+//!     until it escapes, and is made there (or by the exits that need it), nowhere else;
+//!     then [`floats::unbox`] again, for the doubles those fields held.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
 
@@ -82,7 +83,11 @@ pub fn optimize(
     // The slots' parameters where paths merge one value, and the loads' now unused nils.
     params::prune(f);
     dce::dce(f);
-    check(f, "pruning the contexts' parameters")
+    check(f, "pruning the contexts' parameters")?;
+    // A double stored into a virtual object's field and loaded back is the double again.
+    floats::unbox(f, code);
+    dce::dce(f);
+    check(f, "unboxing the doubles of virtual objects")
 }
 
 fn check(f: &Function, after: &str) -> Result<(), String> {
