@@ -45,8 +45,9 @@ impl OperandKinds {
     }
 
     /// Records a pair the small-integer fast path did not answer: `a` and `b` (a boxed
-    /// double is an object of class `double`), or two small integers that overflowed.
-    #[inline]
+    /// double is an object of class `double`), or two small integers that overflowed. Out
+    /// of line: the interpreter's dispatch loop keeps only the call.
+    #[inline(never)]
     pub fn note_other(&mut self, a: Value, b: Value, double: ClassId) {
         let is_double = |v: Value| v.is_small_float() || (v.is_ref() && v.class_id() == double);
         self.0 |= NOT_TWO_INTS;
