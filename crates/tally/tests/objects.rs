@@ -113,6 +113,23 @@ fn last_ir(listing: &str, method: &str) -> String {
         .to_string()
 }
 
+/// The IR of `Main>>run`'s last version, where one object is virtual, never allocated where
+/// it is made, and made at exactly one escape: with the made object's value.
+fn made_once_in_run(dir: &std::path::Path) -> (String, String) {
+    let (_, listing) = run(dir, &["--tier=opt", "--print-code=Main>>run"]);
+    let ir = last_ir(&listing, "Main>>run");
+    assert_eq!(ir.matches("= virtual_object").count(), 1, "{ir}");
+    assert!(!ir.contains("= new_object"), "{ir}");
+    let made: Vec<&str> = ir.lines().filter(|l| l.contains("= materialize")).collect();
+    assert_eq!(made.len(), 1, "{ir}");
+    let object = made[0]
+        .split_whitespace()
+        .next()
+        .expect("its value")
+        .to_string();
+    (ir, object)
+}
+
 /// `p` escapes (its `hashcode` sent, then stored into a field) on one iteration in a
 /// thousand: made there only, it is virtual on the others, and its identity hash is the one
 /// it keeps once stored. The first call's double fails a guard, so the method's next version
@@ -148,16 +165,8 @@ fn an_object_that_escapes_on_a_rare_path_is_made_there_only() {
     let (want, _) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "450045002.5\n30\n30000\ntrue\n");
     compiled_prints(dir.path(), &want, "[tier] opt Main>>run (");
-    let (_, listing) = run(dir.path(), &["--tier=opt", "--print-code=Main>>run"]);
-    let ir = last_ir(&listing, "Main>>run");
-    assert_eq!(ir.matches("= virtual_object").count(), 1, "{ir}");
-    assert!(!ir.contains("= new_object"), "{ir}");
     // Made where `hashcode` takes it, on the rare path: the send gets the made object.
-    let made = ir
-        .lines()
-        .find(|l| l.contains("= materialize"))
-        .unwrap_or_else(|| panic!("no materialize: {ir}"));
-    let object = made.split_whitespace().next().expect("its value");
+    let (ir, object) = made_once_in_run(dir.path());
     assert!(
         ir.lines()
             .any(|l| l.contains("send #hashcode") && l.contains(&format!(" {object}:"))),
@@ -249,13 +258,7 @@ fn an_object_stored_into_a_field_on_a_rare_path_is_made_there_only() {
     let (want, _) = run(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "450045002.5\n30\n30000\n");
     compiled_prints(dir.path(), &want, "[tier] opt Main>>run (");
-    let (_, listing) = run(dir.path(), &["--tier=opt", "--print-code=Main>>run"]);
-    let ir = last_ir(&listing, "Main>>run");
-    assert_eq!(ir.matches("= virtual_object").count(), 1, "{ir}");
-    assert!(!ir.contains("= new_object"), "{ir}");
-    let made: Vec<&str> = ir.lines().filter(|l| l.contains("= materialize")).collect();
-    assert_eq!(made.len(), 1, "{ir}");
-    let object = made[0].split_whitespace().next().expect("its value");
+    let (ir, object) = made_once_in_run(dir.path());
     assert!(
         ir.lines().any(|l| {
             let t = l.trim_start();
