@@ -32,6 +32,7 @@ pub mod measure;
 pub mod outliers;
 pub mod results;
 pub mod runner;
+pub mod spawner;
 pub mod suite;
 pub mod svg;
 pub mod table;

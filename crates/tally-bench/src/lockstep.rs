@@ -35,6 +35,8 @@ struct TurnTaker {
     stderr: Option<thread::JoinHandle<String>>,
     /// The time it has been allowed to run.
     active: Duration,
+    /// Where its spawner reports the VM's status and usage (`spawner.rs`).
+    report: Option<crate::spawner::Report>,
     /// Its `wait4` status and usage once reaped.
     reaped: Option<(libc::c_int, libc::rusage)>,
     killed: Option<Killed>,
@@ -80,8 +82,13 @@ pub fn run_in_lockstep(
 /// Starts `argv` and stops it at once, before it gets far into its start-up.
 fn start(argv: &[String]) -> std::io::Result<TurnTaker> {
     use std::os::unix::process::CommandExt;
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
+    let spawned = crate::spawner::wrap(argv);
+    let mut command = Command::new(&spawned.argv[0]);
+    if let Some(report) = &spawned.report {
+        report.pass_to(&mut command);
+    }
+    let mut child = command
+        .args(&spawned.argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -96,6 +103,7 @@ fn start(argv: &[String]) -> std::io::Result<TurnTaker> {
         stdout: child.stdout.take().map(drain),
         stderr: child.stderr.take().map(drain),
         child,
+        report: spawned.report,
         active: Duration::ZERO,
         reaped: None,
         killed: None,
@@ -154,13 +162,24 @@ impl TurnTaker {
         drop(self.child);
         let stdout = self.stdout.map(|h| h.join().unwrap_or_default());
         let stderr = self.stderr.map(|h| h.join().unwrap_or_default());
-        let (status, usage) = self.reaped.unwrap_or_else(killed_without_usage);
+        let (mut status, mut usage) = self.reaped.unwrap_or_else(killed_without_usage);
+        let mut stderr = stderr.unwrap_or_default();
+        match self.report.as_ref().map(|r| r.read()) {
+            Some(Ok(Some(vm))) => (status, usage) = vm,
+            // The spawner could not start the VM: failed as a shell reports a command it
+            // cannot run.
+            Some(Err(e)) => {
+                status = 127 << 8;
+                stderr.push_str(&format!("tally bench: cannot start the VM: {e}\n"));
+            }
+            _ => {}
+        }
         reaped_run(
             status,
             &usage,
             self.killed,
             stdout.unwrap_or_default(),
-            stderr.unwrap_or_default(),
+            stderr,
             self.active.as_secs_f64(),
         )
     }

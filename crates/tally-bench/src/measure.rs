@@ -4,8 +4,8 @@
 //! cannot see: wall time of the whole process (start-up included), CPU time
 //! (user + system, which reveals GC or JIT threads working beside the
 //! mutator) and peak resident memory. CPU and memory come from `wait4`, the
-//! kernel's accounting of exactly this child, rather than `/usr/bin/time`,
-//! which would add a process and a parser of its output to every run.
+//! kernel's accounting of exactly this child, taken by a small spawner process where the
+//! program provides one (`spawner.rs`: otherwise a VM's peak memory cannot read below ours).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -67,8 +67,13 @@ pub fn run_process(
     interrupted: &AtomicBool,
 ) -> std::io::Result<ProcessRun> {
     let start = Instant::now();
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
+    let spawned = crate::spawner::wrap(argv);
+    let mut command = Command::new(&spawned.argv[0]);
+    if let Some(report) = &spawned.report {
+        report.pass_to(&mut command);
+    }
+    let mut child = command
+        .args(&spawned.argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -83,7 +88,7 @@ pub fn run_process(
     let out = child.stdout.take().map(drain);
     let err = child.stderr.take().map(drain);
     let mut killed = None;
-    let (status, usage) = loop {
+    let (mut status, mut usage) = loop {
         if let Some(done) = try_reap(pid)? {
             break done;
         }
@@ -100,6 +105,11 @@ pub fn run_process(
         thread::sleep(POLL);
     };
     let wall_s = start.elapsed().as_secs_f64();
+    if let Some(report) = &spawned.report {
+        if let Some(vm) = report.read()? {
+            (status, usage) = vm;
+        }
+    }
     // The child is reaped already; dropping `child` does not wait again.
     drop(child);
     let stdout = out

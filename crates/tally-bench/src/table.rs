@@ -208,8 +208,9 @@ pub(crate) fn grid(report: &Report) -> (Vec<(&'static str, Align)>, Vec<Vec<Stri
                 ratio_text(c, i == report.baseline),
                 p_text(c),
                 c.cpu_s.map(|x| format!("{x:.2}")).unwrap_or_else(dash),
+                // A tenth of a MiB: small VMs differ by less than one.
                 c.max_rss_kib
-                    .map(|k| format!("{:.0}", k as f64 / 1024.0))
+                    .map(|k| format!("{:.1}", k as f64 / 1024.0))
                     .unwrap_or_else(dash),
             ];
             if compiles {

@@ -804,6 +804,9 @@ fn class_path(values: &[String]) -> Vec<PathBuf> {
 const VM_THREAD_STACK: usize = 256 << 20;
 
 fn main() -> ExitCode {
+    // `tally bench` starts the VMs it measures through a copy of this binary (their peak
+    // memory would otherwise start at ours): that copy does its work before anything else.
+    tally_bench::spawner::serve_if_asked();
     let runs = std::thread::Builder::new()
         .name("tally".into())
         .stack_size(VM_THREAD_STACK)
@@ -838,7 +841,13 @@ fn main_on_vm_thread() -> ExitCode {
     }
     // `tally bench …` has its own parser; programs are never named `bench`.
     if std::env::args_os().nth(1).is_some_and(|a| a == "bench") {
-        let this = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tally"));
+        let this = match std::env::current_exe() {
+            Ok(this) => {
+                tally_bench::spawner::spawn_through(this.clone());
+                this
+            }
+            Err(_) => PathBuf::from("tally"),
+        };
         return tally_bench::main(std::env::args_os().skip(2).collect(), this);
     }
     // `tally experiment …` likewise: it runs this binary (or --tally) as child processes.
