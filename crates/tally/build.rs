@@ -6,8 +6,9 @@
 //!
 //! Only release builds for x86-64 Linux, whose default linker (LLD, Rust's since 1.90) reads a
 //! symbol ordering file; names the file lists that the build does not have are ignored, and
-//! functions it does not list follow the listed ones. `TALLY_TEXT_ORDER=off` links without it
-//! (for a linker other than LLD).
+//! functions it does not list follow the listed ones. The dynamic relocations are packed too
+//! (DT_RELR, which needs glibc 2.36). `TALLY_TEXT_ORDER=off` links without either (for a linker
+//! other than LLD).
 
 use std::env;
 use std::path::Path;
