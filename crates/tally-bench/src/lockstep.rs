@@ -13,7 +13,7 @@
 //! why only Tally executors can run in lockstep. An invocation's wall time is the sum of its
 //! own slices.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -82,13 +82,8 @@ pub fn run_in_lockstep(
 /// Starts `argv` and stops it at once, before it gets far into its start-up.
 fn start(argv: &[String]) -> std::io::Result<TurnTaker> {
     use std::os::unix::process::CommandExt;
-    let spawned = crate::spawner::wrap(argv);
-    let mut command = Command::new(&spawned.argv[0]);
-    if let Some(report) = &spawned.report {
-        report.pass_to(&mut command);
-    }
+    let (mut command, report) = crate::spawner::command(argv);
     let mut child = command
-        .args(&spawned.argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -103,7 +98,7 @@ fn start(argv: &[String]) -> std::io::Result<TurnTaker> {
         stdout: child.stdout.take().map(drain),
         stderr: child.stderr.take().map(drain),
         child,
-        report: spawned.report,
+        report,
         active: Duration::ZERO,
         reaped: None,
         killed: None,

@@ -9,7 +9,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -67,13 +67,8 @@ pub fn run_process(
     interrupted: &AtomicBool,
 ) -> std::io::Result<ProcessRun> {
     let start = Instant::now();
-    let spawned = crate::spawner::wrap(argv);
-    let mut command = Command::new(&spawned.argv[0]);
-    if let Some(report) = &spawned.report {
-        report.pass_to(&mut command);
-    }
+    let (mut command, report) = crate::spawner::command(argv);
     let mut child = command
-        .args(&spawned.argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -105,7 +100,7 @@ pub fn run_process(
         thread::sleep(POLL);
     };
     let wall_s = start.elapsed().as_secs_f64();
-    if let Some(report) = &spawned.report {
+    if let Some(report) = &report {
         if let Some(vm) = report.read()? {
             (status, usage) = vm;
         }

@@ -86,37 +86,26 @@ fn wait(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
     }
 }
 
-/// A VM started through the spawner: the command line that starts it, and where the
-/// spawner's report will be.
-pub(crate) struct Spawned {
-    /// The spawner, then the VM's command line.
-    pub(crate) argv: Vec<String>,
-    /// The report file; `None` when VMs are started directly.
-    pub(crate) report: Option<Report>,
-}
-
-/// Wraps `argv` in the spawner when there is one.
-pub(crate) fn wrap(argv: &[String]) -> Spawned {
+/// The command that starts `argv`, through the spawner when there is one, and where the
+/// spawner will report.
+pub(crate) fn command(argv: &[String]) -> (Command, Option<Report>) {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let Some(binary) = SPAWNER.get() else {
-        return Spawned {
-            argv: argv.to_vec(),
-            report: None,
-        };
+        let mut direct = Command::new(&argv[0]);
+        direct.args(&argv[1..]);
+        return (direct, None);
     };
     let name = format!(
         "tally-bench-{}-{}.spawned",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     );
-    let mut wrapped = vec![binary.display().to_string()];
-    wrapped.extend_from_slice(argv);
-    Spawned {
-        argv: wrapped,
-        report: Some(Report {
-            path: std::env::temp_dir().join(name),
-        }),
-    }
+    let report = Report {
+        path: std::env::temp_dir().join(name),
+    };
+    let mut spawner = Command::new(binary);
+    spawner.args(argv).env(REPORT_PATH_ENV, &report.path);
+    (spawner, Some(report))
 }
 
 /// What the spawner wrote, read once it has ended. The file is removed when this is dropped.
@@ -125,11 +114,6 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    /// Sets the spawner's environment on `command`.
-    pub(crate) fn pass_to(&self, command: &mut Command) {
-        command.env(REPORT_PATH_ENV, &self.path);
-    }
-
     /// The VM's `wait4` status and usage, from a spawner that has ended; `None` when it wrote
     /// none (it was killed first), an error when it could not start the VM.
     pub(crate) fn read(&self) -> std::io::Result<Option<(libc::c_int, libc::rusage)>> {
