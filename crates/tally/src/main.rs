@@ -841,13 +841,9 @@ fn main_on_vm_thread() -> ExitCode {
     }
     // `tally bench …` has its own parser; programs are never named `bench`.
     if std::env::args_os().nth(1).is_some_and(|a| a == "bench") {
-        let this = match std::env::current_exe() {
-            Ok(this) => {
-                tally_bench::spawner::spawn_through(this.clone());
-                this
-            }
-            Err(_) => PathBuf::from("tally"),
-        };
+        let this = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("tally"));
+        // The running binary itself, even when a build replaces its file during the run.
+        tally_bench::spawner::spawn_through(PathBuf::from("/proc/self/exe"));
         return tally_bench::main(std::env::args_os().skip(2).collect(), this);
     }
     // `tally experiment …` likewise: it runs this binary (or --tally) as child processes.
