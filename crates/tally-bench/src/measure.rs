@@ -163,13 +163,26 @@ fn seconds(t: libc::timeval) -> f64 {
 /// Polling with `WNOHANG` from the one thread that also kills keeps the pid
 /// ours until we reap it: a kill can never reach a recycled pid.
 pub(crate) fn try_reap(pid: libc::pid_t) -> std::io::Result<Option<(libc::c_int, libc::rusage)>> {
+    reap(pid, libc::WNOHANG)
+}
+
+/// Waits for `pid` to end (the spawner, which kills nothing), with its resource usage.
+pub(crate) fn wait(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
+    reap(pid, 0).map(|done| done.expect("wait4 without WNOHANG returns only once it reaped"))
+}
+
+/// `wait4(pid, flags)`, restarted after signals: `None` when `WNOHANG` found it running.
+fn reap(
+    pid: libc::pid_t,
+    flags: libc::c_int,
+) -> std::io::Result<Option<(libc::c_int, libc::rusage)>> {
     let mut status: libc::c_int = 0;
     // SAFETY: `rusage` is plain old data for which all-zero bytes are valid.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: both pointers refer to live, writable locals of the right
         // types for the duration of the call; `pid` is our unreaped child.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut usage) };
         if r == pid {
             return Ok(Some((status, usage)));
         }

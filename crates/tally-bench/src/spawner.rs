@@ -50,7 +50,7 @@ pub fn serve_if_asked() {
             .spawn()
         {
             Err(e) => format!("error {} {e}", e.raw_os_error().unwrap_or(libc::EIO)),
-            Ok(child) => match wait(child.id() as libc::pid_t) {
+            Ok(child) => match crate::measure::wait(child.id() as libc::pid_t) {
                 Ok((status, usage)) => format!(
                     "ok {status} {} {} {} {} {}",
                     usage.ru_maxrss,
@@ -65,25 +65,6 @@ pub fn serve_if_asked() {
     };
     let written = std::fs::write(&report, line + "\n");
     std::process::exit(if written.is_ok() { 0 } else { 70 });
-}
-
-/// Waits for `pid` (restarting after signals), with its resource usage.
-fn wait(pid: libc::pid_t) -> std::io::Result<(libc::c_int, libc::rusage)> {
-    let mut status: libc::c_int = 0;
-    // SAFETY: `rusage` is plain old data for which all-zero bytes are valid.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: both pointers refer to live, writable locals of the right types for the
-        // duration of the call; `pid` is our unreaped child.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            return Ok((status, usage));
-        }
-        let e = Error::last_os_error();
-        if e.kind() != ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
 }
 
 /// The command that starts `argv`, through the spawner when there is one, and where the
