@@ -637,6 +637,15 @@ impl Builder<'_> {
             Op::SendCompareJumpIfFalse(site, _) | Op::SendCompareJumpIfTrue(site, _) => {
                 self.binary(s, site, i, &before)?;
             }
+            Op::SendIsNil(site) | Op::SendNotNil(site) if self.facts(site).nil_tests_standard => {
+                let state = self.state(s, i, Resume::Before, &before);
+                let value = pop(s)?;
+                let is_nil = matches!(op, Op::SendIsNil(_));
+                let kind = InstKind::NilTest { value, is_nil };
+                let flag = self.value(s, kind, Ty::Flag, Some(state), i);
+                let v = self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i);
+                s.stack.push(v);
+            }
             Op::SendIsNil(site) | Op::SendNotNil(site) => self.send(s, site, i, &before, false)?,
             Op::Return => {
                 let v = pop(s)?;

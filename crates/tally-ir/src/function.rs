@@ -374,6 +374,13 @@ pub enum InstKind {
     },
     /// Whether two values are the same word (`==` of objects that are not numbers).
     Identical(ValueId, ValueId),
+    /// `isNil` (`is_nil`) or `notNil` of `value` as a flag: a comparison with nil, made
+    /// while the core library's definitions stand (`SiteFacts::nil_tests_standard`); a
+    /// class loaded since that redefines either deoptimizes.
+    NilTest {
+        value: ValueId,
+        is_nil: bool,
+    },
     /// A constant double (its bits).
     FloatConst(u64),
     /// `value` as a double (typed [`Ty::Float`]) if it is a Double (an immediate or a heap
@@ -513,6 +520,7 @@ impl InstKind {
             GuardClass { value, .. } | ClassIs { value, .. } => vec![*value],
             IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
             Identical(a, b) => vec![*a, *b],
+            NilTest { value, .. } => vec![*value],
             FloatConst(_) => vec![],
             UnboxFloat { value, .. } | BoxFloat(value) | FloatUnary { value, .. } => vec![*value],
             FloatBinary { lhs, rhs, .. } | FloatCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
@@ -582,7 +590,9 @@ impl InstKind {
                 *class = f(*class);
                 *length = f(*length);
             }
-            GuardClass { value, .. } | ClassIs { value, .. } => *value = f(*value),
+            GuardClass { value, .. } | ClassIs { value, .. } | NilTest { value, .. } => {
+                *value = f(*value)
+            }
             IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => {
                 *lhs = f(*lhs);
                 *rhs = f(*rhs);
@@ -635,6 +645,7 @@ impl InstKind {
             | GuardInt(_)
             | GuardClass { .. }
             | Truth(_)
+            | NilTest { .. }
             | Send { .. }
             | SuperSend { .. }
             | CallMethod { .. }
@@ -673,6 +684,7 @@ impl InstKind {
             | ClassIs { .. }
             | IntCompare { .. }
             | Identical(..)
+            | NilTest { .. }
             | FlagToBool(_)
             | Truth(_)
             | ArrayLength(_)

@@ -160,6 +160,10 @@ fn inst_text(k: &InstKind, names: &dyn Names) -> String {
         IntBinary { op, lhs, rhs } => format!("{} {lhs}, {rhs}", op.name()),
         IntCompare { op, lhs, rhs } => format!("int_{} {lhs}, {rhs}", op.name()),
         Identical(a, b) => format!("identical {a}, {b}"),
+        NilTest { value, is_nil } => match is_nil {
+            true => format!("is_nil {value}"),
+            false => format!("not_nil {value}"),
+        },
         FloatConst(bits) => format!("float {:?}", f64::from_bits(*bits)),
         UnboxFloat { value, accept_int } => match accept_int {
             true => format!("unbox_float {value}, int too"),

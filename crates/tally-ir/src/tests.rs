@@ -32,6 +32,7 @@ fn site(argc: u8, int_op: IntOp, small_ints: bool) -> SiteFacts {
         expects_doubles: None,
         expects_receiver: None,
         cold: false,
+        nil_tests_standard: false,
         receiver_table: 0,
     }
 }

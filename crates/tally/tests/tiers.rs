@@ -1017,6 +1017,43 @@ fn guards_on_nil_and_booleans_hold_for_the_immediates() {
     assert_eq!(got, want, "{log}");
 }
 
+/// `isNil` compiled as a comparison with nil (the core library's definitions stood) meets a
+/// class loaded mid-loop that redefines it: the version deoptimizes there, the interpreter
+/// sends the new method, and the next version sends too.
+#[test]
+fn a_nil_test_deoptimizes_when_a_class_loaded_later_redefines_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   pick: i = ( i = 500 ifTrue: [ ^Odd new ]. ^i % 2 = 0 ifTrue: [ nil ] ifFalse: [ i ] )\n\
+         \x20   count: n = (\n\
+         \x20       | c |\n\
+         \x20       c := 0.\n\
+         \x20       1 to: n do: [:i | (self pick: i) isNil ifTrue: [ c := c + 1 ] ].\n\
+         \x20       ^c\n\
+         \x20   )\n\
+         \x20   run = ( (self count: 1000) println. (self count: 1000) println )\n\
+         )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Odd.som"),
+        "Odd = ( isNil = ( 'odd' println. ^true ) )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "odd\n500\nodd\n500\n");
+    let (got, log) = run_main(dir.path(), &["--tier=opt", "--tier-log"]);
+    assert_eq!(got, want, "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("[tier] deopt Main>>count: ")
+                && l.contains("(#isNil): isNil or notNil redefined")),
+        "{log}"
+    );
+}
+
 /// A send whose receiver takes turns among three classes misses the two-entry inline cache
 /// every third time (at least) and takes the send stub: `--tier-log` ends with how often
 /// compiled code took the stubs and the busiest sites, with what their caches hold.

@@ -82,6 +82,12 @@ fn fold_inst(f: &Function, kind: &InstKind) -> Option<Folded> {
             let (x, y) = (f.const_value(a)?, f.const_value(b)?);
             Some(Folded::Const(FlagConst(x == y)))
         }
+        // Nil, true, false, numbers and symbols are instances of core classes, whose
+        // answers a class loaded later cannot change.
+        NilTest { value, is_nil } => {
+            let v = f.const_value(value)?;
+            Some(Folded::Const(FlagConst((v == Value::NIL) == is_nil)))
+        }
         FlagToBool(v) => {
             let b = f.const_flag(v)?;
             Some(Folded::Const(Const(Value::from_bool(b))))

@@ -94,14 +94,14 @@ fn find(f: &Function, dom: &DomTree) -> Vec<Candidate> {
 }
 
 /// Whether `kind` uses object `v` (of `shape`) without taking it out of the function: its
-/// own fields' loads and stores, `==`, and tests of its class.
+/// own fields' loads and stores, `==`, and tests of its class or of nil.
 fn keeps_virtual(kind: &InstKind, v: ValueId, shape: tally_vm::jit::PlainShape) -> bool {
     match *kind {
         InstKind::LoadField { index, .. } => index < shape.fields,
         InstKind::StoreField { obj, index, value } => {
             obj == v && value != v && index < shape.fields
         }
-        InstKind::Identical(..) | InstKind::ClassIs { .. } => true,
+        InstKind::Identical(..) | InstKind::ClassIs { .. } | InstKind::NilTest { .. } => true,
         _ => false,
     }
 }
@@ -249,6 +249,13 @@ fn rewrite(
                         }
                         InstKind::ClassIs { class, .. } => {
                             f.insts[i.index()].kind = InstKind::FlagConst(class == c.shape.class);
+                            kept.push(i);
+                        }
+                        // An object is not nil; its class was loaded when the compile
+                        // found the nil tests standard, so it does not redefine them.
+                        InstKind::NilTest { is_nil, .. } => {
+                            f.insts[i.index()].kind = InstKind::FlagConst(!is_nil);
+                            f.insts[i.index()].state = None;
                             kept.push(i);
                         }
                         _ => unreachable!("keeps_virtual answers these only"),

@@ -176,6 +176,23 @@ impl Lowerer<'_, '_> {
                 let (a, b) = (self.val(*a)?, self.val(*b)?);
                 Some(self.b.ins().icmp(IntCC::Equal, a, b))
             }
+            InstKind::NilTest { value, is_nil } => {
+                let x = self.val(*value)?;
+                let c = &self.layout.calls;
+                let standard = crate::numbers::nil_tests_standard(
+                    &mut self.b,
+                    self.vm,
+                    c.nil_tests_standard,
+                    c.nil_tests_redefined,
+                );
+                self.guard(standard, state()?, DeoptReason::NilTests)?;
+                let cc = if *is_nil {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                Some(self.cmp_imm(cc, x, super::NIL))
+            }
             InstKind::FlagToBool(f) => {
                 let f = self.val(*f)?;
                 Some(self.flag_to_bool(f))

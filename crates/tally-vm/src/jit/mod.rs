@@ -135,6 +135,9 @@ pub enum DeoptReason {
     /// An operand of a binary send computed on doubles was no Double (nor the small
     /// integer the site had also seen there).
     NotDoubles = 6,
+    /// `isNil` or `notNil`, answered by comparing with nil, has been redefined since the
+    /// compile (a class loaded that defines one of them).
+    NilTests = 7,
 }
 
 /// `Layout::deopt_site` of a deoptimization no send site's guard made (`LoopEntry`).
@@ -149,6 +152,7 @@ impl DeoptReason {
             4 => DeoptReason::IntRange,
             5 => DeoptReason::LoopEntry,
             6 => DeoptReason::NotDoubles,
+            7 => DeoptReason::NilTests,
             _ => return None,
         })
     }
@@ -163,6 +167,7 @@ impl DeoptReason {
                 "a loop entry found a value that is not the number the loop holds"
             }
             DeoptReason::NotDoubles => "double guard failed",
+            DeoptReason::NilTests => "isNil or notNil redefined",
         }
     }
 }

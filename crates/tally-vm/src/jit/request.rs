@@ -36,6 +36,10 @@ pub struct SiteFacts {
     /// inline cache is empty while another site's is not). Compiled code may do it the
     /// short way, through the send stub, instead of spending code on a fast path.
     pub cold: bool,
+    /// Speculation allowed: `isNil` and `notNil` mean what the core library says
+    /// (`Runtime::nil_tests`). Compiled code may then answer them by comparing with nil,
+    /// and deoptimizes if a class loaded since redefines them.
+    pub nil_tests_standard: bool,
     /// The address of the value table the code counts this send's receiver classes in
     /// (`tally_profile::values::ValueTable`, multiplicative hashing: see
     /// `TableLayout`) as `class | 1 << 32`, or 0: none (only the baseline tier counts, with
@@ -274,6 +278,7 @@ fn site_facts(rt: &Runtime, s: SiteId, speculation: Speculation, ran: bool) -> S
             }
         },
         cold: allowed && ran && site.cached_class == NO_CLASS && site.int_op == IntOp::None,
+        nil_tests_standard: allowed && rt.nil_tests.standard(),
         receiver_table: 0,
     }
 }
