@@ -1054,6 +1054,58 @@ fn a_nil_test_deoptimizes_when_a_class_loaded_later_redefines_it() {
     );
 }
 
+/// A method whose blocks all run inlined keeps its own context virtual (the variable they
+/// share stays in a register). A guard that fails in an inlined block makes it for the
+/// interpreter with the value the variable holds there; the interpreter then makes a real
+/// closure over it, whose `^` must find the method's frame through the context's frame
+/// index.
+#[test]
+fn a_virtual_method_context_is_made_at_a_deopt_with_its_frame_index() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   total: arr = (\n\
+         \x20       | sum |\n\
+         \x20       sum := 0.\n\
+         \x20       arr do: [:x | sum := sum + x].\n\
+         \x20       arr do: [:x | x = 7 ifTrue: [^sum + 1000]].\n\
+         \x20       ^sum\n\
+         \x20   )\n\
+         \x20   run = (\n\
+         \x20       | small big r |\n\
+         \x20       small := Array new: 10 withAll: 1.\n\
+         \x20       1 to: 30000 do: [:i | r := self total: small].\n\
+         \x20       r println.\n\
+         \x20       big := Array new: 10 withAll: 1.\n\
+         \x20       big at: 5 put: 0.5.\n\
+         \x20       big at: 7 put: 7.\n\
+         \x20       (self total: big) println.\n\
+         \x20       (self total: small) println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "10\n1015.5\n10\n");
+    for gc in [&[][..], &["--gc=semispace", "--gc-stress", "3"][..]] {
+        let mut flags = vec!["--tier=adaptive", "--calibration", &model, "--tier-log"];
+        flags.extend_from_slice(gc);
+        let (got, log) = run_main(dir.path(), &flags);
+        assert_eq!(got, want, "{log}");
+        let compiled = log
+            .lines()
+            .find(|l| l.starts_with("[tier] opt Main>>total: ("))
+            .unwrap_or_else(|| panic!("Main>>total: compiled: {log}"));
+        assert!(compiled.contains("1 context never made"), "{compiled}");
+        assert!(
+            log.contains("] deopt [] in Main>>total: @1 (#+) (inlined into Main>>total:)"),
+            "{log}"
+        );
+    }
+}
+
 /// A send whose receiver takes turns among three classes misses the two-entry inline cache
 /// every third time (at least) and takes the send stub: `--tier-log` ends with how often
 /// compiled code took the stubs and the busiest sites, with what their caches hold.

@@ -7,8 +7,12 @@
 //! state where it is live names what its slots hold there, so an exit can make it with
 //! those values: the only place the interpreter can see it.
 //!
-//! The compiled code's own context is not made virtual: the interpreter may have made it
-//! (a frame it hands over) and the frame holds it for the whole activation.
+//! The function's own activation's context is a candidate too, unless the function has
+//! on-stack-replacement entries: those take over a context the interpreter made and filled,
+//! which their loops then carry. An exit makes the virtual one the frame's
+//! (`ir_home_context`: with the frame index a method's context holds for non-local
+//! returns), in place of one a dispatcher's set-up may have made, which the code never
+//! uses.
 
 use std::collections::{HashMap, HashSet};
 
@@ -27,7 +31,7 @@ struct Candidate {
     region: HashSet<BlockId>,
 }
 
-/// Makes every inlined activation's context that does not escape virtual.
+/// Makes every context that does not escape virtual.
 pub fn virtualize(f: &mut Function) {
     fold_known_contexts(f);
     let dom = DomTree::new(f);
@@ -93,12 +97,14 @@ fn fold_known_contexts(f: &mut Function) {
     }
 }
 
-/// The contexts inlined activations make, each with its region.
+/// The contexts activations make (the function's own only without entries at loop heads),
+/// each with its region.
 fn find(f: &Function, dom: &DomTree) -> Vec<Candidate> {
     let mut out = Vec::new();
+    let own_too = f.osr_entries().is_empty();
     for (b, block) in f.blocks.iter().enumerate() {
         let made_in = BlockId(b as u32);
-        if block.scope == ScopeId(0) || !dom.is_reachable(made_in) {
+        if (block.scope == ScopeId(0) && !own_too) || !dom.is_reachable(made_in) {
             continue;
         }
         for &i in &block.insts {

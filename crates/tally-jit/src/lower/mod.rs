@@ -270,7 +270,7 @@ struct Signatures {
     status0: SigRef,
     /// `(vm, u64) -> u32`: `write_barrier`.
     remember: SigRef,
-    /// `(vm, u32) -> u64`: `ir_new_context`.
+    /// `(vm, u32) -> u64`: `ir_new_context`, `ir_home_context`.
     new_context: SigRef,
     /// `(vm, u64, u32) -> u64`: `ir_interpret`.
     interpret: SigRef,
@@ -1328,6 +1328,10 @@ impl Lowerer<'_, '_> {
     ) -> Result<(), String> {
         self.box_exit_floats(chain, bci)?;
         let [contexts, virtuals, objects] = self.virtuals_of(chain);
+        // The frame's own activation's context, which the frame holds.
+        let home = chain
+            .first()
+            .and_then(|&s| self.ir.states[s.index()].context);
         // Objects: all made first, then filled, since one may hold another.
         let mut made_objects = Vec::with_capacity(objects.len());
         for o in objects {
@@ -1369,7 +1373,15 @@ impl Lowerer<'_, '_> {
                 .find(|(v, _)| *v == c)
                 .map(|(_, s)| s.clone())
                 .ok_or_else(|| format!("{innermost} does not name what {c}'s slots hold"))?;
-            let made = self.inlined_context(size, outer, bci)?;
+            let made = if home == Some(c) {
+                let code = self.iconst(I32, self.request.code.id as i64);
+                let stub = self.layout.stubs.ir_home_context;
+                let made = self.safepoint_call(stub, self.sigs.new_context, &[self.vm, code], bci);
+                self.left_if_none(made, None)?;
+                made
+            } else {
+                self.inlined_context(size, outer, bci)?
+            };
             for (k, &slot) in slots.iter().enumerate() {
                 if self.ir.const_value(slot) == Some(tally_heap::Value::NIL) {
                     continue;

@@ -224,6 +224,33 @@ impl Vm {
     }
 }
 
+impl Vm {
+    /// The context of the top frame's own activation, made late: an exit of a version that
+    /// kept it virtual hands the frame over. Its outer context is the frame's closure's (a
+    /// block's activation) or nil, and a method's holds the frame index (closures the
+    /// interpreter makes from it may return to it). It replaces whatever context the frame
+    /// held: the one a dispatcher's set-up made was never used by the version.
+    pub(crate) fn new_home_context(&mut self, code: &Code) -> Result<Value, VmError> {
+        let ctx = self.alloc(
+            self.rt.core.object,
+            Kind::Context,
+            code.context_size as usize,
+            Value::NIL,
+            0,
+        )?;
+        let depth = self.rt.frames.len() - 1;
+        let f = self.rt.frames.top_mut();
+        if f.closure == Value::NONE {
+            ctx.init_slot(context::OUTER, Value::NIL);
+            ctx.init_slot(context::FRAME_INDEX, Value::from_small_int(depth as i64));
+        } else {
+            ctx.init_slot(context::OUTER, f.closure.slot(block::CONTEXT));
+        }
+        f.ctx = ctx;
+        Ok(ctx)
+    }
+}
+
 /// `--count-calls`: one call of `code` in the tier that runs it; out of line, so the frame
 /// set-up of runs that do not count carries only the test.
 #[cold]

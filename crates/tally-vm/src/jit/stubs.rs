@@ -58,6 +58,9 @@ pub struct Stubs {
     pub ir_make_block: usize,
     /// `(vm, code) -> Value`: the context of a directly called activation of `code`.
     pub ir_new_context: usize,
+    /// `(vm, code) -> Value`: the context of the top frame's activation of `code`, made at an
+    /// exit of a version that kept it virtual (`Value::NONE`: an error).
+    pub ir_home_context: usize,
     /// `(vm, size, outer) -> Value`: the context of an inlined activation (`Value::NONE`: an
     /// error).
     pub ir_inlined_context: usize,
@@ -104,6 +107,7 @@ impl Stubs {
             ir_call_block: super::ir_stubs::call_block as *const () as usize,
             ir_make_block: super::ir_stubs::make_block as *const () as usize,
             ir_new_context: super::ir_stubs::new_context as *const () as usize,
+            ir_home_context: super::ir_stubs::home_context as *const () as usize,
             ir_inlined_context: super::ir_stubs::inlined_context as *const () as usize,
             ir_call_hook: super::ir_stubs::call_hook as *const () as usize,
             ir_new_instance: super::ir_stubs::new_instance as *const () as usize,
@@ -119,7 +123,7 @@ impl Stubs {
     /// Each stub's address with its field's name, so listings can print `stub:send` where
     /// compiled code holds an address that changes from run to run (ASLR). The pattern names
     /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 28] {
+    pub fn named(&self) -> [(&'static str, usize); 29] {
         let Stubs {
             send,
             super_send,
@@ -140,6 +144,7 @@ impl Stubs {
             ir_call_block,
             ir_make_block,
             ir_new_context,
+            ir_home_context,
             ir_inlined_context,
             ir_call_hook,
             ir_new_instance,
@@ -170,6 +175,7 @@ impl Stubs {
             ("ir_call_block", *ir_call_block),
             ("ir_make_block", *ir_make_block),
             ("ir_new_context", *ir_new_context),
+            ("ir_home_context", *ir_home_context),
             ("ir_inlined_context", *ir_inlined_context),
             ("ir_call_hook", *ir_call_hook),
             ("ir_new_instance", *ir_new_instance),
