@@ -105,6 +105,27 @@ pub struct Heap {
     core: HeapCore,
 }
 
+/// What [`Heap::alloc`]'s fast path touches, for code that does it in place (the optimizing
+/// tier's allocations): take `size` bytes at the bump pointer's cursor when they fit below
+/// its limit and the allocation clock stays below the alarm (`alarm_at`), write the header
+/// (`header_word0` with the next identity hash: the xorshift32 step of `hash_state`, its
+/// top [`crate::object::HASH_BITS`] bits; `header_word1`) and every slot, and count the
+/// bytes and the object. Anything else goes through `Heap::alloc`.
+#[derive(Clone, Copy, Debug)]
+pub struct InlineAllocation {
+    /// Address of the bump pointer's cursor; its limit is the next word. The mutator it
+    /// lives in is never freed while the heap lives.
+    pub bump_pointer: usize,
+    /// Larger objects go to the large-object space, through `Heap::alloc`.
+    pub max_object_bytes: usize,
+    /// Offsets inside `Heap` of the allocation clock (`u64`), the object count (`u64`), the
+    /// alarm's clock reading (`u64`, see [`Heap::set_alarm`]) and the hash state (`u32`).
+    pub allocated_bytes: usize,
+    pub allocated_objects: usize,
+    pub alarm_at: usize,
+    pub hash_state: usize,
+}
+
 /// The part of the heap the mutator's pause handler needs; separate from `Heap` so that a
 /// pause can borrow it while `Heap::alloc` is still using the mutator.
 type GcListener = Box<dyn FnMut(GcEvent)>;
@@ -379,6 +400,24 @@ impl Heap {
         Some(start)
     }
 
+    /// Where code that allocates in place of [`Heap::alloc`]'s fast path finds what that
+    /// path reads and writes; `None` when every allocation must come here: a plan without a
+    /// bump pointer, or `--gc-stress`, which counts allocations.
+    pub fn inline_allocation(&self) -> Option<InlineAllocation> {
+        if self.core.stress_every.is_some() {
+            return None;
+        }
+        let offset = self.bump_pointer_offset?;
+        Some(InlineAllocation {
+            bump_pointer: self.mutator.as_ptr() as usize + offset,
+            max_object_bytes: self.los_threshold,
+            allocated_bytes: std::mem::offset_of!(Heap, core.allocated_bytes),
+            allocated_objects: std::mem::offset_of!(Heap, core.allocated_objects),
+            alarm_at: std::mem::offset_of!(Heap, core.alarm_at),
+            hash_state: std::mem::offset_of!(Heap, core.hash_state),
+        })
+    }
+
     /// The collector this heap runs.
     pub fn plan(&self) -> GcPlan {
         self.plan
@@ -617,6 +656,8 @@ impl HeapCore {
 
     fn next_hash(&mut self) -> u32 {
         // xorshift32: cheap, and spreads consecutive allocations across the hash range.
+        // Compiled code that allocates in place steps the same state the same way
+        // (`InlineAllocation::hash_state`).
         let mut x = self.hash_state;
         x ^= x << 13;
         x ^= x >> 17;

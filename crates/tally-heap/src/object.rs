@@ -35,7 +35,8 @@ pub const HEADER_BYTES: usize = 16;
 
 const FORWARDING_MASK: u64 = 0b11;
 const KIND_SHIFT: u32 = 2;
-const HASH_SHIFT: u32 = 10;
+/// Where the identity hash sits in word 0 (code that writes headers itself needs it).
+pub const HASH_SHIFT: u32 = 10;
 /// Width of the identity hash: what is left of word 0 after class id, kind and the GC's bits.
 pub const HASH_BITS: u32 = 22;
 const HASH_MASK: u64 = (1 << HASH_BITS) - 1;

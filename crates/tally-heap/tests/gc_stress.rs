@@ -16,6 +16,10 @@ fn every_allocation_collects_and_nothing_is_lost() {
         ..HeapOptions::default()
     })
     .expect("heap");
+    assert!(
+        heap.inline_allocation().is_none(),
+        "stress counts every allocation: compiled code must not bypass it"
+    );
     const N: usize = 500;
     let mut roots = Roots(vec![Value::NIL, Value::NIL]);
     build_list(&mut heap, &mut roots, 0, N);

@@ -23,6 +23,7 @@ fn heap_end_to_end() {
     allocation_triggers_collections(&mut heap);
     byte_payloads_survive(&mut heap);
     fill_value_is_kept_alive_and_updated(&mut heap);
+    inline_allocation_describes_the_fast_path(&mut heap);
     gc_stress_collects_every_n_allocations(&mut heap);
     large_objects(&mut heap);
     listener_sees_start_and_end(&mut heap);
@@ -211,6 +212,57 @@ fn fill_value_is_kept_alive_and_updated(heap: &mut Heap) {
     }
     assert_eq!(filled.bytes(), b"fill");
     assert_eq!(filled.identity_hash(), hash);
+}
+
+/// What `inline_allocation` tells compiled code is what `alloc`'s fast path does: the object
+/// is placed at the bump pointer's cursor, which moves by its size; the counters sit at the
+/// offsets given; the hash is the xorshift32 step of the hash state, its top bits.
+fn inline_allocation_describes_the_fast_path(heap: &mut Heap) {
+    let a = heap
+        .inline_allocation()
+        .expect("SemiSpace has a bump pointer");
+    assert!(a.max_object_bytes >= 1024, "{a:?}");
+    let read_u64 = |heap: &Heap, offset: usize| {
+        // SAFETY: `offset` is `offset_of!` a `u64` field inside `Heap` (its contract).
+        unsafe { *(heap as *const Heap).cast::<u8>().add(offset).cast::<u64>() }
+    };
+    let read_u32 = |heap: &Heap, offset: usize| {
+        // SAFETY: as above, for the `u32` hash state.
+        unsafe { *(heap as *const Heap).cast::<u8>().add(offset).cast::<u32>() }
+    };
+    let cursor = || {
+        // SAFETY: the bump pointer lives in the mutator, alive while the heap is; nothing
+        // else runs on it now.
+        unsafe { *(a.bump_pointer as *const u64) }
+    };
+    let mut roots = Roots(vec![Value::NIL]);
+    // A fresh buffer, so the next objects fit in it.
+    heap.collect(&mut roots);
+    heap.alloc(&mut roots, NODE_CLASS, NODE_KIND, 2, Value::NIL, 0)
+        .expect("alloc");
+    for _ in 0..10 {
+        let bytes = read_u64(heap, a.allocated_bytes);
+        assert_eq!(bytes, heap.allocated_bytes());
+        let objects = read_u64(heap, a.allocated_objects);
+        assert_eq!(read_u64(heap, a.alarm_at), u64::MAX, "no alarm set");
+        let mut x = read_u32(heap, a.hash_state);
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let at = cursor();
+        let node = heap
+            .alloc(&mut roots, NODE_CLASS, NODE_KIND, 2, Value::NIL, 0)
+            .expect("alloc");
+        assert_eq!(node.0, at, "placed at the cursor");
+        assert_eq!(cursor(), at + 32, "the cursor moved by the object's size");
+        assert_eq!(read_u64(heap, a.allocated_bytes), bytes + 32);
+        assert_eq!(read_u64(heap, a.allocated_objects), objects + 1);
+        assert_eq!(read_u32(heap, a.hash_state), x);
+        assert_eq!(
+            node.identity_hash(),
+            x >> (32 - tally_heap::object::HASH_BITS)
+        );
+    }
 }
 
 fn gc_stress_collects_every_n_allocations(heap: &mut Heap) {

@@ -414,7 +414,7 @@ impl CodeGenerator for Compiler {
     }
 }
 
-/// The addresses compiled code embeds (stubs, the yieldpoint flag, the unlog bits), with the names listings
+/// The addresses compiled code embeds (stubs, the yieldpoint flag, the unlog bits, the bump pointer), with the names listings
 /// print for them: the addresses change from run to run (ASLR), and a name says more.
 fn address_names(layout: &Layout) -> Vec<(String, usize)> {
     let mut names: Vec<(String, usize)> = layout
@@ -426,6 +426,9 @@ fn address_names(layout: &Layout) -> Vec<(String, usize)> {
     names.push(("addr:yieldpoint_flag".into(), layout.yieldpoint_flag));
     if let Some(table) = layout.unlog_table {
         names.push(("addr:unlog_table".into(), table as usize));
+    }
+    if let Some(a) = &layout.alloc {
+        names.push(("addr:bump_pointer".into(), a.bump_pointer));
     }
     names
 }

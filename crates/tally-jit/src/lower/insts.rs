@@ -275,9 +275,11 @@ impl Lowerer<'_, '_> {
             }
             InstKind::NewArray { class, length } => {
                 let class = self.val(*class)?;
-                let v = self.allocate(true, class, &[*length], inst)?;
-                self.left_if_none(v, None)?;
-                Some(v)
+                let shape = super::alloc::Shape::Array {
+                    class: self.layout.array_class,
+                    length: self.val(*length)?,
+                };
+                Some(self.allocate_shaped(true, class, &[*length], &shape, inst)?)
             }
             InstKind::Yieldpoint => {
                 self.yieldpoint(state()?, inst.bci)?;
@@ -287,22 +289,50 @@ impl Lowerer<'_, '_> {
                 self.call_hook(*code, inst.bci);
                 None
             }
-            InstKind::NewObject { class, .. } => {
+            InstKind::NewObject { class, shape } => {
                 let class = self.val(*class)?;
-                let v = self.allocate(false, class, &[], inst)?;
-                self.left_if_none(v, None)?;
-                Some(v)
+                let shape = super::alloc::Shape::Plain {
+                    class: shape.class,
+                    fields: shape.fields,
+                };
+                Some(self.allocate_shaped(false, class, &[], &shape, inst)?)
             }
-            InstKind::Materialize { class, fields, .. } => {
+            InstKind::Materialize {
+                class,
+                shape,
+                fields,
+            } => {
                 let class = self.val(*class)?;
-                let made = self.new_instance(class, inst.bci)?;
-                for (k, &field) in fields.iter().enumerate() {
-                    if self.ir.const_value(field) == Some(tally_heap::Value::NIL) {
-                        continue;
+                let set: Vec<(usize, Value)> = fields
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &f)| self.ir.const_value(f) != Some(tally_heap::Value::NIL))
+                    .map(|(k, &f)| Ok((k, self.val(f)?)))
+                    .collect::<Result<_, String>>()?;
+                let shape = super::alloc::Shape::Plain {
+                    class: shape.class,
+                    fields: shape.fields,
+                };
+                let slow = self.b.create_block();
+                let join = self.b.create_block();
+                let made = self.b.append_block_param(join, I64);
+                if let Some(fast) = self.alloc_in_place(&shape, slow) {
+                    // A new object in the nursery: its stores need no write barrier.
+                    for &(k, x) in &set {
+                        self.b.ins().store(flags(), x, fast, slot_offset(k));
                     }
-                    let x = self.val(field)?;
-                    self.store_into(made, slot_offset(k), None, x);
+                    self.b.ins().jump(join, &[fast.into()]);
+                } else {
+                    self.b.ins().jump(slow, &[]);
                 }
+                self.b.switch_to_block(slow);
+                self.b.set_cold_block(slow);
+                let made_slowly = self.new_instance(class, inst.bci)?;
+                for &(k, x) in &set {
+                    self.store_into(made_slowly, slot_offset(k), None, x);
+                }
+                self.b.ins().jump(join, &[made_slowly.into()]);
+                self.b.switch_to_block(join);
                 Some(made)
             }
             InstKind::VirtualBlock { .. }

@@ -30,6 +30,7 @@
 //!   call `ir_interpret` runs the frame in the interpreter to its return. One exit per frame
 //!   state and status, shared by its guards, each ending in the function's one hand-over.
 
+mod alloc;
 mod floats;
 mod insts;
 mod sends;

@@ -399,6 +399,37 @@ impl Lowerer<'_, '_> {
         Ok(self.b.inst_results(call)[0])
     }
 
+    /// [`Lowerer::allocate`] with the allocation done in place first where `shape` allows it
+    /// (`alloc_in_place`); the stub is the cold way. Leaves when the stub fails.
+    pub(super) fn allocate_shaped(
+        &mut self,
+        indexable: bool,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        shape: &super::alloc::Shape,
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let made = self.b.append_block_param(join, I64);
+        match self.alloc_in_place(shape, slow) {
+            Some(fast) => {
+                self.b.ins().jump(join, &[fast.into()]);
+                self.b.switch_to_block(slow);
+                self.b.set_cold_block(slow);
+            }
+            None => {
+                self.b.ins().jump(slow, &[]);
+                self.b.switch_to_block(slow);
+            }
+        }
+        let v = self.allocate(indexable, recv, args, inst)?;
+        self.left_if_none(v, None)?;
+        self.b.ins().jump(join, &[v.into()]);
+        self.b.switch_to_block(join);
+        Ok(made)
+    }
+
     /// A new instance of class object `class` through the allocation stub (a safepoint at
     /// `bci`; an allocation that fails leaves, its error parked).
     pub(super) fn new_instance(&mut self, class: Value, bci: u32) -> Result<Value, String> {

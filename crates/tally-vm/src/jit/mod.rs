@@ -250,6 +250,28 @@ pub struct Layout {
     /// The byte that is 1 while hooked methods' compiled code must call the `method_hook`
     /// stub at their entry and exit (`method_hooks::METHOD_HOOKS_ARMED`).
     pub method_hooks_armed: usize,
+    /// What the optimizing tier needs to allocate plain objects and Arrays in place of the
+    /// heap's fast path; `None`: every allocation takes its stub (`--gc-stress`, which
+    /// counts allocations; MarkSweep's free lists; an instrumented run, which sees each
+    /// object made; listings made without a running heap).
+    pub alloc: Option<AllocLayout>,
+}
+
+/// [`tally_heap::InlineAllocation`] as compiled code uses it: the counters' offsets from the
+/// `*mut Vm`, and the kinds it writes.
+#[derive(Clone, Copy, Debug)]
+pub struct AllocLayout {
+    /// Address of the bump pointer's cursor (its limit is the next word).
+    pub bump_pointer: usize,
+    pub max_object_bytes: usize,
+    /// Offsets from the `*mut Vm`: the allocation clock and object count (`u64`), the
+    /// alarm's clock reading (`u64`) and the identity-hash state (`u32`).
+    pub allocated_bytes: i32,
+    pub allocated_objects: i32,
+    pub alarm_at: i32,
+    pub hash_state: i32,
+    pub plain_kind: u8,
+    pub array_kind: u8,
 }
 
 /// Offsets for the optimizing tier's native activations (`frames::NativeActivation`).
@@ -405,6 +427,7 @@ impl Layout {
             string_with_primitive_equal: string_with_primitive_equal(rt),
             unlog_table: tally_heap::barrier::unlog_table(),
             method_hooks_armed: crate::method_hooks::METHOD_HOOKS_ARMED.as_ptr() as usize,
+            alloc: None,
         }
     }
 }
@@ -883,7 +906,8 @@ impl Vm {
     /// What running compiled code needs whoever compiles it: the layout, the native stack
     /// limit, and the installer's log and profile; answers the layout.
     fn prepare_compiled_code(&mut self, log: bool) -> Layout {
-        let layout = Layout::new(&self.rt);
+        let mut layout = Layout::new(&self.rt);
+        layout.alloc = self.alloc_layout();
         self.jit.layout = Some(layout.clone());
         let here = std::hint::black_box(0u8);
         self.jit.native_stack_limit =
@@ -895,6 +919,26 @@ impl Vm {
             recorder: p.recorder.clone(),
         });
         layout
+    }
+
+    /// How compiled code may allocate in place (`Layout::alloc`).
+    fn alloc_layout(&self) -> Option<AllocLayout> {
+        if self.instrumentation.is_some() {
+            return None;
+        }
+        let a = self.heap.inline_allocation()?;
+        let heap = std::mem::offset_of!(Vm, heap);
+        let at = |o: usize| i32::try_from(heap + o).ok();
+        Some(AllocLayout {
+            bump_pointer: a.bump_pointer,
+            max_object_bytes: a.max_object_bytes,
+            allocated_bytes: at(a.allocated_bytes)?,
+            allocated_objects: at(a.allocated_objects)?,
+            alarm_at: at(a.alarm_at)?,
+            hash_state: at(a.hash_state)?,
+            plain_kind: crate::objects::Kind::Plain as u8,
+            array_kind: crate::objects::Kind::Array as u8,
+        })
     }
 
     /// Writes a perf map (`START SIZE NAME`, hexadecimal, one line per compiled function;

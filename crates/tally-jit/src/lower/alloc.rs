@@ -1,0 +1,163 @@
+//! Allocation in place: the heap's fast path (`tally_heap::InlineAllocation`) done by the
+//! compiled code itself for plain objects of a known shape and Arrays, so that an object that
+//! fits in the bump pointer's buffer costs no call, no safepoint and no spill of the values
+//! live across one. What does not fit (the buffer is full, the object belongs in the
+//! large-object space, the allocation alarm is due) takes the allocation stub, as before.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{Block, InstBuilder, Value};
+use tally_heap::object::{header_word0, header_word1, HASH_BITS, HASH_SHIFT, HEADER_BYTES};
+use tally_vm::jit::AllocLayout;
+
+use super::insts::slot_offset;
+use super::{flags, Lowerer, I32, I64, NIL};
+
+/// Plain objects with more fields than this fill them in a loop instead of one store each.
+const UNROLLED_FIELDS: u16 = 16;
+
+/// The object an in-place allocation asks for.
+pub(super) enum Shape {
+    /// A plain object of class `class` with `fields` fields.
+    Plain { class: u32, fields: u16 },
+    /// An Array (class `class`, no named fields) of as many elements as the small integer
+    /// `length` says; anything else (a negative length, no small integer) takes the stub,
+    /// which fails as the primitive does.
+    Array { class: u32, length: Value },
+}
+
+impl Lowerer<'_, '_> {
+    /// Starts an allocation of `shape` in place: answers the new object, every slot nil, in
+    /// the current block, or `None` when the layout or the shape rules it out (the caller
+    /// then calls the stub alone). `slow` is where the current block goes when the object
+    /// does not fit; the caller fills it.
+    pub(super) fn alloc_in_place(&mut self, shape: &Shape, slow: Block) -> Option<Value> {
+        let a = self.layout.alloc?;
+        let (size, word0, word1, slots) = match *shape {
+            Shape::Plain { class, fields } => {
+                let bytes = HEADER_BYTES + 8 * usize::from(fields);
+                if bytes > a.max_object_bytes {
+                    return None;
+                }
+                let size = self.iconst(I64, bytes as i64);
+                let word1 = self.iconst(I64, header_word1(usize::from(fields), 0) as i64);
+                let word0 = header_word0(class, a.plain_kind, 0);
+                (size, word0, word1, Slots::Fixed(fields))
+            }
+            Shape::Array { class, length } => {
+                // A small integer (tag bit 1) from 0 up to what fits below the large-object
+                // threshold.
+                let most = ((a.max_object_bytes - HEADER_BYTES) / 8) as i64;
+                let tagged_most = (most << 1) | 1;
+                let tag = self.and_imm(length, 1);
+                let is_int = self.cmp_imm(IntCC::NotEqual, tag, 0);
+                let in_range = self.cmp_imm(IntCC::UnsignedLessThanOrEqual, length, tagged_most);
+                let ok = self.b.ins().band(is_int, in_range);
+                let go_on = self.b.create_block();
+                self.b.ins().brif(ok, go_on, &[], slow, &[]);
+                self.b.switch_to_block(go_on);
+                let n = self.b.ins().ushr_imm_u(length, 1);
+                let body = self.b.ins().ishl_imm_u(n, 3);
+                let size = self.add_imm(body, HEADER_BYTES as i64);
+                // Word 1 of `header_word1(n, 0)`: the slot count in the low half.
+                let word0 = header_word0(class, a.array_kind, 0);
+                (size, word0, n, Slots::Counted(n))
+            }
+        };
+        let made = self.bump(&a, size, word0, word1, slow);
+        match slots {
+            Slots::Fixed(n) if n <= UNROLLED_FIELDS => {
+                let nil = self.iconst(I64, NIL);
+                for k in 0..usize::from(n) {
+                    self.b.ins().store(flags(), nil, made, slot_offset(k));
+                }
+            }
+            Slots::Fixed(n) => {
+                let n = self.iconst(I64, i64::from(n));
+                self.fill_nil(made, n);
+            }
+            Slots::Counted(n) => self.fill_nil(made, n),
+        }
+        Some(made)
+    }
+
+    /// Takes `size` bytes at the bump pointer when they fit below its limit and the
+    /// allocation clock stays below the alarm (else jumps to `slow`), counts them, and writes
+    /// the header: `word0` with the next identity hash, `word1`.
+    fn bump(
+        &mut self,
+        a: &AllocLayout,
+        size: Value,
+        word0: u64,
+        word1: Value,
+        slow: Block,
+    ) -> Value {
+        let vm = self.vm;
+        let bump = self.iconst(I64, a.bump_pointer as i64);
+        let cursor = self.b.ins().load(I64, flags(), bump, 0);
+        let limit = self.b.ins().load(I64, flags(), bump, 8);
+        let end = self.b.ins().iadd(cursor, size);
+        let fits = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedLessThanOrEqual, end, limit);
+        let clock = self.b.ins().load(I64, flags(), vm, a.allocated_bytes);
+        let clock = self.b.ins().iadd(clock, size);
+        let alarm = self.b.ins().load(I64, flags(), vm, a.alarm_at);
+        let quiet = self.b.ins().icmp(IntCC::UnsignedLessThan, clock, alarm);
+        let ok = self.b.ins().band(fits, quiet);
+        let fast = self.b.create_block();
+        self.b.ins().brif(ok, fast, &[], slow, &[]);
+        self.b.switch_to_block(fast);
+        self.b.ins().store(flags(), end, bump, 0);
+        self.b.ins().store(flags(), clock, vm, a.allocated_bytes);
+        let objects = self.b.ins().load(I64, flags(), vm, a.allocated_objects);
+        let objects = self.add_imm(objects, 1);
+        self.b
+            .ins()
+            .store(flags(), objects, vm, a.allocated_objects);
+        // The heap's xorshift32 step (`HeapCore::next_hash`), its top bits the hash.
+        let x = self.b.ins().load(I32, flags(), vm, a.hash_state);
+        let t = self.b.ins().ishl_imm_u(x, 13);
+        let x = self.b.ins().bxor(x, t);
+        let t = self.b.ins().ushr_imm_u(x, 17);
+        let x = self.b.ins().bxor(x, t);
+        let t = self.b.ins().ishl_imm_u(x, 5);
+        let x = self.b.ins().bxor(x, t);
+        self.b.ins().store(flags(), x, vm, a.hash_state);
+        let hash = self.b.ins().ushr_imm_u(x, i64::from(32 - HASH_BITS));
+        let hash = self.b.ins().uextend(I64, hash);
+        let hash = self.b.ins().ishl_imm_u(hash, i64::from(HASH_SHIFT));
+        let word0 = self.b.ins().bor_imm_u(hash, word0 as i64);
+        self.b.ins().store(flags(), word0, cursor, 0);
+        self.b.ins().store(flags(), word1, cursor, 8);
+        cursor
+    }
+
+    /// Stores nil into the first `n` slots of `object` (a loop: `n` may be large, or 0).
+    fn fill_nil(&mut self, object: Value, n: Value) {
+        let head = self.b.create_block();
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        let first = self.add_imm(object, i64::from(slot_offset(0)));
+        let bytes = self.b.ins().ishl_imm_u(n, 3);
+        let end = self.b.ins().iadd(first, bytes);
+        self.b.append_block_param(head, I64);
+        self.b.ins().jump(head, &[first.into()]);
+        self.b.switch_to_block(head);
+        let at = self.b.block_params(head)[0];
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, at, end);
+        self.b.ins().brif(more, body, &[], done, &[]);
+        self.b.switch_to_block(body);
+        let nil = self.iconst(I64, NIL);
+        self.b.ins().store(flags(), nil, at, 0);
+        let next = self.add_imm(at, 8);
+        self.b.ins().jump(head, &[next.into()]);
+        self.b.switch_to_block(done);
+    }
+}
+
+/// How many slots an in-place allocation fills with nil.
+enum Slots {
+    Fixed(u16),
+    Counted(Value),
+}
