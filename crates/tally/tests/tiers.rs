@@ -1163,11 +1163,14 @@ fn objects_and_arrays_allocated_in_place_match_the_interpreter() {
     let (want, _) = run_main(dir.path(), &["--tier=interp"]);
     assert_eq!(want, "5400090000\n".repeat(6) + "20820\ntrue\n");
     for gc in ["--gc=genimmix", "--gc=semispace", "--gc=immix"] {
+        // Nothing inlined into `run`, so that both allocating methods are compiled on their
+        // own (`new` and `new:` are still done without their sends).
         let (got, log) = run_main(
             dir.path(),
             &[
                 gc,
                 "--tier=adaptive",
+                "--inline=off",
                 "--calibration",
                 &model,
                 "--print-code=Main>>",
@@ -1183,6 +1186,79 @@ fn objects_and_arrays_allocated_in_place_match_the_interpreter() {
             assert!(listing.contains("addr:bump_pointer"), "{gc}: {listing}");
         }
     }
+}
+
+/// A field read again in the same block is the value read before while nothing may have
+/// stored into it: a store to another field keeps it, a store to the same field of an
+/// object that may be the same one does not. Run with the two objects distinct and with
+/// them the same (the second store then changes what the last read must see).
+#[test]
+fn a_field_read_twice_is_loaded_once_until_a_store_may_change_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let model = eager_opt_calibration(dir.path());
+    std::fs::write(
+        dir.path().join("Main.som"),
+        "Main = (\n\
+         \x20   step: p with: q = (\n\
+         \x20       | s |\n\
+         \x20       s := p x + p x.\n\
+         \x20       q y: s.\n\
+         \x20       s := s + p x.\n\
+         \x20       q x: s.\n\
+         \x20       ^s + p x\n\
+         \x20   )\n\
+         \x20   run = (\n\
+         \x20       | p q t |\n\
+         \x20       p := Pt new x: 1 y: 2.\n\
+         \x20       q := Pt new x: 3 y: 4.\n\
+         \x20       t := 0.\n\
+         \x20       1 to: 1000000 do: [:i | t := t + (self step: p with: q)].\n\
+         \x20       t println.\n\
+         \x20       t := 0.\n\
+         \x20       1 to: 5 do: [:i | p x: 1. t := t + (self step: p with: p)].\n\
+         \x20       t println\n\
+         \x20   )\n\
+         )\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Pt.som"),
+        "Pt = (\n\
+         \x20   | x y |\n\
+         \x20   x = ( ^x )\n\
+         \x20   x: v = ( x := v )\n\
+         \x20   y: v = ( y := v )\n\
+         \x20   x: ax y: ay = ( x := ax. y := ay )\n\
+         )\n",
+    )
+    .unwrap();
+    let (want, _) = run_main(dir.path(), &["--tier=interp"]);
+    assert_eq!(want, "4000000\n30\n");
+    // Not inlined into `run` (the getters and setters are still done in place): compiled on
+    // its own, so its listing is there to read.
+    let (got, log) = run_main(
+        dir.path(),
+        &[
+            "--tier=adaptive",
+            "--inline=off",
+            "--calibration",
+            &model,
+            "--print-code=Main>>step:with:",
+        ],
+    );
+    assert_eq!(got, want, "{log}");
+    assert!(log.contains("=== Main>>step:with: [opt]"), "{log}");
+    let ir = log
+        .rsplit("=== Main>>step:with: [opt]")
+        .next()
+        .and_then(|l| l.split("--- opt: Cranelift IR").next())
+        .expect("a listing of Main>>step:with:");
+    // `p x` four times: read once before `q x:` and once after it.
+    let loads_of_x = ir
+        .lines()
+        .filter(|l| l.contains("= load_field") && l.contains(".0:"))
+        .count();
+    assert_eq!(loads_of_x, 2, "{ir}");
 }
 
 /// A send whose receiver takes turns among three classes misses the two-entry inline cache

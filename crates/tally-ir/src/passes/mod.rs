@@ -9,17 +9,20 @@
 //!    integers where everything else reaching the loop is one;
 //! 5. [`guards::eliminate`]: guards a dominating guard, or the value's own definition,
 //!    already proves, then folding again;
-//! 6. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
+//! 6. [`loads::forward`]: a field read again in the same block (no store to that field, no
+//!    call between) is the value read or stored before, and a double unboxed again the one
+//!    unboxed before; then guards and folding again, for the guards of what was read;
+//! 7. [`dce::dce`]: unreachable blocks, unused values and parameters, frame states nothing
 //!    refers to;
-//! 7. [`floats::unbox`]: doubles stay unboxed through loops and frame states;
-//! 8. [`closures::sink`]: a closure that escapes only on some paths is made where they
+//! 8. [`floats::unbox`]: doubles stay unboxed through loops and frame states;
+//! 9. [`closures::sink`]: a closure that escapes only on some paths is made where they
 //!    begin;
-//! 9. [`closures::virtualize`]: closures only frame states hold are made by the exits that
-//!    need them, not where the code made them;
-//! 10. [`contexts::virtualize`]: an inlined activation's context that only its code,
-//!     virtual closures and frame states use has its slots in SSA values, made by the exits
-//!     too;
-//! 11. [`objects::virtualize`]: an object the function makes has its fields in SSA values
+//! 10. [`closures::virtualize`]: closures only frame states hold are made by the exits that
+//!     need them, not where the code made them;
+//! 11. [`contexts::virtualize`]: an activation's context (the function's own too, when it
+//!     has no loop-head entries) that only its code, virtual closures and frame states use
+//!     has its slots in SSA values, made by the exits too;
+//! 12. [`objects::virtualize`]: an object the function makes has its fields in SSA values
 //!     until it escapes, and is made there (or by the exits that need it), nowhere else;
 //!     then [`floats::unbox`] again, for the doubles those fields held.
 //!
@@ -32,6 +35,7 @@ pub mod entries;
 pub mod floats;
 pub mod fold;
 pub mod guards;
+pub mod loads;
 pub mod objects;
 pub mod params;
 mod slots;
@@ -63,6 +67,14 @@ pub fn optimize(
     // What the guards proved folds further (a class switch's constant test).
     fold::fold(f);
     check(f, "folding what the guards proved")?;
+    // After the guards: the getters inlined one after another read through one guarded
+    // value now. The guards of what they read are then one too.
+    if loads::forward(f) {
+        check(f, "load forwarding")?;
+        guards::eliminate(f);
+        fold::fold(f);
+        check(f, "guard elimination after load forwarding")?;
+    }
     dce::dce(f);
     params::prune(f);
     check(f, "dead code elimination")?;
