@@ -43,6 +43,7 @@ impl Lowerer<'_, '_> {
                 let word0 = header_word0(class, a.plain_kind, 0);
                 (size, word0, word1, Slots::Fixed(fields))
             }
+            Shape::Array { .. } if !a.array_is_bare => return None,
             Shape::Array { class, length } => {
                 // A small integer (tag bit 1) from 0 up to what fits below the large-object
                 // threshold.

@@ -322,11 +322,11 @@ impl Lowerer<'_, '_> {
                         self.b.ins().store(flags(), x, fast, slot_offset(k));
                     }
                     self.b.ins().jump(join, &[fast.into()]);
+                    self.b.set_cold_block(slow);
                 } else {
                     self.b.ins().jump(slow, &[]);
                 }
                 self.b.switch_to_block(slow);
-                self.b.set_cold_block(slow);
                 let made_slowly = self.new_instance(class, inst.bci)?;
                 for &(k, x) in &set {
                     self.store_into(made_slowly, slot_offset(k), None, x);

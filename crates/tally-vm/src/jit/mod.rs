@@ -272,6 +272,9 @@ pub struct AllocLayout {
     pub hash_state: i32,
     pub plain_kind: u8,
     pub array_kind: u8,
+    /// Whether Array (in the program's library) has no named fields: its instances are
+    /// then their elements alone, which is what compiled code makes.
+    pub array_is_bare: bool,
 }
 
 /// Offsets for the optimizing tier's native activations (`frames::NativeActivation`).
@@ -938,6 +941,9 @@ impl Vm {
             hash_state: at(a.hash_state)?,
             plain_kind: crate::objects::Kind::Plain as u8,
             array_kind: crate::objects::Kind::Array as u8,
+            array_is_bare: self.rt.classes[self.rt.core.array as usize]
+                .fields
+                .is_empty(),
         })
     }
 
