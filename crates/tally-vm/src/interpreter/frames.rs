@@ -222,9 +222,7 @@ impl Vm {
         f.ctx = ctx;
         Ok(ctx)
     }
-}
 
-impl Vm {
     /// The context of the top frame's own activation, made late: an exit of a version that
     /// kept it virtual hands the frame over. Its outer context is the frame's closure's (a
     /// block's activation) or nil, and a method's holds the frame index (closures the
