@@ -29,22 +29,7 @@ pub fn eliminate(f: &mut Function) {
     let mut replace: HashMap<ValueId, ValueId> = HashMap::new();
     walk(f, &children, f.entry(), &mut proven, &mut replace);
     // The guards that proved nothing new are gone; their results are the proving ones'.
-    for block in &mut f.blocks {
-        let insts = &f.insts;
-        block.insts.retain(|i| {
-            insts[i.index()]
-                .result
-                .is_none_or(|r| !replace.contains_key(&r))
-        });
-    }
-    if !replace.is_empty() {
-        f.replace_uses(|mut v| {
-            while let Some(&r) = replace.get(&v) {
-                v = r;
-            }
-            v
-        });
-    }
+    super::replace_results(f, &replace);
 }
 
 /// Types as [`Ty::Int`] the block parameters every edge passes a small integer.

@@ -69,24 +69,8 @@ pub fn forward(f: &mut Function) -> bool {
             }
         }
     }
-    if replace.is_empty() {
-        return false;
-    }
-    for block in &mut f.blocks {
-        let insts = &f.insts;
-        block.insts.retain(|i| {
-            insts[i.index()]
-                .result
-                .is_none_or(|r| !replace.contains_key(&r))
-        });
-    }
-    f.replace_uses(|mut v| {
-        while let Some(&r) = replace.get(&v) {
-            v = r;
-        }
-        v
-    });
-    true
+    super::replace_results(f, &replace);
+    !replace.is_empty()
 }
 
 /// Whether `kind` may store into the fields of objects that already exist: anything that

@@ -44,7 +44,9 @@ pub mod states;
 use tally_vm::bytecode::CodeId;
 use tally_vm::runtime::Code;
 
-use crate::Function;
+use std::collections::HashMap;
+
+use crate::{Function, ValueId};
 
 /// Runs every pass on `f`, made from `code` and the methods inlined into it (`inlined`
 /// finds their code).
@@ -100,6 +102,28 @@ pub fn optimize(
     floats::unbox(f, code);
     dce::dce(f);
     check(f, "unboxing the doubles of virtual objects")
+}
+
+/// Drops the instructions whose results `replace` maps to other values, and makes every use
+/// of such a result a use of what it maps to (following chains of replacements).
+fn replace_results(f: &mut Function, replace: &HashMap<ValueId, ValueId>) {
+    if replace.is_empty() {
+        return;
+    }
+    for block in &mut f.blocks {
+        let insts = &f.insts;
+        block.insts.retain(|i| {
+            insts[i.index()]
+                .result
+                .is_none_or(|r| !replace.contains_key(&r))
+        });
+    }
+    f.replace_uses(|mut v| {
+        while let Some(&r) = replace.get(&v) {
+            v = r;
+        }
+        v
+    });
 }
 
 fn check(f: &Function, after: &str) -> Result<(), String> {

@@ -206,13 +206,7 @@ impl Vm {
     /// interpreter's copy stays in its section.
     #[inline(always)]
     pub(crate) fn new_top_context(&mut self, code: &Code) -> Result<Value, VmError> {
-        let ctx = self.alloc(
-            self.rt.core.object,
-            Kind::Context,
-            code.context_size as usize,
-            Value::NIL,
-            0,
-        )?;
+        let ctx = self.alloc_context(code)?;
         let depth = self.rt.frames.len() - 1;
         let f = self.rt.frames.top_mut();
         ctx.init_slot(context::OUTER, f.ctx);
@@ -223,19 +217,25 @@ impl Vm {
         Ok(ctx)
     }
 
+    /// A context for an activation of `code`, every slot nil.
+    #[inline(always)]
+    fn alloc_context(&mut self, code: &Code) -> Result<Value, VmError> {
+        self.alloc(
+            self.rt.core.object,
+            Kind::Context,
+            code.context_size as usize,
+            Value::NIL,
+            0,
+        )
+    }
+
     /// The context of the top frame's own activation, made late: an exit of a version that
     /// kept it virtual hands the frame over. Its outer context is the frame's closure's (a
     /// block's activation) or nil, and a method's holds the frame index (closures the
     /// interpreter makes from it may return to it). It replaces whatever context the frame
     /// held: the one a dispatcher's set-up made was never used by the version.
     pub(crate) fn new_home_context(&mut self, code: &Code) -> Result<Value, VmError> {
-        let ctx = self.alloc(
-            self.rt.core.object,
-            Kind::Context,
-            code.context_size as usize,
-            Value::NIL,
-            0,
-        )?;
+        let ctx = self.alloc_context(code)?;
         let depth = self.rt.frames.len() - 1;
         let f = self.rt.frames.top_mut();
         if f.closure == Value::NONE {
