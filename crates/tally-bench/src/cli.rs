@@ -553,16 +553,8 @@ fn write_markdown(
             path.display()
         )));
     }
-    if path.exists() && !force {
-        return Err(BenchError::Usage(format!(
-            "{} exists; pass --force to overwrite it",
-            path.display()
-        )));
-    }
-    std::fs::write(path, text).map_err(|source| BenchError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+    let if_exists = tally_output::IfExists::from_force(force);
+    Ok(tally_output::write(path, text.as_bytes(), if_exists)?)
 }
 
 /// Analyses, prints the table on stdout and writes table, CSV and plots.
@@ -574,8 +566,11 @@ fn write_reports(
     let report = Report::new(results, settings).map_err(BenchError::Usage)?;
     let table = crate::table::render(results, &report);
     print!("{table}");
-    let path = out.join("table.txt");
-    std::fs::write(&path, &table).map_err(|source| BenchError::Write { path, source })?;
+    tally_output::write(
+        &out.join("table.txt"),
+        table.as_bytes(),
+        tally_output::IfExists::Replace,
+    )?;
     crate::csv_out::write_all(out, results, &report)?;
     crate::svg::write_all(out, results, &report)
 }

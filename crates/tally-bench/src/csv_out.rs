@@ -11,10 +11,6 @@ fn opt<T: ToString>(x: Option<T>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn writer(path: &Path) -> Result<csv::Writer<std::fs::File>, BenchError> {
-    csv::Writer::from_path(path).map_err(|e| write_error(path, e))
-}
-
 fn write_error(path: &Path, e: csv::Error) -> BenchError {
     BenchError::Write {
         path: path.to_path_buf(),
@@ -25,7 +21,6 @@ fn write_error(path: &Path, e: csv::Error) -> BenchError {
 /// Writes `iterations.csv`, `invocations.csv`, `summary.csv` and `warnings.csv` into `dir`.
 pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), BenchError> {
     let path = dir.join("iterations.csv");
-    let mut w = writer(&path)?;
     let mut rows: Vec<Vec<String>> = vec![[
         "benchmark",
         "executor",
@@ -50,10 +45,9 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             ]);
         }
     }
-    write_rows(&mut w, &path, rows)?;
+    write_rows(&path, rows)?;
 
     let path = dir.join("invocations.csv");
-    let mut w = writer(&path)?;
     let mut rows: Vec<Vec<String>> = vec![[
         "benchmark",
         "executor",
@@ -94,10 +88,9 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             inv.max_rss_kib.to_string(),
         ]);
     }
-    write_rows(&mut w, &path, rows)?;
+    write_rows(&path, rows)?;
 
     let path = dir.join("summary.csv");
-    let mut w = writer(&path)?;
     let mut rows: Vec<Vec<String>> = vec![[
         "benchmark",
         "executor",
@@ -215,10 +208,9 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             rows.push(row);
         }
     }
-    write_rows(&mut w, &path, rows)?;
+    write_rows(&path, rows)?;
 
     let path = dir.join("warnings.csv");
-    let mut w = writer(&path)?;
     let mut rows: Vec<Vec<String>> =
         vec![["benchmark", "executor", "warning", "finding", "advice"]
             .map(String::from)
@@ -232,19 +224,21 @@ pub fn write_all(dir: &Path, results: &Results, report: &Report) -> Result<(), B
             warning.advice,
         ]);
     }
-    write_rows(&mut w, &path, rows)
+    write_rows(&path, rows)
 }
 
-fn write_rows(
-    w: &mut csv::Writer<std::fs::File>,
-    path: &Path,
-    rows: Vec<Vec<String>>,
-) -> Result<(), BenchError> {
+/// Writes a table whole (`tally_output`), replacing the run's own earlier one.
+fn write_rows(path: &Path, rows: Vec<Vec<String>>) -> Result<(), BenchError> {
+    let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
         w.write_record(&r).map_err(|e| write_error(path, e))?;
     }
-    w.flush().map_err(|source| BenchError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+    let bytes = w
+        .into_inner()
+        .map_err(|e| write_error(path, csv::Error::from(e.into_error())))?;
+    Ok(tally_output::write(
+        path,
+        &bytes,
+        tally_output::IfExists::Replace,
+    )?)
 }

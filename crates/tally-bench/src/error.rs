@@ -30,7 +30,10 @@ pub enum BenchError {
         /// What is wrong with it.
         message: String,
     },
-    /// Writing an output file failed.
+    /// An output file could not be written (and was not: see `tally_output`).
+    #[error(transparent)]
+    Output(#[from] tally_output::OutputError),
+    /// Making the output directory failed.
     #[error("cannot write {path}: {source}")]
     Write {
         /// The file.

@@ -326,17 +326,15 @@ impl Results {
         Ok(results)
     }
 
-    /// Writes the file atomically (temporary file, then rename), so an
-    /// interrupted write never leaves a truncated file where results were.
+    /// Writes the file whole or not at all (`tally_output`), so an interrupted write never
+    /// leaves a truncated file where results were. It replaces the run's own earlier save.
     pub fn write(&self, path: &Path) -> Result<(), BenchError> {
-        let text = serde_json::to_string_pretty(self).expect("results serialize");
-        let tmp = path.with_extension("json.tmp");
-        let write_err = |source| BenchError::Write {
-            path: path.to_path_buf(),
-            source,
-        };
-        std::fs::write(&tmp, text + "\n").map_err(write_err)?;
-        std::fs::rename(&tmp, path).map_err(write_err)
+        let text = serde_json::to_string_pretty(self).expect("results serialize") + "\n";
+        Ok(tally_output::write(
+            path,
+            text.as_bytes(),
+            tally_output::IfExists::Replace,
+        )?)
     }
 }
 

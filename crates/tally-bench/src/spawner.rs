@@ -63,7 +63,11 @@ pub fn serve_if_asked() {
             },
         },
     };
-    let written = std::fs::write(&report, line + "\n");
+    let written = tally_output::write(
+        std::path::Path::new(&report),
+        (line + "\n").as_bytes(),
+        tally_output::IfExists::Replace,
+    );
     std::process::exit(if written.is_ok() { 0 } else { 70 });
 }
 

@@ -44,11 +44,14 @@ pub fn header(out: &mut String, width: f64, height: f64) {
     let _ = writeln!(out, r##"<rect width="100%" height="100%" fill="white"/>"##);
 }
 
+/// Writes a plot into the run's output directory (which the run owns: an earlier plot there
+/// is replaced).
 fn write_file(path: &Path, text: &str) -> Result<(), BenchError> {
-    std::fs::write(path, text).map_err(|source| BenchError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(tally_output::write(
+        path,
+        text.as_bytes(),
+        tally_output::IfExists::Replace,
+    )?)
 }
 
 /// Writes both plots into `dir`.

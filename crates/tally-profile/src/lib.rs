@@ -104,6 +104,7 @@ pub mod export;
 #[doc(hidden)]
 pub mod fixtures;
 pub mod format;
+pub use tally_output;
 #[doc(hidden)]
 pub mod fuzz_support;
 pub mod gc_hints;

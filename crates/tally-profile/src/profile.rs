@@ -13,6 +13,7 @@ use crate::callgraph::{CallEdge, CallGraph};
 use crate::clock;
 use crate::code::Symbols;
 use crate::event::{Event, EventKind};
+use crate::format::{ProfileStream, WriteFailure};
 use crate::hot::cbs::CbsConfig;
 use crate::hot::exact::ExactCounts;
 use crate::hot::{HotState, SampleCounters};
@@ -159,11 +160,14 @@ impl Profile {
         end.saturating_sub(start)
     }
 
-    /// Writes the file atomically: a temporary file in the same directory,
-    /// synced, then renamed over `path`, so a reader (or a crash) never
+    /// Writes the file whole or not at all ([`tally_output`]): a reader (or a crash) never
     /// sees half a profile.
-    pub fn write_atomically(&self, path: &Path) -> std::io::Result<()> {
-        crate::format::write_atomically(self, path)
+    pub fn write_file(
+        &self,
+        path: &Path,
+        if_exists: tally_output::IfExists,
+    ) -> Result<(), tally_output::OutputError> {
+        crate::format::write_file(self, path, if_exists)
     }
 
     pub fn read(path: &Path) -> Result<Profile, crate::format::ReadError> {
@@ -176,13 +180,7 @@ impl Profile {
 pub struct Recorder {
     profile: Profile,
     /// The file the profile streams to, once [`Recorder::stream_to`] opened it.
-    stream: Option<crate::format::StreamWriter>,
-    /// Events and samples already in the stream.
-    streamed_events: usize,
-    streamed_samples: usize,
-    /// Why streaming stopped, if a write failed; the final write then writes the whole
-    /// profile at once.
-    stream_error: Option<std::io::Error>,
+    stream: Option<ProfileStream>,
     /// The fraction of a sample [`Recorder::attribute_gc_pause`] still owes.
     gc_pause_carry: f64,
     /// A deliberately broken profile ([`Recorder::credit_callers`]).
@@ -208,9 +206,6 @@ impl Recorder {
                 ..Profile::default()
             },
             stream: None,
-            streamed_events: 0,
-            streamed_samples: 0,
-            stream_error: None,
             gc_pause_carry: 0.0,
             credit_callers: false,
         };
@@ -359,7 +354,7 @@ impl Recorder {
         exact: Option<ExactCounts>,
         exit_code: i32,
         path: &Path,
-    ) -> std::io::Result<Profile> {
+    ) -> Result<Profile, WriteFailure> {
         self.finish_in_place(hot, exact, exit_code);
         let p = std::mem::take(&mut self.profile);
         self.write_final(&p, path)?;
@@ -373,64 +368,44 @@ impl Recorder {
         self.profile.exact = exact;
     }
 
-    /// Starts streaming the profile to `PATH.partial` (see [`crate::format::StreamWriter`]):
-    /// the header is written now, so it must be complete. From here on [`Recorder::flush`]
-    /// appends what arrived, and [`Recorder::write_final`] ends the file and renames it.
-    pub fn stream_to(&mut self, path: &Path) -> std::io::Result<()> {
-        self.stream = Some(crate::format::StreamWriter::create(
-            path,
-            &self.profile.header,
-        )?);
-        Ok(())
+    /// Starts streaming the profile to the run's own stream of `path`
+    /// ([`crate::format::ProfileStream`]): the header is written now, so it must be complete.
+    /// From here on [`Recorder::flush`] appends what arrived, and [`Recorder::write_final`]
+    /// ends the file and renames it.
+    pub fn stream_to(
+        &mut self,
+        path: &Path,
+        if_exists: tally_output::IfExists,
+    ) -> Result<&Path, tally_output::OutputError> {
+        let stream = ProfileStream::start(path, &self.profile.header, if_exists)?;
+        Ok(self.stream.insert(stream).partial())
     }
 
     /// Collects the drained samples and appends them and the new events to the stream, if
-    /// there is one. Meant for the drain thread (not the VM's), which calls it every period;
-    /// a failed write ends streaming (the final write is then whole) and is answered once.
+    /// there is one. Meant for the drain thread (not the VM's), which calls it every period.
+    /// A failed append is answered once, and tried again each period.
     pub fn flush(&mut self, hot: &HotState) -> std::io::Result<()> {
         self.drain(hot);
-        let Some(stream) = self.stream.as_mut() else {
-            return Ok(());
-        };
-        let events = &self.profile.events[self.streamed_events..];
-        let samples = &self.profile.samples[self.streamed_samples..];
-        match stream.append(events, samples) {
-            Ok(()) => {
-                self.streamed_events = self.profile.events.len();
-                self.streamed_samples = self.profile.samples.len();
-                Ok(())
-            }
-            Err(e) => {
-                if let Some(s) = self.stream.take() {
-                    s.discard();
-                }
-                let shown = std::io::Error::new(e.kind(), e.to_string());
-                self.stream_error = Some(e);
-                Err(shown)
-            }
+        match self.stream.as_mut() {
+            Some(stream) => stream.catch_up(&self.profile.events, &self.profile.samples),
+            None => Ok(()),
         }
     }
 
-    /// Writes `p` (this recorder's finished profile or snapshot) as the final file at `path`:
-    /// the rest of the stream and its end, then the rename; or, without a stream, the whole
-    /// file atomically.
-    pub fn write_final(&mut self, p: &Profile, path: &Path) -> std::io::Result<()> {
+    /// Writes `p` (this recorder's finished profile or snapshot) as the final file: the rest
+    /// of the stream and its end, then the rename; or, without a stream, the whole file at
+    /// `path` (never over an existing one).
+    pub fn write_final(&mut self, p: &Profile, path: &Path) -> Result<(), WriteFailure> {
         match self.stream.take() {
-            Some(mut s) => {
-                s.append(
-                    &p.events[self.streamed_events.min(p.events.len())..],
-                    &p.samples[self.streamed_samples.min(p.samples.len())..],
-                )?;
-                self.streamed_events = p.events.len();
-                self.streamed_samples = p.samples.len();
-                s.finish(p).map(|_| ())
-            }
-            None => p.write_atomically(path),
+            Some(s) => s.finish(p).map(|_| ()),
+            None => p
+                .write_file(path, tally_output::IfExists::Refuse)
+                .map_err(|error| WriteFailure { error, kept: None }),
         }
     }
 
-    /// Drops the stream and its `PATH.partial`: for a run that never started, which must not
-    /// replace an existing profile.
+    /// Drops the stream and its file: for a run that never started, which must not replace
+    /// an existing profile.
     pub fn discard(&mut self) {
         if let Some(s) = self.stream.take() {
             s.discard();

@@ -166,7 +166,27 @@ impl<W: Write> TraceWriter<W> {
     }
 }
 
-impl<W: Write> Instrument for TraceWriter<W> {
+/// Where a trace goes: a writer told when the trace is whole, so that a file becomes the
+/// trace only then (a run that fails leaves no half a trace).
+pub trait TraceSink: Write {
+    /// The trace is complete: make it so where it goes.
+    fn complete(self) -> io::Result<()>;
+}
+
+impl TraceSink for Vec<u8> {
+    fn complete(self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl TraceSink for io::BufWriter<tally_output::OutputFile> {
+    fn complete(self) -> io::Result<()> {
+        let file = self.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.commit().map_err(io::Error::other)
+    }
+}
+
+impl<W: TraceSink> Instrument for TraceWriter<W> {
     fn class_loaded(&mut self, class: ClassId, name: &str) {
         self.record(CLASS, |b| {
             put_varint(b, u64::from(class.0));
@@ -211,8 +231,12 @@ impl<W: Write> Instrument for TraceWriter<W> {
 
     fn finish(&mut self) -> Result<String, String> {
         let (records, accesses) = self.counts();
-        self.close()
-            .map_err(|e| format!("the trace could not be written: {e}"))?;
+        self.close().and_then(TraceSink::complete).map_err(|e| {
+            format!(
+                "the trace could not be written: {}",
+                tally_output::reason(&e)
+            )
+        })?;
         Ok(format!(
             "trace: {records} records, {accesses} of them memory accesses"
         ))

@@ -26,6 +26,11 @@ pub struct TraceEntry {
     pub text: String,
 }
 
+/// The exit status of a run whose program succeeded but that could not write a file it was
+/// asked for: 74, `EX_IOERR` of `sysexits.h` ("an error occurred while doing I/O on some
+/// file").
+pub const OUTPUT_FAILED: i32 = 74;
+
 #[derive(Debug)]
 pub enum VmError {
     /// `System>>exit:` with this status.
@@ -50,6 +55,10 @@ pub enum VmError {
     Load(String),
     /// A VM-level failure outside the program's control.
     Fatal(String),
+    /// A file the run was asked to write (the profile, GC hints, method times, a phase
+    /// report) could not be written, said for the user. The run's exit status is then
+    /// [`OUTPUT_FAILED`], unless the program's own status says that it failed.
+    Output(String),
     /// Stopped by SIGINT, SIGTERM or SIGHUP while profiling (the profile is still written).
     Interrupted,
     /// Not an error: the running dispatch loop hands over to another at a counter-based
@@ -139,7 +148,7 @@ impl fmt::Display for VmError {
                 write_trace(f, trace)?;
                 write!(f, "{message}")
             }
-            VmError::Load(m) | VmError::Fatal(m) => write!(f, "{m}"),
+            VmError::Load(m) | VmError::Fatal(m) | VmError::Output(m) => write!(f, "{m}"),
             VmError::Interrupted => write!(f, "interrupted"),
             VmError::SwitchLoop => write!(f, "internal: dispatch loop switch escaped the VM"),
         }
@@ -152,6 +161,7 @@ impl VmError {
         match self {
             VmError::Exit(c) => *c,
             VmError::Interrupted => crate::profiling::interrupted_exit_code(),
+            VmError::Output(_) => OUTPUT_FAILED,
             _ => 1,
         }
     }

@@ -33,7 +33,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub use clock::ClockKind;
-pub use error::{TraceEntry, VmError};
+pub use error::{TraceEntry, VmError, OUTPUT_FAILED};
 pub use gc_hints::{HintsRecording, HintsUse};
 pub use inject::DelayInjection;
 pub use profiling::ProfileOptions;

@@ -166,6 +166,9 @@ pub struct ProfileOptions {
     /// Where the profile goes; `None` records no profile: the samples only feed the
     /// adaptive optimizer (`Vm::set_adaptive`).
     pub output: Option<PathBuf>,
+    /// Whether the profile may replace an existing file (`--force`), also one that another
+    /// run wrote while this one ran.
+    pub if_exists: tally_profile::tally_output::IfExists,
     /// The sample trigger; `None` takes no method samples (CBS or exhaustive only).
     pub trigger: Option<Trigger>,
     /// Why `trigger` was chosen when the user left the choice to Tally (`--sampler auto`),
@@ -204,6 +207,7 @@ impl ProfileOptions {
         let (trigger, why) = tally_profile::trigger::auto_trigger(rate_hz);
         ProfileOptions {
             output: None,
+            if_exists: tally_profile::tally_output::IfExists::Refuse,
             trigger: Some(trigger),
             trigger_choice: Some(why),
             mechanism: Mechanism::Immediate,
@@ -395,14 +399,15 @@ impl Profiler {
         self.hot.published.set_state(VmState::Interpreting);
         self.start_trigger(&options)?;
         // The header is complete now (the trigger has said what it is): the file starts.
-        if let Some(output) = &self.output {
-            self.recorder().stream_to(output).map_err(|e| {
-                VmError::Fatal(format!(
-                    "cannot write the profile to {}: {e}",
-                    tally_profile::format::partial_path(output).display()
-                ))
-            })?;
-        }
+        let stream = match &self.output {
+            Some(output) => Some(
+                self.recorder()
+                    .stream_to(output, options.if_exists)
+                    .map_err(|e| VmError::Output(format!("tally: {e}")))?
+                    .to_path_buf(),
+            ),
+            None => None,
+        };
         let mut config = DrainerConfig::for_rate(options.rate_hz, HotConfig::default().ring_slots);
         if let Some(period) = self.observer_period {
             config.period = config.period.min(period);
@@ -412,35 +417,34 @@ impl Profiler {
             self.hot.clone(),
             config,
             Some(last_resort),
-            Some(self.stream_on_drain()),
+            Some(self.stream_on_drain(stream)),
         )
         .map_err(|e| VmError::Fatal(format!("cannot start the profiler's drain thread: {e}")))?;
         self.drainer = Some(drainer);
         Ok(())
     }
 
-    /// What the drainer does every period: append the new samples and events to the file, so
+    /// What the drainer does every period: append the new samples and events to `stream`, so
     /// that a killed run keeps all but its last period. On the drainer's thread, so the VM
-    /// thread does no more than before; a write that fails is said once, and the final write
-    /// then writes the whole file.
+    /// thread does no more than before; a write that fails is said once, and tried again
+    /// every period and at the end.
     ///
     /// The observer then gets the samples that arrived: those the recorder took (also any the
     /// VM thread drained into it), or, with no profile recorded, the ring's, which are then
     /// dropped.
-    fn stream_on_drain(&mut self) -> tally_profile::OnPeriod {
+    fn stream_on_drain(&mut self, stream: Option<PathBuf>) -> tally_profile::OnPeriod {
         let hot = self.hot.clone();
         let recorder = self.recorder.clone();
-        let output = self.output.clone();
         let mut observer = self.observer.take();
         let mut observed = 0;
         let mut scratch = Vec::new();
-        Box::new(move || match &output {
-            Some(output) => {
+        Box::new(move || match &stream {
+            Some(stream) => {
                 let mut r = lock(&recorder);
                 if let Err(e) = r.flush(&hot) {
                     crate::error::say!(
-                        "tally: cannot stream the profile to {}: {e}; it will be written at the end",
-                        tally_profile::format::partial_path(output).display()
+                        "tally: cannot stream the profile to {}: {e}; trying again as the run goes and at its end",
+                        stream.display()
                     );
                 }
                 if let Some(observe) = observer.as_mut() {
@@ -544,14 +548,14 @@ impl Profiler {
                     output.display(),
                     output.display()
                 ),
-                Err(e) => crate::error::say!("\ntally: interrupted; cannot write the profile to {}: {e}", output.display()),
+                Err(e) => crate::error::say!("\ntally: interrupted; {e}"),
             }
             std::process::exit(code);
         })
     }
 
-    /// Stops sampling and writes the profile (atomically); answers `None`, writing nothing and
-    /// leaving any existing file alone, when the program never started.
+    /// Stops sampling and writes the profile (whole or not at all); answers `None`, writing
+    /// nothing and leaving any existing file alone, when the program never started.
     pub fn finish(mut self, exit_code: i32) -> Result<Option<PathBuf>, VmError> {
         if !self.hot.claim_final_write() {
             // The drainer's last resort is writing the profile and will end the process.
@@ -581,12 +585,7 @@ impl Profiler {
         };
         recorder
             .finish_to_file(&self.hot, self.exact.take(), exit_code, &output)
-            .map_err(|e| {
-                VmError::Fatal(format!(
-                    "cannot write the profile to {}: {e}",
-                    output.display()
-                ))
-            })?;
+            .map_err(|e| VmError::Output(format!("tally: {e}")))?;
         Ok(Some(output))
     }
 }
@@ -964,6 +963,7 @@ mod tests {
             trigger_choice: None,
             sample_depth: HotConfig::default().max_frames,
             output: Some(PathBuf::from("unused.profile")),
+            if_exists: tally_profile::tally_output::IfExists::Refuse,
             trigger,
             mechanism,
             rate_hz: 250,

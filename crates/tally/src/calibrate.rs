@@ -207,13 +207,23 @@ fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    std::fs::write(&output, model.to_toml())
-        .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+    tally_output::write(
+        &output,
+        model.to_toml().as_bytes(),
+        tally_output::IfExists::from_force(args.force),
+    )
+    .map_err(|e| e.to_string())?;
     println!("written to {}", output.display());
     Ok(())
 }
 
 type Rows = Vec<(&'static str, f64, Vec<f64>)>;
+
+/// Writes an input of the child runs into calibration's own scratch directory.
+fn scratch(path: &Path, text: &str) -> Result<(), String> {
+    tally_output::write(path, text.as_bytes(), tally_output::IfExists::Replace)
+        .map_err(|e| e.to_string())
+}
 
 fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, CostModel), String> {
     let mut rows = Vec::new();
@@ -222,12 +232,10 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     let total = PROGRAMS.len() * (1 + TIERS.len()) * args.runs as usize;
     let mut done = 0;
     let prefer_opt = dir.join("prefer-opt.toml");
-    std::fs::write(&prefer_opt, PREFER_OPT)
-        .map_err(|e| format!("cannot write {}: {e}", prefer_opt.display()))?;
+    scratch(&prefer_opt, PREFER_OPT)?;
     for (name, source) in PROGRAMS {
         let file = dir.join(format!("{name}.som"));
-        std::fs::write(&file, source)
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        scratch(&file, source)?;
         let mut steady = |tier: &str, compiles: Option<&mut Vec<(f64, f64)>>| {
             let mut times = Vec::new();
             let mut sink = compiles;

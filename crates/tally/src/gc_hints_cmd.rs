@@ -73,18 +73,13 @@ pub(crate) fn finish(
     let Some(recording) = vm.finish_gc_hints_recording(program)? else {
         return Ok(());
     };
-    if output.exists() && !force {
-        return Err(VmError::Load(format!(
-            "error: {} appeared during the run; the GC hints were not written (pass --force)",
-            output.display()
-        )));
-    }
     let text = recording.hints.render();
-    // Written aside and renamed, so a reader never sees half a file.
-    let partial = output.with_extension("partial");
-    std::fs::write(&partial, &text)
-        .and_then(|()| std::fs::rename(&partial, output))
-        .map_err(|e| VmError::Fatal(format!("cannot write {}: {e}", output.display())))?;
+    tally_output::write(
+        output,
+        text.as_bytes(),
+        tally_output::IfExists::from_force(*force),
+    )
+    .map_err(|e| VmError::Output(format!("tally: the GC hints: {e}")))?;
     say!(
         "tally: GC hints: {} method entries and exits, live data measured at {}{}; {} favorable point(s) written to {}",
         recording.reaches,

@@ -53,7 +53,22 @@ Examples:
 
 The main class is sent `run:` with an Array of the command-line words (its name first) if it
 understands `run:`, else `run`. Classes are looked up on the class path first, then in Tally's
-embedded standard library, so a directory that defines Object, Integer, … replaces ours.";
+embedded standard library, so a directory that defines Object, Integer, … replaces ours.
+
+Files: every file Tally writes is whole or absent. It is written to a temporary beside it and
+renamed into place when complete; an error leaves the old file (or none) and no temporary.
+
+Exit status of a run:
+  0       the program ended, and every file asked for (--profile, --gc-hints-record,
+          --phases-record, --phases-report) was written
+  N       the program's own: `system exit: N`
+  1       the program failed (a SOM error, a class that does not load, stack or heap
+          exhausted), or the VM did
+  2       the command line cannot be used (an unknown option, an output file that cannot
+          be made); the program did not run
+  74      the program ended, but a file asked for could not be written (said on stderr,
+          after the program's output); when the program failed, its status wins
+  128+S   stopped by signal S (130 for SIGINT); the profile is still written";
 
 /// Tally: a virtual machine for SOM, the Simple Object Machine.
 #[derive(Parser, Debug)]
@@ -174,10 +189,14 @@ struct Cli {
     )]
     phases_report: Option<PathBuf>,
 
-    /// Record a profile of the run to FILE (default tally.profile). It streams to FILE.partial
-    /// as the run goes (a killed run leaves that, readable up to its last half second) and is
-    /// renamed to FILE when the run ends; SIGINT, SIGTERM and SIGHUP end the run and write it.
-    /// The directory is checked before the program starts.
+    /// Record a profile of the run to FILE (default tally.profile). It streams to the run's
+    /// own FILE.PID.partial as the run goes (a killed run leaves that, readable up to its last
+    /// half second) and is renamed to FILE when the run ends; SIGINT, SIGTERM and SIGHUP end
+    /// the run and write it. The directory is checked before the program starts. A profile
+    /// that cannot be written (a full disk) fails the run (exit status 74) and keeps what
+    /// was streamed in FILE.PID.partial, saying how much. Runs started together on one FILE
+    /// each stream to their own file: with --force the last to finish wins; without it the
+    /// first does, and the others keep their whole profile in FILE.PID.partial and fail.
     #[arg(long, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = "tally.profile", help_heading = "Profiling")]
     profile: Option<PathBuf>,
 
@@ -247,7 +266,8 @@ struct Cli {
     sample_depth: usize,
 
     /// Overwrite an existing profile file (only with the complete profile of a run that
-    /// started), or GC hints file.
+    /// started), GC hints, method times or phase report; also one that another run wrote
+    /// while this one ran.
     #[arg(long, help_heading = "Profiling")]
     force: bool,
 
@@ -547,6 +567,7 @@ fn profile_options(cli: &Cli, tier: TierChoice) -> Result<Option<ProfileOptions>
     ];
     Ok(Some(ProfileOptions {
         output: Some(output),
+        if_exists: tally_output::IfExists::from_force(cli.force),
         trigger,
         trigger_choice,
         mechanism,
@@ -590,42 +611,25 @@ fn record_asks_help(args: &[String]) -> bool {
         .any(|a| a == "-h" || a == "--help")
 }
 
-/// Before a run: `output` (the `what` it writes, e.g. "the profile") can be written in an
-/// existing directory, and is no directory; an existing file is only replaced with `force`.
+/// Before a run: `output` (the `what` it writes, e.g. "the profile") can be written: no
+/// directory, in an existing directory that takes new files (a temporary is made there and
+/// removed), and an existing file only replaced with `force`. The file itself is written
+/// through `tally_output` at the end, which checks all of this again.
 pub(crate) fn check_new_file(
     output: &std::path::Path,
     force: bool,
     what: &str,
 ) -> Result<(), String> {
-    if output.is_dir() {
-        return Err(format!(
-            "cannot write {what} to {}: it is a directory",
-            output.display()
-        ));
-    }
-    if output.exists() && !force {
-        return Err(format!(
-            "{} exists; pass --force to overwrite it",
-            output.display()
-        ));
-    }
-    let dir = output
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    if !dir.is_dir() {
-        return Err(format!(
-            "cannot write {what} to {}: the directory {} does not exist",
-            output.display(),
-            dir.display()
-        ));
-    }
-    Ok(())
+    tally_output::OutputFile::create(output, tally_output::IfExists::from_force(force))
+        .map(drop)
+        .map_err(|e| match e {
+            tally_output::OutputError::Exists { .. } => e.to_string(),
+            _ => format!("{what}: {e}"),
+        })
 }
 
-/// Checks before the program runs that the profile can be written to `output`: its directory
-/// exists and takes new files (the streamed `FILE.partial` is created and removed), and an
-/// existing file is only replaced with `force`.
+/// Checks before the program runs that the profile can be written to `output`
+/// ([`check_new_file`]); `-` (stdout) cannot take it.
 fn check_output(output: &std::path::Path, force: bool) -> Result<(), String> {
     if output.as_os_str() == "-" {
         return Err(
@@ -634,27 +638,7 @@ fn check_output(output: &std::path::Path, force: bool) -> Result<(), String> {
                 .into(),
         );
     }
-    check_new_file(output, force, "the profile")?;
-    let partial = tally_vm::tally_profile::format::partial_path(output);
-    let existed = partial.exists();
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&partial)
-    {
-        Ok(_) => {
-            if !existed {
-                let _ = std::fs::remove_file(&partial);
-            }
-            Ok(())
-        }
-        Err(e) => Err(format!(
-            "cannot write the profile to {}: {e} (creating {})",
-            output.display(),
-            partial.display()
-        )),
-    }
+    check_new_file(output, force, "the profile")
 }
 
 /// `tally record -o FILE [--force] -- ARGS…` is `tally --profile=FILE [--force] ARGS…`.
@@ -804,6 +788,7 @@ fn class_path(values: &[String]) -> Vec<PathBuf> {
 const VM_THREAD_STACK: usize = 256 << 20;
 
 fn main() -> ExitCode {
+    tally_output::report_size_limit_as_error();
     // `tally bench` starts the VMs it measures through a copy of this binary (their peak
     // memory would otherwise start at ours): that copy does its work before anything else.
     tally_bench::spawner::serve_if_asked();
@@ -1097,9 +1082,12 @@ fn main_on_vm_thread() -> ExitCode {
         }
         let r = vm.run_main(&cli.program);
         vm.flush();
-        if matches!(r, Ok(_) | Err(VmError::Exit(0))) {
-            gc_hints_cmd::finish(&mut vm, &hints_request, &cli.program)?;
-            phases_cmd::finish(&mut vm, &phases_request, &cli.program)?;
+        let succeeded = matches!(r, Ok(_) | Err(VmError::Exit(0)));
+        // Files the run was asked for and could not write: each is said, and the run fails.
+        let mut unwritten = Vec::new();
+        if succeeded {
+            unwritten.extend(gc_hints_cmd::finish(&mut vm, &hints_request, &cli.program).err());
+            unwritten.extend(phases_cmd::finish(&mut vm, &phases_request, &cli.program).err());
         }
         if let Some(i) = vm.injection().filter(|i| i.delays == 0) {
             say!(
@@ -1124,6 +1112,8 @@ fn main_on_vm_thread() -> ExitCode {
         };
         match vm.finish_profile(exit_code) {
             Ok(Some(path)) => say!("tally: profile written to {} (see `tally report {}`)", path.display(), path.display()),
+            // A stream that could not start is said as the run's error.
+            Ok(None) if matches!(r, Err(VmError::Output(_))) => {}
             Ok(None) => {
                 if let Some(path) = &cli.profile {
                     say!(
@@ -1132,7 +1122,7 @@ fn main_on_vm_thread() -> ExitCode {
                     );
                 }
             }
-            Err(e) => say!("tally: {e}"),
+            Err(e) => unwritten.push(e),
         }
         if cli.gc_stats {
             let s = vm.heap.stats();
@@ -1164,6 +1154,13 @@ fn main_on_vm_thread() -> ExitCode {
             if let Some(line) = gc_hints_cmd::stats_line(&vm) {
                 say!("{line}");
             }
+        }
+        if succeeded && !unwritten.is_empty() {
+            let said: Vec<String> = unwritten.iter().map(ToString::to_string).collect();
+            return Err(VmError::Output(said.join("\n")));
+        }
+        for e in unwritten {
+            say!("{e}");
         }
         r
     });

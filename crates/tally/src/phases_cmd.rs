@@ -138,19 +138,15 @@ pub(crate) fn finish(
     }
 }
 
-/// Writes `text` to `path` through a `.partial` file, never over a file that appeared
-/// during the run without `force`.
+/// Writes `text` to `path` whole or not at all, never over a file that appeared during the
+/// run without `force`.
 fn write_new(path: &Path, force: bool, text: &str) -> Result<(), VmError> {
-    if path.exists() && !force {
-        return Err(VmError::Load(format!(
-            "error: {} appeared during the run; it was not written (pass --force)",
-            path.display()
-        )));
-    }
-    let partial = path.with_extension("partial");
-    std::fs::write(&partial, text)
-        .and_then(|()| std::fs::rename(&partial, path))
-        .map_err(|e| VmError::Fatal(format!("cannot write {}: {e}", path.display())))
+    tally_output::write(
+        path,
+        text.as_bytes(),
+        tally_output::IfExists::from_force(force),
+    )
+    .map_err(|e| VmError::Output(format!("tally: {e}")))
 }
 
 #[cfg(test)]

@@ -17,18 +17,17 @@ macro_rules! outln {
     }};
 }
 
-/// Reads a profile, also one cut short (a killed run's `FILE.partial`): what could be read,
-/// with a warning on stderr that says what was lost.
+/// Reads a profile, also one cut short (a killed run's `FILE.PID.partial`): what could be
+/// read, with a warning on stderr that says what was lost.
 fn read(path: &Path) -> Result<Profile, String> {
-    use tally_vm::tally_profile::format::{partial_path, read_file_partial};
+    use tally_vm::tally_profile::format::{partials_of, read_file_partial};
     if !path.exists() {
-        let partial = partial_path(path);
-        if partial.exists() {
+        if let Some(newest) = partials_of(path).first() {
             return Err(format!(
                 "cannot read the profile {}: it does not exist, but {} does (the run writing it did not finish, or still runs); `tally report {}` reads what it holds",
                 path.display(),
-                partial.display(),
-                partial.display()
+                newest.display(),
+                newest.display()
             ));
         }
     }
@@ -44,16 +43,11 @@ fn read(path: &Path) -> Result<Profile, String> {
     Ok(read.profile)
 }
 
-/// Writes `bytes` to `path` unless it exists and `force` is off: nothing the user wrote is
-/// overwritten without asking.
+/// Writes `bytes` to `path`, whole or not at all, and over an existing file only with
+/// `force`: nothing the user wrote is overwritten without asking.
 pub fn write_output(path: &Path, bytes: &[u8], force: bool) -> Result<(), String> {
-    if path.exists() && !force {
-        return Err(format!(
-            "{} exists; pass --force to overwrite it",
-            path.display()
-        ));
-    }
-    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    tally_output::write(path, bytes, tally_output::IfExists::from_force(force))
+        .map_err(|e| e.to_string())
 }
 
 const REPORT_AFTER_HELP: &str = "\

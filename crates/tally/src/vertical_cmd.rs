@@ -142,14 +142,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             (Box::new(tool), a.run)
         }
         Tool::Trace(a) => {
-            if let Err(e) = crate::check_new_file(&a.output, a.force, "the trace") {
-                say!("error: {e}");
-                return ExitCode::from(2);
-            }
-            let file = match std::fs::File::create(&a.output) {
+            let if_exists = tally_output::IfExists::from_force(a.force);
+            let file = match tally_output::OutputFile::create(&a.output, if_exists) {
                 Ok(f) => f,
                 Err(e) => {
-                    say!("error: cannot write {}: {e}", a.output.display());
+                    say!("error: the trace: {e}");
                     return ExitCode::from(2);
                 }
             };
@@ -193,17 +190,32 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         vm.flush();
         let failed = r.is_err() && !matches!(r, Err(VmError::Exit(0)));
         let tool = vm.finish_instrument(failed);
-        let report = match tool.map(|mut t| t.finish()) {
-            Some(Ok(report)) => report,
-            Some(Err(e)) => return Err(VmError::Fatal(e)),
-            None => String::new(),
-        };
-        match &run.output {
-            Some(path) => std::fs::write(path, &report)
-                .map_err(|e| VmError::Fatal(format!("cannot write {}: {e}", path.display())))?,
-            None => say!("{report}"),
+        let written = tool
+            .map(|mut t| t.finish())
+            .transpose()
+            .map_err(|e| VmError::Output(format!("tally: {e}")))
+            .and_then(|report| match (&run.output, report) {
+                (Some(path), Some(report)) => tally_output::write(
+                    path,
+                    report.as_bytes(),
+                    tally_output::IfExists::from_force(run.force),
+                )
+                .map_err(|e| VmError::Output(format!("tally: the report: {e}"))),
+                (None, Some(report)) => {
+                    say!("{report}");
+                    Ok(())
+                }
+                (_, None) => Ok(()),
+            });
+        // The program's own failure is the run's status; a file not written is said too.
+        match written {
+            Err(e) if failed => {
+                say!("{e}");
+                r
+            }
+            Err(e) => Err(e),
+            Ok(()) => r,
         }
-        r
     });
     match result {
         Ok(_) => ExitCode::SUCCESS,

@@ -114,8 +114,9 @@ pub(crate) fn run(a: &PhasesArgs) -> ExitCode {
     };
     if let Some(out) = &a.output {
         let phases = Phases::from_selection(&times, &chosen);
-        if let Err(e) = std::fs::write(out, phases.render()) {
-            say!("error: cannot write {}: {e}", out.display());
+        let if_exists = tally_output::IfExists::from_force(a.force);
+        if let Err(e) = tally_output::write(out, phases.render().as_bytes(), if_exists) {
+            say!("error: {e}");
             return ExitCode::from(1);
         }
         say!(

@@ -442,6 +442,17 @@ const FOREVER: &[u8] =
 
 /// Starts `tally ARGS Forever.som` in `dir`, lets it run `ms` milliseconds, sends `signal`
 /// and answers its output.
+/// The streams runs left in `dir` (`NAME.PID.partial`).
+fn partials(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    names.sort();
+    names
+}
+
 fn signal_forever(dir: &Path, args: &[&str], ms: u64, signal: &str) -> Output {
     std::fs::write(dir.join("Forever.som"), FOREVER).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_tally"))
@@ -511,7 +522,7 @@ fn sigterm_mid_run_writes_a_complete_profile_and_exits_143() {
     let d = tempfile::tempdir().unwrap();
     let o = signal_forever(d.path(), &["--profile=run.profile"], 1500, "-TERM");
     assert_eq!(o.status.code(), Some(143), "{}", text(&o.stderr));
-    assert!(!d.path().join("run.profile.partial").exists());
+    assert_eq!(partials(d.path()), Vec::<String>::new());
     let r = run_in(d.path(), &["report", "run.profile"]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     assert!(
@@ -546,15 +557,26 @@ fn kill_9_leaves_a_partial_profile_with_the_samples_so_far() {
     );
     assert_eq!(o.status.code(), None, "killed by a signal");
     assert!(!d.path().join("run.profile").exists());
-    // Asking for the final name points at the partial file.
+    // The run's own stream is left, named by its process.
+    let left = partials(d.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    let stream = &left[0];
+    let pid = stream
+        .strip_prefix("run.profile.")
+        .and_then(|s| s.strip_suffix(".partial"));
+    assert!(
+        pid.is_some_and(|p| p.parse::<u32>().is_ok()),
+        "{stream} is not run.profile.PID.partial"
+    );
+    // Asking for the final name points at the stream.
     let r = run_in(d.path(), &["report", "run.profile"]);
     assert_eq!(r.status.code(), Some(1));
     assert!(
-        text(&r.stderr).contains("run.profile.partial does"),
+        text(&r.stderr).contains(&format!("{stream} does")),
         "{}",
         text(&r.stderr)
     );
-    let r = run_in(d.path(), &["report", "run.profile.partial"]);
+    let r = run_in(d.path(), &["report", stream]);
     assert!(r.status.success(), "{}", text(&r.stderr));
     let warning = text(&r.stderr);
     assert!(
@@ -669,7 +691,7 @@ fn force_keeps_the_old_profile_when_the_program_does_not_start() {
             good,
             "{program} replaced the profile"
         );
-        assert!(!d.path().join("old.profile.partial").exists());
+        assert_eq!(partials(d.path()), Vec::<String>::new());
     }
 }
 

@@ -40,7 +40,7 @@
 //! rejection says which chunk, at which byte offset, and why.
 //!
 //! Streaming: a run writes its file as it goes ([`StreamWriter`]), to
-//! `PATH.partial`: `HEAD` when sampling starts, then an `EVNT` chunk and
+//! its own `PATH.PID.partial`: `HEAD` when sampling starts, then an `EVNT` chunk and
 //! `SMPL` chunks at each drain (every half second at the default rate),
 //! then `EDGE`, `EXCT`, `CNTR` and `END!` at the end, and renames the file
 //! to `PATH`. So `EVNT` and `SMPL` chunks interleave, each chunk's time
@@ -57,8 +57,8 @@ mod stream;
 mod write;
 
 pub use read::{decode, decode_partial, read_file, read_file_partial, Cut, PartialRead, ReadError};
-pub use stream::{partial_path, StreamWriter};
-pub use write::{encode, write_atomically};
+pub use stream::{partials_of, KeptStream, ProfileStream, StreamWriter, WriteFailure};
+pub use write::{encode, write_file};
 
 pub const MAGIC: &[u8; 8] = b"TALLYPRF";
 pub const MAJOR: u16 = 1;

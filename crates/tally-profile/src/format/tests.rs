@@ -21,7 +21,8 @@ fn round_trips_in_memory_and_on_disk() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("run.tprof");
     std::fs::write(&path, b"old contents").unwrap();
-    p.write_atomically(&path).unwrap();
+    p.write_file(&path, tally_output::IfExists::Replace)
+        .unwrap();
     assert_eq!(Profile::read(&path).unwrap(), p);
     let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "the temporary file was renamed away");
@@ -244,12 +245,12 @@ fn a_format_1_9_file_reads_with_no_samples_dropped_for_pacing() {
 /// Writes `p` the way a run does: header first, events and samples in several appends.
 fn streamed(p: &Profile, dir: &std::path::Path) -> (std::path::PathBuf, Vec<u8>) {
     let path = dir.join("run.profile");
-    let mut w = StreamWriter::create(&path, &p.header).unwrap();
+    let mut w = StreamWriter::create(&path, &p.header, tally_output::IfExists::Replace).unwrap();
     let half = p.samples.len() / 2;
     w.append(&p.events[..1], &p.samples[..half]).unwrap();
     w.append(&p.events[1..], &p.samples[half..]).unwrap();
     let partial = std::fs::read(w.partial()).unwrap();
-    w.finish(p).unwrap();
+    w.finish(p).map_err(|f| f.0).unwrap();
     (path, partial)
 }
 
@@ -261,7 +262,7 @@ fn a_streamed_file_reads_back_whole_and_its_partial_file_up_to_the_cut() {
     std::fs::write(dir.join("run.profile"), b"the old profile").unwrap();
     let (path, partial) = streamed(&p, &dir);
     assert_eq!(Profile::read(&path).unwrap(), p);
-    assert!(!partial_path(&path).exists(), "renamed when complete");
+    assert!(partials_of(&path).is_empty(), "renamed when complete");
     // The partial file, as a kill -9 before the end leaves it.
     assert!(matches!(decode(&partial), Err(ReadError::MissingEnd)));
     let r = decode_partial(&partial).unwrap();

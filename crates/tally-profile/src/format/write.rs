@@ -1,6 +1,5 @@
 //! Encoding a [`Profile`] and writing it atomically.
 
-use std::io::Write;
 use std::path::Path;
 
 use super::codec::Enc;
@@ -355,29 +354,11 @@ pub(super) fn samples(batch: &[Sample]) -> Vec<u8> {
     e.buf
 }
 
-/// Writes `p` to `path` through a temporary file in the same directory,
-/// fsynced, then renamed: readers see the old file or the new one, never
-/// a partial one.
-pub fn write_atomically(p: &Profile, path: &Path) -> std::io::Result<()> {
-    let bytes = encode(p);
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "profile".into());
-    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+/// Writes `p` to `path` whole or not at all ([`tally_output::write`]).
+pub fn write_file(
+    p: &Profile,
+    path: &Path,
+    if_exists: tally_output::IfExists,
+) -> Result<(), tally_output::OutputError> {
+    tally_output::write(path, &encode(p), if_exists)
 }

@@ -706,8 +706,7 @@ fn plot(s: &Summary) -> String {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text)
-        .map_err(|e| Error::Failed(format!("cannot write {}: {e}", path.display())))
+    super::output::write_file(path, text).map_err(Error::Failed)
 }
 
 #[cfg(test)]

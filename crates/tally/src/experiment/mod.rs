@@ -22,7 +22,7 @@
 mod cbs;
 mod gc_hints;
 mod inlining;
-mod output;
+pub(crate) mod output;
 mod plan;
 mod profiles;
 mod runner;

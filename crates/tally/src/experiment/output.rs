@@ -214,13 +214,12 @@ pub fn csv_num(x: Option<f64>) -> String {
     x.map(|v| format!("{v}")).unwrap_or_default()
 }
 
-/// Writes a file atomically (temporary file, then rename): an interrupted write never leaves
-/// a truncated results file.
+/// Writes a file of an experiment's output directory whole or not at all (`tally_output`):
+/// an interrupted write never leaves a truncated results file. It replaces the
+/// experiment's own earlier save.
 pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    tally_output::write(path, text.as_bytes(), tally_output::IfExists::Replace)
+        .map_err(|e| e.to_string())
 }
 
 /// Facts about the machine and the run for a report's header.

@@ -234,11 +234,8 @@ pub fn main(args: Vec<std::ffi::OsString>, this: PathBuf) -> ExitCode {
             // Keep every run done so far.
             let partial = serde_json::json!({ "error": e, "runs": runs.log });
             let path = out.join("validate.json");
-            let kept = std::fs::write(
-                &path,
-                serde_json::to_string_pretty(&partial).expect("plain data") + "\n",
-            )
-            .is_ok();
+            let text = serde_json::to_string_pretty(&partial).expect("plain data") + "\n";
+            let kept = crate::experiment::output::write_file(&path, &text).is_ok();
             say!("tally validate: error: {e}");
             if kept {
                 say!(
@@ -715,7 +712,7 @@ fn validate(cli: &Cli, out: &Path, runs: &mut Runs) -> Result<(), String> {
     print!("{md}");
     let write = |name: &str, text: &str| {
         let path = out.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+        crate::experiment::output::write_file(&path, text)
     };
     write("validate.md", &md)?;
     write("validate.svg", &plot::errors(&report))?;
