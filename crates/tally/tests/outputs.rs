@@ -29,15 +29,9 @@ const FAILS: &str = "Fails = ( run = ( | start | start := system ticks.
   [ (system ticks - start) < 2000000 ] whileTrue: [ 1 to: 1000 do: [ :i | i * i ] ].
   self error: 'no' ) )";
 
-/// Runs tally with `args` in `dir`, its files limited to `limit` bytes.
-fn run_limited(dir: &Path, limit: u64, args: &[&str]) -> Output {
-    let mut command = Command::new(tally());
-    command
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+/// Limits the files `command` writes to `limit` bytes. SIGXFSZ keeps its default action (it
+/// kills): Tally (and Python) ignore it themselves, so that the write fails instead.
+fn limited(command: &mut Command, limit: u64) {
     // SAFETY: between fork and exec the closure only calls setrlimit, which is
     // async-signal-safe, on a struct on its own stack.
     unsafe {
@@ -52,6 +46,18 @@ fn run_limited(dir: &Path, limit: u64, args: &[&str]) -> Output {
             Ok(())
         });
     }
+}
+
+/// Runs tally with `args` in `dir`, its files limited to `limit` bytes.
+fn run_limited(dir: &Path, limit: u64, args: &[&str]) -> Output {
+    let mut command = Command::new(tally());
+    command
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    limited(&mut command, limit);
     command.output().expect("run tally")
 }
 
@@ -96,11 +102,14 @@ fn a_profile_the_disk_cannot_hold_fails_the_run_and_keeps_what_was_streamed() {
     assert_failed_cleanly(&o, 74, d.path(), &["Loop.som"], "header");
     assert!(text(&o.stdout).is_empty(), "the program ran");
 
-    // The disk fills mid-run (half of what the profile takes): the program's output, then
-    // the reason and where the part of the run that fitted is kept, readable.
+    // The disk fills mid-run, short of what the profile takes (a tenth, or more where a
+    // loaded machine's run took fewer samples than the measured one): the program's output,
+    // then the reason and where the part of the run that fitted is kept, readable.
+    // Wall-clock samples, so that the runs stream about as much whatever CPU they get.
     let args = [
         "--profile=run.profile",
         "--force",
+        "--sampler=timer-wall",
         "--rate",
         "2000",
         "Busy.som",
@@ -112,7 +121,17 @@ fn a_profile_the_disk_cannot_hold_fails_the_run_and_keeps_what_was_streamed() {
         .unwrap()
         .len();
     std::fs::remove_file(d.path().join("run.profile")).unwrap();
-    let o = run_limited(d.path(), whole / 2, &args);
+    let o = [9, 8, 7]
+        .into_iter()
+        .map(|tenths| run_limited(d.path(), whole * tenths / 10, &args))
+        .find(|o| {
+            let fitted = o.status.success();
+            if fitted {
+                std::fs::remove_file(d.path().join("run.profile")).unwrap();
+            }
+            !fitted
+        })
+        .unwrap_or_else(|| panic!("the profile fitted in 70 % of the {whole} bytes it took"));
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(74), "{stderr}");
     assert_eq!(text(&o.stdout), "done\n");
@@ -467,4 +486,41 @@ fn without_force_the_first_run_to_finish_wins_and_the_others_keep_theirs() {
             .unwrap_or_else(|| panic!("{name}: {stderr}"));
         assert_eq!(&program_of(d.path(), kept), name);
     }
+}
+
+/// The scripts' writer (`scripts/whole_file.py`, used by `scripts/text-order` and
+/// `scripts/rebench`) keeps the same promise.
+#[test]
+fn the_scripts_writer_under_a_full_disk_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let write = |limit: u64, target: &str| {
+        let script = format!(
+            "import sys\nsys.path.insert(0, {:?})\nfrom whole_file import write_whole\n\
+             try:\n    write_whole({target:?}, 'x' * 10000)\nexcept OSError as e:\n    \
+             print(e.strerror)\n    sys.exit(3)\n",
+            repo().join("scripts").display().to_string()
+        );
+        let mut command = Command::new("python3");
+        command.args(["-c", &script]).current_dir(d.path());
+        limited(&mut command, limit);
+        command.output().expect("run python3")
+    };
+    std::fs::write(d.path().join("kept.txt"), "old").unwrap();
+    let o = write(1000, "kept.txt");
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "File too large\n");
+    assert_eq!(entries(d.path()), ["kept.txt"]);
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("kept.txt")).unwrap(),
+        "old"
+    );
+    let o = write(libc::RLIM_INFINITY, "kept.txt");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("kept.txt"))
+            .unwrap()
+            .len(),
+        10000
+    );
+    assert_eq!(entries(d.path()), ["kept.txt"]);
 }
