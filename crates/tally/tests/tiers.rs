@@ -1,10 +1,11 @@
-//! Differential test of the tiers: generated SOM programs (integer and double arithmetic that
-//! overflows into big integers, division, remainders, bits and shifts, comparisons and branches, inlined and real loops, sends with
-//! arguments, blocks with and without non-local returns, fields, receivers whose class
-//! changes inside a loop) run interpreted and in every compiled tier, and must print the same.
+//! The tiers against each other: generated SOM programs (the differential fuzzer's short run)
+//! and hand-written ones run interpreted and in every compiled tier must behave the same;
+//! errors, stack traces, perf maps, jitdumps and samples of compiled code.
 
-use std::fmt::Write as _;
 use std::process::Command;
+use std::time::Duration;
+
+use tally_tierfuzz::{fuzz, Settings};
 
 mod common;
 use common::{eager_opt_calibration, run_in, run_main, state_share};
@@ -13,116 +14,6 @@ use common::{eager_opt_calibration, run_in, run_main, state_share};
 /// code through the stubs (they must count each one), which is native code; without them the
 /// time is the compiled code's.
 const METHOD_SAMPLES_ONLY: [&str; 6] = ["--cbs", "off", "--sampler", "perf", "--rate", "5000"];
-
-/// A small deterministic generator (xorshift64*), so a failing program is reproducible from
-/// its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
-/// An integer-valued expression over the names in `vars`, at most `depth` levels deep.
-fn int_expr(r: &mut Rng, vars: &[&str], depth: u32) -> String {
-    if depth == 0 || r.below(4) == 0 {
-        return match r.below(6) {
-            0 => "4611686018427387903".to_string(),
-            1 => format!("-{}", r.below(50)),
-            2 | 3 => r.pick(vars).to_string(),
-            _ => r.below(100).to_string(),
-        };
-    }
-    let (a, b) = (int_expr(r, vars, depth - 1), int_expr(r, vars, depth - 1));
-    match r.below(17) {
-        0 => format!("({a} + {b})"),
-        1 => format!("({a} - {b})"),
-        2 => format!("({a} * {b})"),
-        3 => format!("({a} % 97)"),
-        4 => format!("({a} < {b} ifTrue: [{a}] ifFalse: [{b}])"),
-        // Not inside `combine:with:` itself (whose variables are x and y).
-        5 if vars[0] != "x" => format!("(self combine: {a} with: {b})"),
-        6 => format!("([:x | x + {b}] value: {a})"),
-        7 => format!("(self firstAbove: {a} in: {b})"),
-        8 => format!("({a} = {b} ifTrue: [1] ifFalse: [{a} & 255])"),
-        // Doubles: immediate and boxed results, mixed with integers, compared.
-        9 => format!("((({a} * 0.5) + 1.25 - ({b} * 2.5)) asInteger)"),
-        10 => format!("(({a} * 1.5) < ({b} + 0.25) ifTrue: [{a}] ifFalse: [({b} * 1.0e300 * 1.0e10) > 1.0 ifTrue: [1] ifFalse: [2]])"),
-        // Division, remainders, bits and shifts, with divisors that are never 0 (-1 among
-        // them: the one small quotient that needs a big integer) and shifts beyond the word.
-        11 => format!("({a} / (({b} % 3 - 1) * 2 + 1))"),
-        12 => format!("({a} rem: ({b} % 5 + 1))"),
-        13 => format!("({a} bitXor: {b})"),
-        14 => format!("({a} >>> ({b} % 70))"),
-        15 => format!("(({a} % 1000) << ({b} % 70))"),
-        _ => format!("({a} max: {b})"),
-    }
-}
-
-/// A statement of `run`, over the locals `vars`.
-fn statement(r: &mut Rng, vars: &[&str], out: &mut String) {
-    let target = r.pick(vars);
-    let e = int_expr(r, vars, 3);
-    match r.below(8) {
-        0 | 1 => writeln!(out, "    {target} := {e}.").unwrap(),
-        2 => writeln!(out, "    1 to: {} do: [:i | {target} := {target} + {e} + i].", r.below(20)).unwrap(),
-        3 => writeln!(
-            out,
-            "    k := 0. [k < {}] whileTrue: [k := k + 1. {target} := ({target} + {e}) % 1000003].",
-            r.below(30)
-        )
-        .unwrap(),
-        4 => writeln!(out, "    {e} println.").unwrap(),
-        // The receiver's class changes inside the loop: small integer, double, big integer.
-        5 => writeln!(
-            out,
-            "    1 to: 12 do: [:i | | v | v := i % 3 = 0 ifTrue: [i + 0.5] ifFalse: [i % 3 = 1 ifTrue: [i * 4611686018427387903] ifFalse: [i]]. {target} := ({target} + (v * 2) - v) asInteger]."
-        )
-        .unwrap(),
-        6 => writeln!(out, "    field := field + {e}. field println.").unwrap(),
-        _ => writeln!(out, "    {target} := #(3 1 4 1 5) inject: {target} into: [:acc :x | acc + (x * {e})].").unwrap(),
-    }
-}
-
-fn program(seed: u64) -> String {
-    let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let vars = ["a", "b", "c"];
-    let mut s = String::new();
-    writeln!(s, "Gen = (\n  | field |").unwrap();
-    let body = int_expr(&mut r, &["x", "y"], 2);
-    writeln!(s, "  combine: x with: y = ( ^{body} )").unwrap();
-    writeln!(
-        s,
-        "  firstAbove: x in: y = ( #(5 10 20 40) do: [:e | e > (x % 50) ifTrue: [^e + y]]. ^y )"
-    )
-    .unwrap();
-    writeln!(
-        s,
-        "  run = (\n    | a b c k |\n    a := 1. b := 2. c := 3. field := 0."
-    )
-    .unwrap();
-    for _ in 0..8 {
-        statement(&mut r, &vars, &mut s);
-    }
-    writeln!(
-        s,
-        "    a println. b println. c println. field println\n  )\n)"
-    )
-    .unwrap();
-    s
-}
 
 fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
     let out = Command::new(env!("CARGO_BIN_EXE_tally"))
@@ -137,52 +28,50 @@ fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
     )
 }
 
+/// Programs to run in the short fuzzing run below: seeds 0 to 15, which give each of the
+/// configurations that run one program in six (`Tally::extra_configs`) two or three programs.
+const FUZZ_PROGRAMS: u64 = 16;
+
+/// The differential fuzzer's short run (`crates/tally-tierfuzz`): programs generated from
+/// fixed seeds (classes and subclasses whose sends turn polymorphic and megamorphic, blocks
+/// kept, passed and escaping, non-local returns, doubles with their special values, integers
+/// overflowing into big integers, strings, symbols, arrays, recursion, SOM errors) must print,
+/// fail and exit in every compiled tier, collector and stress setting as they do in the
+/// interpreter, and compile without a failure. A divergence is shrunk and saved, with the
+/// command that shows it, under `target/tmp/tierfuzz`.
 #[test]
-fn generated_programs_print_the_same_in_every_tier() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let eager = eager_opt_calibration(dir.path());
-    let tiers: [&[&str]; 8] = [
-        &["--tier=baseline"],
-        &["--tier=baseline", "--gc-stress", "50"],
-        &["--tier=opt"],
-        &["--tier=opt", "--gc-stress", "50"],
-        &["--tier=opt", "--gc=semispace", "--gc-stress", "3"],
-        &["--tier=opt", "--no-speculation"],
-        &["--tier=adaptive", "--calibration", &eager],
-        &[
-            "--tier=adaptive",
-            "--calibration",
-            &eager,
-            "--gc-stress",
-            "50",
-        ],
-    ];
-    for seed in 0..40 {
-        let source = program(seed);
-        std::fs::write(dir.path().join("Gen.som"), &source).unwrap();
-        let (want, want_err, want_status) = run(dir.path(), &["--tier=interp"]);
-        assert_eq!(
-            want_status,
-            Some(0),
-            "seed {seed}: the interpreter failed:\n{want_err}\n{source}"
+fn generated_programs_behave_alike_in_every_tier() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tierfuzz");
+    let settings = Settings {
+        tally: env!("CARGO_BIN_EXE_tally").into(),
+        first_seed: 0,
+        programs: Some(FUZZ_PROGRAMS),
+        time: None,
+        out: Some(out),
+        shrink_time: Duration::from_secs(180),
+        only: Vec::new(),
+        max_divergences: 1,
+    };
+    let summary = fuzz(&settings, &mut |_| {}).expect("run the fuzzer");
+    if let Some(d) = summary.divergences.first() {
+        panic!(
+            "seed {} diverges in {} ({}): {}\nsaved in {:?}; shrunk program:\n{}",
+            d.seed,
+            d.config.name,
+            d.config.flags.join(" "),
+            d.detail,
+            d.saved_to,
+            d.program.listing()
         );
-        assert!(want.lines().count() >= 4, "seed {seed} printed too little");
-        for flags in tiers {
-            // A method the tier fails to compile stays interpreted and prints the same:
-            // only the tier log tells.
-            let logged = [flags, &["--tier-log"]].concat();
-            let (got, err, status) = run(dir.path(), &logged);
-            assert_eq!(
-                (got.as_str(), status),
-                (want.as_str(), want_status),
-                "seed {seed}, {flags:?}:\n{err}\nprogram:\n{source}"
-            );
-            assert!(
-                !err.contains(" failed for ") && !err.contains("panicked"),
-                "seed {seed}, {flags:?}: a compile failed:\n{err}\nprogram:\n{source}"
-            );
-        }
     }
+    assert_eq!(summary.progress.programs, FUZZ_PROGRAMS);
+    // The programs reach what the fuzzer is for: the optimizing tier speculated on them,
+    // and deoptimized.
+    let (compiles, deopts) = summary.progress.compiled["opt"];
+    assert!(
+        compiles >= 200 && deopts >= 20,
+        "{compiles} compiles, {deopts} deopts"
+    );
 }
 
 /// An operation whose result is unused still raises its error in every tier: the optimizing
