@@ -91,13 +91,30 @@ pub fn fuzz(settings: &Settings, report: &mut dyn FnMut(&Progress)) -> std::io::
             let chosen = configs
                 .iter()
                 .filter(|c| settings.only.is_empty() || settings.only.contains(&c.name));
+            // The interpreter's runs, by how often they repeat the program.
+            let mut references = vec![(1, reference)];
             for config in chosen {
-                let got = tally.run(dir.path(), config, timeout_after(&reference))?;
+                let known = references.iter().position(|(r, _)| *r == config.repeats);
+                let index = match known {
+                    Some(index) => index,
+                    None => {
+                        let timeout = REFERENCE_TIMEOUT * config.repeats;
+                        let run = tally.run(dir.path(), &config.reference_for(), timeout)?;
+                        progress.runs += 1;
+                        references.push((config.repeats, run));
+                        references.len() - 1
+                    }
+                };
+                let reference = &references[index].1;
+                if reference.exit == Exit::TimedOut {
+                    continue;
+                }
+                let got = tally.run(dir.path(), config, timeout_after(reference))?;
                 progress.runs += 1;
                 let counts = progress.compiled.entry(config.name.clone()).or_default();
                 counts.0 += u64::from(got.opt_compiles);
                 counts.1 += u64::from(got.deopts);
-                let Some(disagreement) = compare(&reference, &got) else {
+                let Some(disagreement) = compare(reference, &got) else {
                     continue;
                 };
                 match &mut found {
@@ -110,7 +127,7 @@ pub fn fuzz(settings: &Settings, report: &mut dyn FnMut(&Progress)) -> std::io::
                             &program,
                             config,
                             disagreement,
-                            &reference,
+                            reference,
                             &got,
                         )?)
                     }
@@ -195,7 +212,7 @@ fn shows(
         .tempdir()?;
     write_program(dir.path(), program)?;
     let limit = reference_time * 4 + Duration::from_secs(3);
-    let reference = tally.run(dir.path(), &Config::reference(), limit)?;
+    let reference = tally.run(dir.path(), &config.reference_for(), limit * config.repeats)?;
     if reference.exit == Exit::TimedOut {
         return Ok(None);
     }
@@ -246,7 +263,7 @@ fn save(tally: &Tally, out: &Path, d: &Divergence) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir.join("original"))?;
     write_program(&dir, &d.program)?;
     write_program(&dir.join("original"), &generate(d.seed))?;
-    let interp = tally.command_line(&Config::reference());
+    let interp = tally.command_line(&d.config.reference_for());
     let tier = tally.command_line(&d.config);
     let script = format!(
         "#!/bin/sh\n# Seed {} diverges in {} ({}).\ncd \"$(dirname \"$0\")\"\n\

@@ -8,11 +8,16 @@ use std::time::{Duration, Instant};
 
 use crate::ast::{Program, MAIN_CLASS};
 
-/// One way of running programs: a name for reports and the flags that make it.
+/// One way of running programs: a name for reports, the flags that make it, and how many
+/// times the program's `run` is repeated in one process.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     pub name: String,
     pub flags: Vec<String>,
+    /// Passed to `Main>>run:` (which repeats `run`): the adaptive tier's compiles follow the
+    /// samples of a running program, so its configurations run the program long enough to
+    /// compile, deoptimize and recompile; its reference run repeats as often.
+    pub repeats: u32,
 }
 
 impl Config {
@@ -20,12 +25,30 @@ impl Config {
         Config {
             name: name.to_string(),
             flags: flags.iter().map(|f| f.to_string()).collect(),
+            repeats: 1,
         }
     }
 
     /// The interpreter: what every other configuration must agree with.
     pub fn reference() -> Self {
         Config::new("interp", &["--tier=interp"])
+    }
+
+    /// The interpreter's run to compare this configuration's with.
+    pub fn reference_for(&self) -> Self {
+        Config {
+            repeats: self.repeats,
+            ..Config::reference()
+        }
+    }
+
+    /// The program's arguments (after `Main.som`).
+    fn program_args(&self) -> Vec<String> {
+        if self.repeats > 1 {
+            vec![self.repeats.to_string()]
+        } else {
+            Vec::new()
+        }
     }
 
     fn compiles(&self) -> bool {
@@ -164,6 +187,7 @@ impl Tally {
             .arg("-cp")
             .arg(".")
             .arg(format!("{MAIN_CLASS}.som"))
+            .args(config.program_args())
             .current_dir(dir)
             .stdin(Stdio::null())
             .stdout(File::create(&out_path)?)
@@ -203,16 +227,13 @@ impl Tally {
         let mut words = vec![self.binary.display().to_string()];
         words.extend(config.flags.iter().map(|f| shell_word(f)));
         words.extend(["-cp".into(), ".".into(), format!("{MAIN_CLASS}.som")]);
+        words.extend(config.program_args());
         words.join(" ")
     }
 }
 
-/// A cost model under which the controller compiles every method it sees a sample of: no
-/// compile cost, a large speedup, the optimizing tier twice the baseline's. With a fixed cost
-/// for the optimizing tier, methods go to the baseline first and on after a few milliseconds
-/// there (its code counts receiver classes meanwhile).
 /// The adaptive tier under the cost model in file `model`, with `extra` flags. The controller
-/// decides from samples: they come often, so that short programs get compiled.
+/// decides from samples: they come often, and the program runs four times over.
 fn adaptive(name: &str, model: &str, extra: &[&str]) -> Config {
     let mut flags = vec![
         "--tier=adaptive",
@@ -224,9 +245,16 @@ fn adaptive(name: &str, model: &str, extra: &[&str]) -> Config {
         "5000",
     ];
     flags.extend_from_slice(extra);
-    Config::new(name, &flags)
+    Config {
+        repeats: 4,
+        ..Config::new(name, &flags)
+    }
 }
 
+/// A cost model under which the controller compiles every method it sees a sample of: no
+/// compile cost, a large speedup, the optimizing tier twice the baseline's. With a fixed cost
+/// for the optimizing tier, methods go to the baseline first and on after a few milliseconds
+/// there (its code counts receiver classes meanwhile).
 fn cost_model(opt_fixed_ns: f64) -> String {
     format!(
         "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\

@@ -85,9 +85,10 @@ fn remove_method(p: &Program, n: usize) -> Option<Program> {
         let meta = (0..class.class_methods.len()).map(move |m| (c, true, m));
         instance.chain(meta)
     });
-    // Main>>run is where the program starts.
+    // Main>>run: is where the program starts, and it runs Main>>run.
     let is_run = |&(c, meta, m): &(usize, bool, usize)| {
-        !meta && p.classes[c].name == MAIN_CLASS && p.classes[c].methods[m].selector == "run"
+        let selector = &p.classes[c].methods[m].selector;
+        !meta && p.classes[c].name == MAIN_CLASS && (selector == "run" || selector == "run:")
     };
     let (c, meta, m) = places.filter(|place| !is_run(place)).nth(n)?;
     let mut q = p.clone();

@@ -42,7 +42,8 @@ fn a_divergence_is_found_shrunk_and_saved_with_its_command() {
     assert!(d.also_in.is_empty(), "{:?}", d.also_in);
     let listing = d.program.listing();
     assert_eq!(d.program.classes.len(), 1, "{listing}");
-    assert!(d.program.size() <= 4, "{listing}");
+    // `run:` (emptied), `run` and one `println` in it.
+    assert!(d.program.size() <= 5, "{listing}");
     assert!(listing.contains("println"), "{listing}");
     assert!(d.original_size > 20 * d.program.size());
     let saved = d.saved_to.as_ref().expect("saved");

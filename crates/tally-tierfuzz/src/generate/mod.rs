@@ -404,6 +404,7 @@ impl Gen {
                 body: run,
             },
         );
+        methods.insert(0, run_repeated());
         Class {
             name: MAIN_CLASS.into(),
             superclass: None,
@@ -473,7 +474,8 @@ impl Gen {
         }
         let n = 2 + self.below(5);
         self.statements(n, &mut sc, &mut body, &mut locals);
-        let error_inside = self.chance(1, 12);
+        // Not in the first section: the run would end before most of it ran.
+        let error_inside = s > 0 && self.chance(1, 12);
         if error_inside {
             let error = self.fatal_error();
             body.push(Stmt::Expr(binary(
@@ -629,6 +631,27 @@ impl Gen {
             _ => binary(unary(var("objs"), "first"), "zork:", int(3)),
         };
         Stmt::Expr(unary(e, "println"))
+    }
+}
+
+/// `run: args`, where the VM starts: `run`, as many times as the program's argument says
+/// (once without one).
+fn run_repeated() -> Method {
+    let has_argument = binary(unary(var("args"), "length"), ">", int(1));
+    let repeats = unary(binary(var("args"), "at:", int(2)), "asInteger");
+    Method {
+        selector: "run:".into(),
+        params: vec!["args".into()],
+        locals: vec![],
+        body: vec![Stmt::Expr(exprs::if_else(
+            has_argument,
+            binary(
+                repeats,
+                "timesRepeat:",
+                block_of(&[], unary(var("self"), "run")),
+            ),
+            unary(var("self"), "run"),
+        ))],
     }
 }
 
