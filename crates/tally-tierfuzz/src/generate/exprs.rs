@@ -74,7 +74,7 @@ impl Gen {
             return self.int_leaf(sc);
         }
         let d = depth - 1;
-        match self.below(20) {
+        match self.below(22) {
             0..=3 => {
                 let op = self.pick(&["+", "-", "*", "+"]);
                 binary(self.int_expr(sc, d), op, self.int_expr(sc, d))
@@ -141,6 +141,15 @@ impl Gen {
                 "%",
                 int(1_000_003),
             ),
+            // A field read reflectively: index 1 is `a` in every generated class but K5.
+            19 if sc.in_k_class => binary(var("self"), "instVarAt:", int(1)),
+            // A two-argument block given one: the library's `value:` passes nil for the
+            // second.
+            20 => {
+                let (x, y) = (self.fresh("x"), self.fresh("y"));
+                let body = if_else(unary(var(&y), "isNil"), var(&x), int(-1));
+                binary(block_of(&[&x, &y], body), "value:", self.int_expr(sc, d))
+            }
             18 if sc.calls() => {
                 // A send whose selector is data: megamorphic by selector.
                 let sel = self.pick(&["m0", "m1:", "callKept:"]);
@@ -303,7 +312,11 @@ impl Gen {
             ),
             8 if sc.calls() => binary(self.obj_expr(sc, d), "md:", self.double_expr(sc, d)),
             9 if sc.calls() => self.helper_call(Ty::Double, sc, d),
-            _ => binary(self.double_expr(sc, d), "%", self.double_expr(sc, d)),
+            // Double's `%` fails on a zero divisor: these are not.
+            _ => {
+                let divisor = self.pick(&["1.5", "-2.25", "0.1", "3.0", "1.0e-300"]);
+                binary(self.double_expr(sc, d), "%", double(divisor))
+            }
         }
     }
 

@@ -527,16 +527,28 @@ impl Gen {
         let mut sc = self.main_scope(1, usize::MAX);
         sc.add_read_only("n", Ty::Int);
         let step = self.int_expr(&sc, 2);
+        let base_case = binary(
+            binary(var("n"), "<=", int(0)),
+            "ifTrue:",
+            block(&[], &[], vec![Stmt::Return(int(1))]),
+        );
+        // Sometimes the base case returns from inside a block the library's `do:` runs: a
+        // non-local return out of every recursion level's own `do:`.
+        let base_case = if self.chance(1, 2) {
+            binary(
+                Expr::Lit(Lit::Array(vec![Lit::Int(1)])),
+                "do:",
+                block(&["e"], &[], vec![Stmt::Expr(base_case)]),
+            )
+        } else {
+            base_case
+        };
         Method {
             selector: "rec:".into(),
             params: vec!["n".into()],
             locals: vec![],
             body: vec![
-                Stmt::Expr(binary(
-                    binary(var("n"), "<=", int(0)),
-                    "ifTrue:",
-                    block(&[], &[], vec![Stmt::Return(int(1))]),
-                )),
+                Stmt::Expr(base_case),
                 Stmt::Return(binary(
                     binary(var("self"), "rec:", binary(var("n"), "-", int(1))),
                     "+",

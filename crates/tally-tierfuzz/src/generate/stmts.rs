@@ -100,6 +100,16 @@ impl Gen {
                 self.do_with_return(sc, out)
             }
             12 => self.keep_block(sc, out),
+            // A field written reflectively, behind the compiled code's back.
+            13 if sc.in_k_class && self.chance(1, 3) => {
+                let value = self.int_expr(sc, 2);
+                let value = self.bounded(Ty::Int, value, sc);
+                out.push(Stmt::Expr(send(
+                    var("self"),
+                    "instVarAt:put:",
+                    vec![int(self.below(2) as i128 + 1), value],
+                )));
+            }
             13 => {
                 let target = if sc.in_k_class { "a" } else { "acc" };
                 let e = self.int_expr(sc, 2);
