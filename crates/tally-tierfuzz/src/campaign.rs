@@ -273,7 +273,7 @@ fn save(tally: &Tally, out: &Path, d: &Divergence) -> std::io::Result<PathBuf> {
         d.seed, d.config.name, d.disagreement, d.config.name
     );
     let repro = dir.join("repro.sh");
-    std::fs::write(&repro, script)?;
+    whole(&repro, &script)?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&repro, std::fs::Permissions::from_mode(0o755))?;
     let readme = format!(
@@ -294,6 +294,13 @@ fn save(tally: &Tally, out: &Path, d: &Divergence) -> std::io::Result<PathBuf> {
         from = d.original_size,
         to = d.program.size(),
     );
-    std::fs::write(dir.join("README.txt"), readme)?;
+    whole(&dir.join("README.txt"), &readme)?;
     Ok(dir)
+}
+
+/// A file of a saved divergence, written whole (`tally_output`): one run's save replaces an
+/// earlier one of the same seed and configuration.
+fn whole(path: &Path, text: &str) -> std::io::Result<()> {
+    tally_output::write(path, text.as_bytes(), tally_output::IfExists::Replace)
+        .map_err(std::io::Error::other)
 }
