@@ -25,7 +25,7 @@ use tally_heap::Value;
 use tally_vm::bytecode::{stack_heights, CodeId, Op, SiteId};
 use tally_vm::compiler::CodeKind;
 use tally_vm::jit::{
-    CompileRequest, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts,
+    CompileRequest, DeoptReason, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, SiteFacts,
 };
 use tally_vm::runtime::{
     Code, IntOp as SiteOp, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
@@ -297,26 +297,14 @@ impl Builder<'_> {
             for k in params.len()..slots + height {
                 let v = self
                     .f
-                    .push_inst(
-                        block,
-                        InstKind::FrameSlot(k as u16),
-                        Some(Ty::Word),
-                        None,
-                        head as u32,
-                    )
+                    .push_inst(block, InstKind::FrameSlot(k as u16), None, head as u32)
                     .expect("a value");
                 args.push(v);
             }
             if self.act.carry_context {
                 let v = self
                     .f
-                    .push_inst(
-                        block,
-                        InstKind::FrameContext,
-                        Some(Ty::Word),
-                        None,
-                        head as u32,
-                    )
+                    .push_inst(block, InstKind::FrameContext, None, head as u32)
                     .expect("a value");
                 args.push(v);
             }
@@ -347,7 +335,7 @@ impl Builder<'_> {
     fn outer_context(&mut self, block: BlockId) -> Option<ValueId> {
         let c = self.act.closure?;
         self.f
-            .push_inst(block, InstKind::ClosureContext(c), Some(Ty::Word), None, 0)
+            .push_inst(block, InstKind::ClosureContext(c), None, 0)
     }
 
     /// The prologue of a new activation, in `block`: the locals nil, the context made; then
@@ -364,13 +352,7 @@ impl Builder<'_> {
         for k in locals.len()..slots {
             let v = self
                 .f
-                .push_inst(
-                    block,
-                    InstKind::InitialLocal(k as u16),
-                    Some(Ty::Word),
-                    None,
-                    0,
-                )
+                .push_inst(block, InstKind::InitialLocal(k as u16), None, 0)
                 .expect("a value");
             locals.push(v);
         }
@@ -438,7 +420,7 @@ impl Builder<'_> {
 
     fn constant(&mut self, block: BlockId, v: Value, bci: u32) -> ValueId {
         self.f
-            .push_inst(block, InstKind::Const(v), Some(Ty::Word), None, bci)
+            .push_inst(block, InstKind::Const(v), None, bci)
             .expect("a value")
     }
 
@@ -476,26 +458,37 @@ impl Builder<'_> {
         Ok(())
     }
 
-    fn inst(
+    /// Appends `kind`, from instruction `i`, to `s`'s block with the frame state its
+    /// declaration asks for: `before` for one that resumes before its bytecode instruction
+    /// (the state before that instruction, which its guards share), a new state after the
+    /// call for a call (the stack as `s` holds it, the call's operands taken), none
+    /// otherwise. Answers its result.
+    fn push(
         &mut self,
         s: &State,
         kind: InstKind,
-        ty: Option<Ty>,
-        state: Option<FrameStateId>,
-        bci: usize,
+        i: usize,
+        before: Option<FrameStateId>,
     ) -> Option<ValueId> {
-        self.f.push_inst(s.block, kind, ty, state, bci as u32)
+        let state = match kind.props().state {
+            None => None,
+            Some(Resume::Before) => {
+                Some(before.expect("the state before the instruction, for one that needs it"))
+            }
+            Some(Resume::AfterCall) => Some(self.state(s, i, Resume::AfterCall, &s.stack.clone())),
+        };
+        self.f.push_inst(s.block, kind, state, i as u32)
     }
 
+    /// [`Builder::push`] of an instruction that defines a value.
     fn value(
         &mut self,
         s: &State,
         kind: InstKind,
-        ty: Ty,
-        state: Option<FrameStateId>,
-        bci: usize,
+        i: usize,
+        before: Option<FrameStateId>,
     ) -> ValueId {
-        self.inst(s, kind, Some(ty), state, bci).expect("a value")
+        self.push(s, kind, i, before).expect("a value")
     }
 
     fn translate_block(&mut self, k: usize) -> Result<(), String> {
@@ -560,7 +553,7 @@ impl Builder<'_> {
             }
             Op::PushCtx { level, index } => {
                 let ctx = self.context_at(s, level, i)?;
-                let v = self.value(s, InstKind::LoadContext { ctx, index }, Ty::Word, None, i);
+                let v = self.value(s, InstKind::LoadContext { ctx, index }, i, None);
                 s.stack.push(v);
             }
             Op::StoreCtx { level, index } | Op::PopCtx { level, index } => {
@@ -570,13 +563,7 @@ impl Builder<'_> {
                     *s.stack.last().ok_or("empty stack")?
                 };
                 let ctx = self.context_at(s, level, i)?;
-                self.inst(
-                    s,
-                    InstKind::StoreContext { ctx, index, value },
-                    None,
-                    None,
-                    i,
-                );
+                self.push(s, InstKind::StoreContext { ctx, index, value }, i, None);
             }
             Op::PushField(index) => {
                 let v = self.load_field(s, index, i);
@@ -594,12 +581,12 @@ impl Builder<'_> {
                     *s.stack.last().ok_or("empty stack")?
                 };
                 let obj = s.locals[0];
-                self.inst(s, InstKind::StoreField { obj, index, value }, None, None, i);
+                self.push(s, InstKind::StoreField { obj, index, value }, i, None);
             }
             Op::PushLiteral(n) => {
                 let v = match self.sites.literal(n) {
                     Some(c) => self.constant(s.block, c, i as u32),
-                    None => self.value(s, InstKind::Literal(n), Ty::Word, None, i),
+                    None => self.value(s, InstKind::Literal(n), i, None),
                 };
                 s.stack.push(v);
             }
@@ -609,7 +596,7 @@ impl Builder<'_> {
             }
             Op::PushGlobal(slot) => {
                 let state = self.state(s, i, Resume::Before, &before);
-                let v = self.value(s, InstKind::Global(slot), Ty::Word, Some(state), i);
+                let v = self.value(s, InstKind::Global(slot), i, Some(state));
                 s.stack.push(v);
             }
             Op::PushBlock(code) => self.make_block(s, code, i, &before),
@@ -642,8 +629,8 @@ impl Builder<'_> {
                 let value = pop(s)?;
                 let is_nil = matches!(op, Op::SendIsNil(_));
                 let kind = InstKind::NilTest { value, is_nil };
-                let flag = self.value(s, kind, Ty::Flag, Some(state), i);
-                let v = self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i);
+                let flag = self.value(s, kind, i, Some(state));
+                let v = self.value(s, InstKind::FlagToBool(flag), i, None);
                 s.stack.push(v);
             }
             Op::SendIsNil(site) | Op::SendNotNil(site) => self.send(s, site, i, &before, false)?,
@@ -685,7 +672,7 @@ impl Builder<'_> {
             }
             Op::JumpBack(t) => {
                 let state = self.state(s, t as usize, Resume::Before, &before);
-                self.inst(s, InstKind::Yieldpoint, None, Some(state), i);
+                self.push(s, InstKind::Yieldpoint, i, Some(state));
                 let edge = self.edge_to(t as usize, s);
                 self.f.blocks[s.block.index()].term = Terminator::Jump(edge);
                 return Ok(true);
@@ -693,7 +680,7 @@ impl Builder<'_> {
             Op::JumpIfTrue(t) | Op::JumpIfFalse(t) => {
                 let state = self.state(s, i, Resume::Before, &before);
                 let v = pop(s)?;
-                let cond = self.value(s, InstKind::Truth(v), Ty::Flag, Some(state), i);
+                let cond = self.value(s, InstKind::Truth(v), i, Some(state));
                 let target = self.edge_to(t as usize, s);
                 let next = self.edge_to(i + 1, s);
                 let (then, otherwise) = if matches!(op, Op::JumpIfTrue(_)) {
@@ -716,14 +703,14 @@ impl Builder<'_> {
     fn context_at(&mut self, s: &State, level: u8, i: usize) -> Result<ValueId, String> {
         let mut ctx = s.context.ok_or("a context access without a context")?;
         for _ in 0..level {
-            ctx = self.value(s, InstKind::ContextOuter(ctx), Ty::Word, None, i);
+            ctx = self.value(s, InstKind::ContextOuter(ctx), i, None);
         }
         Ok(ctx)
     }
 
     fn load_field(&mut self, s: &State, index: u16, i: usize) -> ValueId {
         let obj = s.locals[0];
-        self.value(s, InstKind::LoadField { obj, index }, Ty::Word, None, i)
+        self.value(s, InstKind::LoadField { obj, index }, i, None)
     }
 
     fn make_block(&mut self, s: &mut State, code: CodeId, i: usize, before: &[ValueId]) {
@@ -733,8 +720,18 @@ impl Builder<'_> {
             receiver: s.locals[0],
             ctx: s.context,
         };
-        let v = self.value(s, kind, Ty::Word, Some(state), i);
+        let v = self.value(s, kind, i, Some(state));
         s.stack.push(v);
+    }
+
+    /// `v` as a small integer, behind a guard that deoptimizes to `state` (the state before
+    /// the send whose operand it is).
+    fn guard_int(&mut self, s: &State, v: ValueId, i: usize, state: FrameStateId) -> ValueId {
+        let kind = InstKind::GuardInt {
+            value: v,
+            reason: DeoptReason::NotSmallInts,
+        };
+        self.value(s, kind, i, Some(state))
     }
 
     /// Pops a send's receiver and arguments (in order).
@@ -786,16 +783,16 @@ impl Builder<'_> {
         };
         let state = self.state(s, i, Resume::Before, before);
         let (receiver, args) = self.operands(s, 1)?;
-        let lhs = self.value(s, InstKind::GuardInt(receiver), Ty::Int, Some(state), i);
-        let rhs = self.value(s, InstKind::GuardInt(args[0]), Ty::Int, Some(state), i);
+        let lhs = self.guard_int(s, receiver, i, state);
+        let rhs = self.guard_int(s, args[0], i, state);
         let v = match arith {
             Err(op) => {
                 let st = op.may_overflow().then_some(state);
-                self.value(s, InstKind::IntBinary { op, lhs, rhs }, Ty::Int, st, i)
+                self.value(s, InstKind::IntBinary { op, lhs, rhs }, i, st)
             }
             Ok(op) => {
-                let flag = self.value(s, InstKind::IntCompare { op, lhs, rhs }, Ty::Flag, None, i);
-                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+                let flag = self.value(s, InstKind::IntCompare { op, lhs, rhs }, i, None);
+                self.value(s, InstKind::FlagToBool(flag), i, None)
             }
         };
         s.stack.push(v);
@@ -819,24 +816,12 @@ impl Builder<'_> {
         let rhs = self.double(s, args[0], kinds.argument_may_be_int, state, i);
         let v = match op {
             Err(op) => {
-                let r = self.value(
-                    s,
-                    InstKind::FloatBinary { op, lhs, rhs },
-                    Ty::Float,
-                    None,
-                    i,
-                );
-                self.value(s, InstKind::BoxFloat(r), Ty::Word, None, i)
+                let r = self.value(s, InstKind::FloatBinary { op, lhs, rhs }, i, None);
+                self.value(s, InstKind::BoxFloat(r), i, None)
             }
             Ok(op) => {
-                let flag = self.value(
-                    s,
-                    InstKind::FloatCompare { op, lhs, rhs },
-                    Ty::Flag,
-                    None,
-                    i,
-                );
-                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+                let flag = self.value(s, InstKind::FloatCompare { op, lhs, rhs }, i, None);
+                self.value(s, InstKind::FlagToBool(flag), i, None)
             }
         };
         s.stack.push(v);
@@ -861,13 +846,14 @@ impl Builder<'_> {
                 .or_else(|| c.as_int().filter(|_| accept_int).map(|n| n as f64))
         });
         if let Some(d) = constant {
-            return self.value(s, InstKind::FloatConst(d.to_bits()), Ty::Float, None, i);
+            return self.value(s, InstKind::FloatConst(d.to_bits()), i, None);
         }
         let kind = InstKind::UnboxFloat {
             value: v,
             accept_int,
+            reason: DeoptReason::NotDoubles,
         };
-        self.value(s, kind, Ty::Float, Some(state), i)
+        self.value(s, kind, i, Some(state))
     }
 
     /// A send: the receiver classes the site saw done in place or called directly behind
@@ -915,16 +901,12 @@ impl Builder<'_> {
             let checked = if matches!(e.target, ExpectedTarget::DoubleMath(_)) {
                 receiver
             } else {
-                self.value(
-                    s,
-                    InstKind::GuardClass {
-                        value: receiver,
-                        class: e.class,
-                    },
-                    Ty::Word,
-                    Some(guard_state),
-                    i,
-                )
+                let guard = InstKind::GuardClass {
+                    value: receiver,
+                    class: e.class,
+                    reason: DeoptReason::ReceiverClass,
+                };
+                self.value(s, guard, i, Some(guard_state))
             };
             let v = self.target(s, e, site, checked, &args, i, guard_state)?;
             s.stack.push(v);
@@ -950,9 +932,8 @@ impl Builder<'_> {
                         value: receiver,
                         class,
                     },
-                    Ty::Flag,
-                    None,
                     i,
+                    None,
                 );
                 let miss = self.f.add_block(self.act.scope, i as u32);
                 self.f.blocks[s.block.index()].term = Terminator::Branch {
@@ -998,7 +979,6 @@ impl Builder<'_> {
         i: usize,
         is_super: bool,
     ) -> ValueId {
-        let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
         let kind = if is_super {
             InstKind::SuperSend {
                 site,
@@ -1012,7 +992,7 @@ impl Builder<'_> {
                 args,
             }
         };
-        self.value(s, kind, Ty::Word, Some(state), i)
+        self.value(s, kind, i, None)
     }
 
     /// What one expected receiver class runs at the site, done in place or called.
@@ -1046,7 +1026,7 @@ impl Builder<'_> {
         if in_place {
             // A method called directly runs its hook at its entry; a `value…` calls the
             // closure's body that way, but the primitive's own call is done here.
-            self.inst(s, InstKind::CallHook(e.code), None, None, i);
+            self.push(s, InstKind::CallHook(e.code), i, None);
         }
         Ok(match e.target {
             ExpectedTarget::Trivial { kind, operand } => match kind {
@@ -1056,9 +1036,8 @@ impl Builder<'_> {
                         obj: receiver,
                         index: operand as u16,
                     },
-                    Ty::Word,
-                    None,
                     i,
+                    None,
                 ),
                 TRIVIAL_SETTER => {
                     let kind = InstKind::StoreField {
@@ -1066,7 +1045,7 @@ impl Builder<'_> {
                         index: operand as u16,
                         value: args[0],
                     };
-                    self.inst(s, kind, None, None, i);
+                    self.push(s, kind, i, None);
                     receiver
                 }
                 TRIVIAL_CONSTANT => self.constant(s.block, Value(operand), i as u32),
@@ -1079,61 +1058,45 @@ impl Builder<'_> {
                 return self.inline_activation(s, code, entry, None, None, false, i);
             }
             ExpectedTarget::Method(code) | ExpectedTarget::Primitive(code) => {
-                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
                 let kind = InstKind::CallMethod {
                     code: code.id,
                     receiver,
                     args: args.to_vec(),
                 };
-                self.value(s, kind, Ty::Word, Some(state), i)
+                self.value(s, kind, i, None)
             }
             ExpectedTarget::ArrayAt => {
-                let index = self.value(
-                    s,
-                    InstKind::GuardInt(args[0]),
-                    Ty::Int,
-                    Some(guard_state),
-                    i,
-                );
+                let index = self.guard_int(s, args[0], i, guard_state);
                 let kind = InstKind::ArrayAt {
                     array: receiver,
                     index,
                 };
-                self.value(s, kind, Ty::Word, Some(guard_state), i)
+                self.value(s, kind, i, Some(guard_state))
             }
             ExpectedTarget::ArrayAtPut => {
-                let index = self.value(
-                    s,
-                    InstKind::GuardInt(args[0]),
-                    Ty::Int,
-                    Some(guard_state),
-                    i,
-                );
+                let index = self.guard_int(s, args[0], i, guard_state);
                 let kind = InstKind::ArrayAtPut {
                     array: receiver,
                     index,
                     value: args[1],
                 };
-                self.inst(s, kind, None, Some(guard_state), i);
+                self.push(s, kind, i, Some(guard_state));
                 args[1]
             }
-            ExpectedTarget::ArrayLength => {
-                self.value(s, InstKind::ArrayLength(receiver), Ty::Int, None, i)
-            }
+            ExpectedTarget::ArrayLength => self.value(s, InstKind::ArrayLength(receiver), i, None),
             ExpectedTarget::BlockValue => {
                 if let Some(v) = self.inline_block(s, receiver, args, i)? {
                     return Ok(v);
                 }
-                let state = self.state(s, i, Resume::AfterCall, &s.stack.clone());
                 let kind = InstKind::CallBlock {
                     closure: receiver,
                     args: args.to_vec(),
                 };
-                self.value(s, kind, Ty::Word, Some(state), i)
+                self.value(s, kind, i, None)
             }
             ExpectedTarget::Identical => {
-                let flag = self.value(s, InstKind::Identical(receiver, args[0]), Ty::Flag, None, i);
-                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+                let flag = self.value(s, InstKind::Identical(receiver, args[0]), i, None);
+                self.value(s, InstKind::FlagToBool(flag), i, None)
             }
             ExpectedTarget::StringEqual { symbol } => {
                 let kind = InstKind::StringEqual {
@@ -1141,31 +1104,31 @@ impl Builder<'_> {
                     rhs: args[0],
                     symbol,
                 };
-                let flag = self.value(s, kind, Ty::Flag, None, i);
-                self.value(s, InstKind::FlagToBool(flag), Ty::Word, None, i)
+                let flag = self.value(s, kind, i, None);
+                self.value(s, InstKind::FlagToBool(flag), i, None)
             }
             ExpectedTarget::NewInstance { plain: None } => {
                 let kind = InstKind::NewInstance(receiver);
-                self.value(s, kind, Ty::Word, Some(guard_state), i)
+                self.value(s, kind, i, Some(guard_state))
             }
             ExpectedTarget::NewInstance { plain: Some(shape) } => {
                 let kind = InstKind::NewObject {
                     class: receiver,
                     shape,
                 };
-                self.value(s, kind, Ty::Word, Some(guard_state), i)
+                self.value(s, kind, i, Some(guard_state))
             }
             ExpectedTarget::NewArray => {
                 let kind = InstKind::NewArray {
                     class: receiver,
                     length: args[0],
                 };
-                self.value(s, kind, Ty::Word, Some(guard_state), i)
+                self.value(s, kind, i, Some(guard_state))
             }
             ExpectedTarget::DoubleMath(op) => {
                 let x = self.double(s, receiver, false, guard_state, i);
-                let r = self.value(s, InstKind::FloatUnary { op, value: x }, Ty::Float, None, i);
-                self.value(s, InstKind::BoxFloat(r), Ty::Word, None, i)
+                let r = self.value(s, InstKind::FloatUnary { op, value: x }, i, None);
+                self.value(s, InstKind::BoxFloat(r), i, None)
             }
         })
     }
@@ -1208,7 +1171,7 @@ impl Builder<'_> {
         i: usize,
     ) -> Result<ValueId, String> {
         // What a send would show the profiler (and a call counter): the call, at its site.
-        self.inst(s, InstKind::EnterInlined(callee.id), None, None, i);
+        self.push(s, InstKind::EnterInlined(callee.id), i, None);
         let caller = self.state(s, i, Resume::AfterCall, &s.stack.clone());
         let ret = self.f.add_block(self.act.scope, i as u32);
         let result = self.f.add_param(ret, Ty::Word);
@@ -1288,12 +1251,12 @@ impl Builder<'_> {
         };
         let ctx = self
             .f
-            .push_inst(block, kind, Some(Ty::Word), Some(state), 0)
+            .push_inst(block, kind, Some(state), 0)
             .expect("a value");
         for &(arg, index) in &code.captured_args {
             let value = locals[arg as usize];
             let store = InstKind::StoreContext { ctx, index, value };
-            self.f.push_inst(block, store, None, None, 0);
+            self.f.push_inst(block, store, None, 0);
         }
         ctx
     }

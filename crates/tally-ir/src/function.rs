@@ -2,9 +2,10 @@
 //! arena indexed by a newtype id.
 
 use tally_heap::Value;
-use tally_vm::bytecode::{CodeId, SiteId};
-use tally_vm::jit::{DoubleFn, PlainShape};
+use tally_vm::bytecode::CodeId;
 use tally_vm::runtime::IntOp as SiteOp;
+
+use crate::InstKind;
 
 macro_rules! id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
@@ -146,7 +147,7 @@ impl IntOp {
         }
     }
 
-    const ALL: [IntOp; 10] = [
+    pub(crate) const ALL: [IntOp; 10] = [
         IntOp::Add,
         IntOp::Sub,
         IntOp::Mul,
@@ -196,6 +197,8 @@ pub enum FloatOp {
 }
 
 impl FloatOp {
+    pub(crate) const ALL: [FloatOp; 4] = [FloatOp::Add, FloatOp::Sub, FloatOp::Mul, FloatOp::Div];
+
     pub fn name(self) -> &'static str {
         match self {
             FloatOp::Add => "float_add",
@@ -226,7 +229,7 @@ impl FloatOp {
     }
 }
 
-/// A comparison of small integers, or of doubles ([`InstKind::FloatCompare`]).
+/// A comparison of small integers, or of doubles ([`crate::InstKind::FloatCompare`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntCmp {
     Less,
@@ -238,6 +241,15 @@ pub enum IntCmp {
 }
 
 impl IntCmp {
+    pub(crate) const ALL: [IntCmp; 6] = [
+        IntCmp::Less,
+        IntCmp::Greater,
+        IntCmp::LessEq,
+        IntCmp::GreaterEq,
+        IntCmp::Equal,
+        IntCmp::NotEqual,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             IntCmp::Less => "lt",
@@ -273,465 +285,6 @@ impl IntCmp {
             IntCmp::Equal => a == b,
             IntCmp::NotEqual => a != b,
         }
-    }
-}
-
-/// What an instruction does. Instructions that may deoptimize, call or collect carry a
-/// frame state ([`InstKind::needs_state`]).
-#[derive(Clone, Debug, PartialEq)]
-pub enum InstKind {
-    /// A constant SOM value (an immediate).
-    Const(Value),
-    /// A constant truth value.
-    FlagConst(bool),
-    /// Stack local `slot`'s value as the activation starts: nil in a new activation; what
-    /// the frame holds in one the interpreter set up or handed back at its first
-    /// instruction (a loop starting there may have given it a value).
-    InitialLocal(u16),
-    /// Slot `k` of the interpreter's frame (a local or an operand-stack entry above them), read
-    /// by an on-stack-replacement entry: the frame it takes over holds the loop's values.
-    FrameSlot(u16),
-    /// The context of the interpreter's frame an on-stack-replacement entry takes over.
-    FrameContext,
-    /// An entry of the VM's literal table (strings, doubles, big integers: references the
-    /// collector may move, so read where used).
-    Literal(u32),
-    /// A global's value; an unknown global sends `unknownGlobal:` (so it carries a state).
-    Global(u32),
-    /// Field `index` of `obj` (an object with fields: the receiver of a method).
-    LoadField {
-        obj: ValueId,
-        index: u16,
-    },
-    /// `obj`'s field `index` := `value` (the write barrier is the lowering's).
-    StoreField {
-        obj: ValueId,
-        index: u16,
-        value: ValueId,
-    },
-    /// A new context for this activation (`context_size` slots, its outer the closure's
-    /// context for a block): allocates.
-    NewContext {
-        size: u16,
-        outer: Option<ValueId>,
-    },
-    /// A context only frame states and virtual closures hold (its slots are SSA values,
-    /// each state naming what they hold there): made by the exit that rebuilds a frame
-    /// holding it, nowhere else.
-    VirtualContext {
-        size: u16,
-        outer: Option<ValueId>,
-    },
-    /// The context a context was made in.
-    ContextOuter(ValueId),
-    /// The context a closure was made in.
-    ClosureContext(ValueId),
-    /// Slot `index` of a context.
-    LoadContext {
-        ctx: ValueId,
-        index: u16,
-    },
-    StoreContext {
-        ctx: ValueId,
-        index: u16,
-        value: ValueId,
-    },
-    /// A closure over this activation: allocates.
-    MakeBlock {
-        code: CodeId,
-        receiver: ValueId,
-        ctx: Option<ValueId>,
-    },
-    /// A closure only frame states hold (its block inlined where it was called, and no
-    /// other use): made by the exit that rebuilds a frame holding it, nowhere else.
-    VirtualBlock {
-        code: CodeId,
-        receiver: ValueId,
-        ctx: Option<ValueId>,
-    },
-    /// `value` if it is a small integer (typed [`Ty::Int`]), else deoptimize.
-    GuardInt(ValueId),
-    /// `value` if its class is `class`, else deoptimize.
-    GuardClass {
-        value: ValueId,
-        class: u32,
-    },
-    /// Whether `value`'s class is `class` (a class switch's test; no deopt).
-    ClassIs {
-        value: ValueId,
-        class: u32,
-    },
-    /// Small-integer arithmetic; deoptimizes where the result would leave the small integers.
-    IntBinary {
-        op: IntOp,
-        lhs: ValueId,
-        rhs: ValueId,
-    },
-    IntCompare {
-        op: IntCmp,
-        lhs: ValueId,
-        rhs: ValueId,
-    },
-    /// Whether two values are the same word (`==` of objects that are not numbers).
-    Identical(ValueId, ValueId),
-    /// `isNil` (`is_nil`) or `notNil` of `value` as a flag: a comparison with nil, made
-    /// while the core library's definitions stand (`SiteFacts::nil_tests_standard`); a
-    /// class loaded since that redefines either deoptimizes.
-    NilTest {
-        value: ValueId,
-        is_nil: bool,
-    },
-    /// A constant double (its bits).
-    FloatConst(u64),
-    /// `value` as a double (typed [`Ty::Float`]) if it is a Double (an immediate or a heap
-    /// one) or, with `accept_int`, a small integer; else deoptimize.
-    UnboxFloat {
-        value: ValueId,
-        accept_int: bool,
-    },
-    FloatBinary {
-        op: FloatOp,
-        lhs: ValueId,
-        rhs: ValueId,
-    },
-    /// Double's `sqrt`, `sin` or `cos` of a double.
-    FloatUnary {
-        op: DoubleFn,
-        value: ValueId,
-    },
-    /// A comparison of two doubles ([`IntCmp::apply_float`]).
-    FloatCompare {
-        op: IntCmp,
-        lhs: ValueId,
-        rhs: ValueId,
-    },
-    /// A double as a SOM value: an immediate where it has one, else a new heap Double
-    /// (allocates; a box's identity is never seen, since `==` compares numbers by value).
-    /// No frame state: nothing deoptimizes there, and a collection finds the values live
-    /// across it in the stack maps, as for any call.
-    BoxFloat(ValueId),
-    /// `true` or `false` as a SOM value.
-    FlagToBool(ValueId),
-    /// The truth of a SOM Boolean; any other value deoptimizes (the interpreter reports it).
-    Truth(ValueId),
-    /// A send through the VM: lookup, any target, anything may happen.
-    Send {
-        site: SiteId,
-        receiver: ValueId,
-        args: Vec<ValueId>,
-    },
-    /// A super send, whose target is fixed by the holder's superclass.
-    SuperSend {
-        site: SiteId,
-        receiver: ValueId,
-        args: Vec<ValueId>,
-    },
-    /// A call of a known method (the class guard before it fixed the target).
-    CallMethod {
-        code: CodeId,
-        receiver: ValueId,
-        args: Vec<ValueId>,
-    },
-    /// `value…` of a closure (its class guard fixed that it is one).
-    CallBlock {
-        closure: ValueId,
-        args: Vec<ValueId>,
-    },
-    /// `Array>>at:` on an Array (class guarded); an index out of bounds deoptimizes.
-    ArrayAt {
-        array: ValueId,
-        index: ValueId,
-    },
-    ArrayAtPut {
-        array: ValueId,
-        index: ValueId,
-        value: ValueId,
-    },
-    ArrayLength(ValueId),
-    /// String's primitive `=` of `lhs`, a String or (`symbol`) a Symbol (class guarded), and
-    /// any `rhs`: whether their text is the same. Neither collects nor fails.
-    StringEqual {
-        lhs: ValueId,
-        rhs: ValueId,
-        symbol: bool,
-    },
-    /// Class's primitive `new` on `class` (class guarded): allocates.
-    NewInstance(ValueId),
-    /// Class's primitive `new` on class object `class`, whose class guard fixed that its
-    /// instances are plain objects (`shape`: their class id and number of fields):
-    /// allocates one, nil in each field.
-    NewObject {
-        class: ValueId,
-        shape: PlainShape,
-    },
-    /// An object only frame states hold (made by a [`InstKind::NewObject`] that nothing
-    /// else used, its fields SSA values each state names): made by the exit that rebuilds
-    /// a frame holding it, nowhere else.
-    VirtualObject {
-        class: ValueId,
-        shape: PlainShape,
-    },
-    /// A virtual object made where it escapes (a send, a return, a store into the heap):
-    /// a new plain object of class object `class` with `fields` in its fields. No frame
-    /// state, as for [`InstKind::BoxFloat`].
-    Materialize {
-        class: ValueId,
-        shape: PlainShape,
-        fields: Vec<ValueId>,
-    },
-    /// Array's primitive `new:` on Array (class guarded): allocates; a length that is no
-    /// small integer, or a negative one, fails as the primitive does.
-    NewArray {
-        class: ValueId,
-        length: ValueId,
-    },
-    /// A loop's back-edge: the profiler and the controller are served here.
-    Yieldpoint,
-    /// The prologue hook of a call of `code` done in place (a trivial method, a primitive):
-    /// while the profiler counts calls (a CBS window, exact counts) it sees this one as the
-    /// interpreter's send would show it. Neither collects nor fails.
-    CallHook(CodeId),
-    /// An inlined activation of `code` starts: the call `CallHook` shows the profiler, also
-    /// counted as a call of `code` in this tier where calls are counted (`--count-calls`).
-    EnterInlined(CodeId),
-}
-
-impl InstKind {
-    /// The values it reads, in order.
-    pub fn operands(&self) -> Vec<ValueId> {
-        use InstKind::*;
-        match self {
-            Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) | EnterInlined(_) => vec![],
-            LoadField { obj, .. } => vec![*obj],
-            StoreField { obj, value, .. } => vec![*obj, *value],
-            NewContext { outer, .. } | VirtualContext { outer, .. } => {
-                outer.iter().copied().collect()
-            }
-            ContextOuter(c) | ClosureContext(c) => vec![*c],
-            LoadContext { ctx, .. } => vec![*ctx],
-            StoreContext { ctx, value, .. } => vec![*ctx, *value],
-            MakeBlock { receiver, ctx, .. } | VirtualBlock { receiver, ctx, .. } => {
-                std::iter::once(*receiver)
-                    .chain(ctx.iter().copied())
-                    .collect()
-            }
-            GuardInt(v) => vec![*v],
-            GuardClass { value, .. } | ClassIs { value, .. } => vec![*value],
-            IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
-            Identical(a, b) => vec![*a, *b],
-            NilTest { value, .. } => vec![*value],
-            FloatConst(_) => vec![],
-            UnboxFloat { value, .. } | BoxFloat(value) | FloatUnary { value, .. } => vec![*value],
-            FloatBinary { lhs, rhs, .. } | FloatCompare { lhs, rhs, .. } => vec![*lhs, *rhs],
-            FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => vec![*v],
-            NewObject { class, .. } | VirtualObject { class, .. } => vec![*class],
-            Materialize { class, fields, .. } => std::iter::once(*class)
-                .chain(fields.iter().copied())
-                .collect(),
-            StringEqual { lhs, rhs, .. } => vec![*lhs, *rhs],
-            NewArray { class, length } => vec![*class, *length],
-            Send { receiver, args, .. }
-            | SuperSend { receiver, args, .. }
-            | CallMethod { receiver, args, .. } => std::iter::once(*receiver)
-                .chain(args.iter().copied())
-                .collect(),
-            CallBlock { closure, args } => std::iter::once(*closure)
-                .chain(args.iter().copied())
-                .collect(),
-            ArrayAt { array, index } => vec![*array, *index],
-            ArrayAtPut {
-                array,
-                index,
-                value,
-            } => vec![*array, *index, *value],
-        }
-    }
-
-    /// Rewrites every operand through `f`.
-    pub fn map_operands(&mut self, mut f: impl FnMut(ValueId) -> ValueId) {
-        use InstKind::*;
-        match self {
-            Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext
-            | Literal(_) | Global(_) | Yieldpoint | CallHook(_) | EnterInlined(_) => {}
-            LoadField { obj, .. } => *obj = f(*obj),
-            StoreField { obj, value, .. } => {
-                *obj = f(*obj);
-                *value = f(*value);
-            }
-            NewContext { outer, .. } | VirtualContext { outer, .. } => {
-                if let Some(o) = outer {
-                    *o = f(*o);
-                }
-            }
-            ContextOuter(c) | ClosureContext(c) => *c = f(*c),
-            LoadContext { ctx, .. } => *ctx = f(*ctx),
-            StoreContext { ctx, value, .. } => {
-                *ctx = f(*ctx);
-                *value = f(*value);
-            }
-            MakeBlock { receiver, ctx, .. } | VirtualBlock { receiver, ctx, .. } => {
-                *receiver = f(*receiver);
-                if let Some(c) = ctx {
-                    *c = f(*c);
-                }
-            }
-            GuardInt(v) | FlagToBool(v) | Truth(v) | ArrayLength(v) | NewInstance(v) => *v = f(*v),
-            NewObject { class, .. } | VirtualObject { class, .. } => *class = f(*class),
-            Materialize { class, fields, .. } => {
-                *class = f(*class);
-                fields.iter_mut().for_each(|v| *v = f(*v));
-            }
-            StringEqual { lhs, rhs, .. } => {
-                *lhs = f(*lhs);
-                *rhs = f(*rhs);
-            }
-            NewArray { class, length } => {
-                *class = f(*class);
-                *length = f(*length);
-            }
-            GuardClass { value, .. } | ClassIs { value, .. } | NilTest { value, .. } => {
-                *value = f(*value)
-            }
-            IntBinary { lhs, rhs, .. } | IntCompare { lhs, rhs, .. } => {
-                *lhs = f(*lhs);
-                *rhs = f(*rhs);
-            }
-            Identical(a, b) => {
-                *a = f(*a);
-                *b = f(*b);
-            }
-            FloatConst(_) => {}
-            UnboxFloat { value, .. } | BoxFloat(value) | FloatUnary { value, .. } => {
-                *value = f(*value)
-            }
-            FloatBinary { lhs, rhs, .. } | FloatCompare { lhs, rhs, .. } => {
-                *lhs = f(*lhs);
-                *rhs = f(*rhs);
-            }
-            Send { receiver, args, .. }
-            | SuperSend { receiver, args, .. }
-            | CallMethod { receiver, args, .. } => {
-                *receiver = f(*receiver);
-                args.iter_mut().for_each(|a| *a = f(*a));
-            }
-            CallBlock { closure, args } => {
-                *closure = f(*closure);
-                args.iter_mut().for_each(|a| *a = f(*a));
-            }
-            ArrayAt { array, index } => {
-                *array = f(*array);
-                *index = f(*index);
-            }
-            ArrayAtPut {
-                array,
-                index,
-                value,
-            } => {
-                *array = f(*array);
-                *index = f(*index);
-                *value = f(*value);
-            }
-        }
-    }
-
-    /// Whether it may deoptimize, call or collect: it then carries a frame state.
-    pub fn needs_state(&self) -> bool {
-        use InstKind::*;
-        match self {
-            Global(_)
-            | NewContext { .. }
-            | MakeBlock { .. }
-            | GuardInt(_)
-            | GuardClass { .. }
-            | Truth(_)
-            | NilTest { .. }
-            | Send { .. }
-            | SuperSend { .. }
-            | CallMethod { .. }
-            | CallBlock { .. }
-            | ArrayAt { .. }
-            | ArrayAtPut { .. }
-            | NewInstance(_)
-            | NewObject { .. }
-            | NewArray { .. }
-            | UnboxFloat { .. }
-            | Yieldpoint => true,
-            IntBinary { op, .. } => op.may_overflow(),
-            _ => false,
-        }
-    }
-
-    /// Whether removing it, when its result is unused, changes nothing the program can
-    /// see: it neither writes, calls nor allocates, nor can its general path raise an error
-    /// (an index out of bounds, a zero divisor). (Deoptimizing is not seen otherwise: the
-    /// interpreter then computes what compiled code would have.) Guards stay: what they
-    /// prove is used by other passes without a use of their value (a class switch's test
-    /// below a class guard folds to true).
-    pub fn removable_if_unused(&self) -> bool {
-        use InstKind::*;
-        match self {
-            Const(_)
-            | FlagConst(_)
-            | InitialLocal(_)
-            | FrameSlot(_)
-            | FrameContext
-            | Literal(_)
-            | LoadField { .. }
-            | ContextOuter(_)
-            | ClosureContext(_)
-            | LoadContext { .. }
-            | ClassIs { .. }
-            | IntCompare { .. }
-            | Identical(..)
-            | NilTest { .. }
-            | FlagToBool(_)
-            | Truth(_)
-            | ArrayLength(_)
-            | StringEqual { .. }
-            | VirtualBlock { .. }
-            | VirtualContext { .. }
-            | VirtualObject { .. }
-            | NewObject { .. }
-            | Materialize { .. }
-            | FloatConst(_)
-            | FloatUnary { .. }
-            | FloatBinary { .. }
-            | FloatCompare { .. }
-            | BoxFloat(_) => true,
-            Global(_)
-            | StoreField { .. }
-            | NewContext { .. }
-            | StoreContext { .. }
-            | MakeBlock { .. }
-            | GuardInt(_)
-            | GuardClass { .. }
-            | UnboxFloat { .. }
-            | Send { .. }
-            | SuperSend { .. }
-            | CallMethod { .. }
-            | CallBlock { .. }
-            | ArrayAt { .. }
-            | ArrayAtPut { .. }
-            | NewInstance(_)
-            | NewArray { .. }
-            | Yieldpoint
-            | CallHook(_)
-            | EnterInlined(_) => false,
-            IntBinary { op, .. } => !op.may_raise(),
-        }
-    }
-
-    /// Whether it calls out (a send or call: anything may happen, the frames above it are
-    /// real); its frame state then resumes after the call.
-    pub fn is_call(&self) -> bool {
-        matches!(
-            self,
-            InstKind::Send { .. }
-                | InstKind::SuperSend { .. }
-                | InstKind::CallMethod { .. }
-                | InstKind::CallBlock { .. }
-        )
     }
 }
 
@@ -1028,17 +581,20 @@ impl Function {
         ValueId(self.values.len() as u32 - 1)
     }
 
-    /// Appends an instruction to `block`; answers its result (if `ty` is given).
+    /// Appends an instruction to `block`; answers its result, of the type its declaration
+    /// gives ([`crate::InstProps::result`]).
     pub fn push_inst(
         &mut self,
         block: BlockId,
         kind: InstKind,
-        ty: Option<Ty>,
         state: Option<FrameStateId>,
         bci: u32,
     ) -> Option<ValueId> {
         let id = InstId(self.insts.len() as u32);
-        let result = ty.map(|t| self.new_value(ValueDef::Inst(id), t));
+        let result = kind
+            .props()
+            .result
+            .map(|t| self.new_value(ValueDef::Inst(id), t));
         self.insts.push(Inst {
             kind,
             result,

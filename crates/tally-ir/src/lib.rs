@@ -28,15 +28,19 @@
 pub mod build;
 pub mod dom;
 mod function;
+mod inst;
 pub mod passes;
 pub mod print;
+mod syntax;
 pub mod verify;
 
 pub use function::Function;
 pub use function::{
-    Block, BlockId, Edge, FloatOp, FrameState, FrameStateId, Inst, InstId, InstKind, IntCmp, IntOp,
-    OsrEntry, Resume, Scope, ScopeId, Terminator, Ty, ValueDef, ValueId,
+    Block, BlockId, Edge, FloatOp, FrameState, FrameStateId, Inst, InstId, IntCmp, IntOp, OsrEntry,
+    Resume, Scope, ScopeId, Terminator, Ty, ValueDef, ValueId,
 };
+pub use inst::{InstKind, InstProps};
+pub use syntax::NameTable;
 
 #[cfg(test)]
 mod tests;

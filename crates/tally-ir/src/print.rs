@@ -15,9 +15,7 @@
 
 use std::fmt::Write;
 
-use tally_heap::Value;
-
-use crate::{FrameState, Function, InstKind, Resume, Terminator, ValueId};
+use crate::{FrameState, Function, Resume, Terminator, ValueId};
 
 /// What a listing calls codes and send sites.
 pub trait Names {
@@ -64,8 +62,8 @@ pub fn print(f: &Function, names: &dyn Names) -> String {
         for &i in &block.insts {
             let inst = &f.insts[i.index()];
             let text = match inst.result {
-                Some(v) => format!("    {v} = {}", inst_text(&inst.kind, names)),
-                None => format!("    {}", inst_text(&inst.kind, names)),
+                Some(v) => format!("    {v} = {}", inst.kind.text(names)),
+                None => format!("    {}", inst.kind.text(names)),
             };
             let ty = inst
                 .result
@@ -95,158 +93,6 @@ fn list(vs: &[ValueId]) -> String {
         .map(|v| v.to_string())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn value_text(v: Value) -> String {
-    if v == Value::NIL {
-        "nil".into()
-    } else if v == Value::TRUE {
-        "true".into()
-    } else if v == Value::FALSE {
-        "false".into()
-    } else if let Some(i) = v.as_int() {
-        i.to_string()
-    } else if let Some(s) = v.as_symbol() {
-        format!("#symbol{s}")
-    } else {
-        format!("{:#x}", v.0)
-    }
-}
-
-fn inst_text(k: &InstKind, names: &dyn Names) -> String {
-    let name_of = |id: u32| names.code(id);
-    use InstKind::*;
-    match k {
-        Const(v) => format!("const {}", value_text(*v)),
-        FlagConst(b) => format!("flag {b}"),
-        Literal(n) => format!("literal {n}"),
-        Global(n) => format!("global {n}"),
-        LoadField { obj, index } => format!("load_field {obj}.{index}"),
-        StoreField { obj, index, value } => format!("store_field {obj}.{index}, {value}"),
-        NewContext { size, outer } => match outer {
-            Some(o) => format!("new_context {size}, outer {o}"),
-            None => format!("new_context {size}"),
-        },
-        ContextOuter(c) => format!("context_outer {c}"),
-        ClosureContext(c) => format!("closure_context {c}"),
-        InitialLocal(k) => format!("initial_local {k}"),
-        FrameSlot(k) => format!("frame_slot {k}"),
-        FrameContext => "frame_context".into(),
-        LoadContext { ctx, index } => format!("load_context {ctx}.{index}"),
-        StoreContext { ctx, index, value } => format!("store_context {ctx}.{index}, {value}"),
-        MakeBlock {
-            code,
-            receiver,
-            ctx,
-        } => match ctx {
-            Some(c) => format!("make_block {}, {receiver}, {c}", name_of(*code)),
-            None => format!("make_block {}, {receiver}", name_of(*code)),
-        },
-        VirtualContext { size, outer } => match outer {
-            Some(o) => format!("virtual_context {size}, {o}"),
-            None => format!("virtual_context {size}"),
-        },
-        VirtualBlock {
-            code,
-            receiver,
-            ctx,
-        } => match ctx {
-            Some(c) => format!("virtual_block {}, {receiver}, {c}", name_of(*code)),
-            None => format!("virtual_block {}, {receiver}", name_of(*code)),
-        },
-        GuardInt(v) => format!("guard_int {v}"),
-        GuardClass { value, class } => format!("guard_class {value}, class{class}"),
-        ClassIs { value, class } => format!("class_is {value}, class{class}"),
-        IntBinary { op, lhs, rhs } => format!("{} {lhs}, {rhs}", op.name()),
-        IntCompare { op, lhs, rhs } => format!("int_{} {lhs}, {rhs}", op.name()),
-        Identical(a, b) => format!("identical {a}, {b}"),
-        NilTest { value, is_nil } => match is_nil {
-            true => format!("is_nil {value}"),
-            false => format!("not_nil {value}"),
-        },
-        FloatConst(bits) => format!("float {:?}", f64::from_bits(*bits)),
-        UnboxFloat { value, accept_int } => match accept_int {
-            true => format!("unbox_float {value}, int too"),
-            false => format!("unbox_float {value}"),
-        },
-        FloatBinary { op, lhs, rhs } => format!("{} {lhs}, {rhs}", op.name()),
-        FloatCompare { op, lhs, rhs } => format!("float_{} {lhs}, {rhs}", op.name()),
-        BoxFloat(v) => format!("box_float {v}"),
-        FloatUnary { op, value } => format!("float_{} {value}", op.name()),
-        FlagToBool(v) => format!("flag_to_bool {v}"),
-        Truth(v) => format!("truth {v}"),
-        Send {
-            site,
-            receiver,
-            args,
-        } => format!(
-            "send {}, {}",
-            names.site(*site),
-            list(&[vec![*receiver], args.clone()].concat())
-        ),
-        SuperSend {
-            site,
-            receiver,
-            args,
-        } => format!(
-            "super_send {}, {}",
-            names.site(*site),
-            list(&[vec![*receiver], args.clone()].concat())
-        ),
-        CallMethod {
-            code,
-            receiver,
-            args,
-        } => format!(
-            "call {}, {}",
-            name_of(*code),
-            list(&[vec![*receiver], args.clone()].concat())
-        ),
-        CallBlock { closure, args } => {
-            format!(
-                "call_block {}",
-                list(&[vec![*closure], args.clone()].concat())
-            )
-        }
-        ArrayAt { array, index } => format!("array_at {array}, {index}"),
-        ArrayAtPut {
-            array,
-            index,
-            value,
-        } => format!("array_at_put {array}, {index}, {value}"),
-        ArrayLength(a) => format!("array_length {a}"),
-        StringEqual { lhs, rhs, symbol } => {
-            let of = if *symbol { "symbol" } else { "string" };
-            format!("{of}_equal {lhs}, {rhs}")
-        }
-        NewInstance(c) => format!("new_instance {c}"),
-        NewObject { class, shape } => {
-            format!(
-                "new_object {class}, class{} of {} fields",
-                shape.class, shape.fields
-            )
-        }
-        Materialize {
-            class,
-            shape,
-            fields,
-        } => format!(
-            "materialize {class}, class{} of {} fields, {}",
-            shape.class,
-            shape.fields,
-            list(fields)
-        ),
-        VirtualObject { class, shape } => {
-            format!(
-                "virtual_object {class}, class{} of {} fields",
-                shape.class, shape.fields
-            )
-        }
-        NewArray { class, length } => format!("new_array {class}, {length}"),
-        Yieldpoint => "yieldpoint".into(),
-        CallHook(code) => format!("call_hook {}", name_of(*code)),
-        EnterInlined(code) => format!("enter_inlined {}", name_of(*code)),
-    }
 }
 
 fn term_text(t: &Terminator) -> String {

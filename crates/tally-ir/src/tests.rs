@@ -149,7 +149,7 @@ fn a_counting_loop_keeps_its_values_in_ssa_with_no_guard_left_inside() {
     assert!(text.contains("(v10: int, v11: int):"), "{text}");
     // One guard, on the argument `n`; `s + i` and `i + 1` deoptimize only on overflow.
     assert_eq!(
-        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        count(&f, |k| matches!(k, InstKind::GuardInt { .. })),
         1,
         "{text}"
     );
@@ -243,7 +243,7 @@ fn without_feedback_every_send_goes_through_the_vm_and_resumes_after_the_call() 
         "{text}"
     );
     assert_eq!(
-        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        count(&f, |k| matches!(k, InstKind::GuardInt { .. })),
         0,
         "{text}"
     );
@@ -287,7 +287,7 @@ fn a_conditional_merges_its_arms_into_one_parameter() {
         .unwrap();
     assert_eq!(join.params.len(), 1, "{text}");
     assert_eq!(
-        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        count(&f, |k| matches!(k, InstKind::GuardInt { .. })),
         2,
         "{text}"
     );
@@ -406,7 +406,7 @@ fn constants_fold_and_a_dominating_guard_is_not_repeated() {
     assert!(text.contains("const 7"), "{text}");
     // `a` is checked once; the sums are small integers by their own definition.
     assert_eq!(
-        count(&f, |k| matches!(k, InstKind::GuardInt(_))),
+        count(&f, |k| matches!(k, InstKind::GuardInt { .. })),
         1,
         "{text}"
     );
@@ -647,7 +647,7 @@ fn a_loop_head_entry_reads_the_frame_and_checks_it_once() {
     let guards_in = |b: &crate::Block| {
         b.insts
             .iter()
-            .filter(|&&i| matches!(f.insts[i.index()].kind, InstKind::GuardInt(_)))
+            .filter(|&&i| matches!(f.insts[i.index()].kind, InstKind::GuardInt { .. }))
             .count()
     };
     assert!(guards_in(&f.blocks[entry.index()]) >= 2, "{text}");

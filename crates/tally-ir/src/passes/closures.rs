@@ -95,7 +95,6 @@ pub fn sink(f: &mut Function) {
         let Some(made) = f.push_inst(
             d,
             original.kind.clone(),
-            Some(f.ty(v)),
             original.state,
             f.blocks[d.index()].bci,
         ) else {

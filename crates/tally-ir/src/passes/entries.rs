@@ -8,11 +8,10 @@
 
 use std::collections::{HashMap, HashSet};
 
+use tally_vm::jit::DeoptReason;
 use tally_vm::runtime::Code;
 
-use crate::{
-    BlockId, FrameState, FrameStateId, Function, InstKind, Resume, Terminator, Ty, ValueId,
-};
+use crate::{BlockId, FrameState, FrameStateId, Function, InstKind, Resume, Terminator, ValueId};
 
 pub fn check(f: &mut Function, code: &Code) {
     let entries: Vec<(BlockId, u32, u32)> = f
@@ -39,7 +38,15 @@ pub fn check(f: &mut Function, code: &Code) {
             }
             let st = *state.get_or_insert_with(|| entry_state(f, code, block, bci, height));
             checked[k] = f
-                .push_inst(block, InstKind::GuardInt(a), Some(Ty::Int), Some(st), bci)
+                .push_inst(
+                    block,
+                    InstKind::GuardInt {
+                        value: a,
+                        reason: DeoptReason::LoopEntry,
+                    },
+                    Some(st),
+                    bci,
+                )
                 .expect("a guard has a value");
         }
         if let Terminator::Jump(edge) = &mut f.blocks[block.index()].term {
@@ -79,13 +86,7 @@ fn skip_dead_slots(f: &mut Function, code: &Code, entries: &[(BlockId, u32, u32)
             continue;
         }
         let nil = f
-            .push_inst(
-                block,
-                InstKind::Const(tally_heap::Value::NIL),
-                Some(Ty::Word),
-                None,
-                bci,
-            )
+            .push_inst(block, InstKind::Const(tally_heap::Value::NIL), None, bci)
             .expect("a value");
         if let Terminator::Jump(edge) = &mut f.blocks[block.index()].term {
             for j in dead {
@@ -128,14 +129,8 @@ pub(super) fn entry_state(
     }
     let mut slot = |f: &mut Function, k: usize| {
         *slots.entry(k as u16).or_insert_with(|| {
-            f.push_inst(
-                block,
-                InstKind::FrameSlot(k as u16),
-                Some(Ty::Word),
-                None,
-                bci,
-            )
-            .expect("a value")
+            f.push_inst(block, InstKind::FrameSlot(k as u16), None, bci)
+                .expect("a value")
         })
     };
     let entry_params = f.blocks[f.entry().index()].params.clone();
@@ -150,7 +145,7 @@ pub(super) fn entry_state(
         .collect();
     if code.context_size > 0 {
         if context.is_none() {
-            context = f.push_inst(block, InstKind::FrameContext, Some(Ty::Word), None, bci);
+            context = f.push_inst(block, InstKind::FrameContext, None, bci);
         }
     } else {
         // A block's closure's context, the same in every state (read in the entry block).

@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 
 use tally_heap::Value;
+use tally_vm::jit::DeoptReason;
 use tally_vm::runtime::Code;
 
 use crate::passes::entries;
@@ -154,25 +155,21 @@ fn retype(f: &mut Function, code: &Code, floats: &HashSet<ValueId>) {
                 *a = match double_of(f, *a) {
                     Some(Ok(d)) => d,
                     Some(Err(c)) => f
-                        .push_inst(
-                            block,
-                            InstKind::FloatConst(c.to_bits()),
-                            Some(Ty::Float),
-                            None,
-                            bci,
-                        )
+                        .push_inst(block, InstKind::FloatConst(c.to_bits()), None, bci)
                         .expect("a value"),
                     None => {
                         let (at, height) = entries[&block];
                         let st = *entry_state.get_or_insert_with(|| {
                             entries::entry_state(f, code, block, at, height)
                         });
+                        // The frame's value at a loop entry: a value that is no double
+                        // deoptimizes the entry, no site's speculation.
                         let kind = InstKind::UnboxFloat {
                             value: *a,
                             accept_int: false,
+                            reason: DeoptReason::LoopEntry,
                         };
-                        f.push_inst(block, kind, Some(Ty::Float), Some(st), at)
-                            .expect("a value")
+                        f.push_inst(block, kind, Some(st), at).expect("a value")
                     }
                 };
             }
@@ -247,7 +244,7 @@ fn box_other_uses(f: &mut Function, floats: &HashSet<ValueId>) {
 
 /// A box of `v` appended to `block`.
 fn new_box(f: &mut Function, block: BlockId, v: ValueId, bci: u32) -> ValueId {
-    f.push_inst(block, InstKind::BoxFloat(v), Some(Ty::Word), None, bci)
+    f.push_inst(block, InstKind::BoxFloat(v), None, bci)
         .expect("a value")
 }
 
@@ -260,7 +257,12 @@ fn forward_unboxes(f: &mut Function) {
         for k in 0..f.blocks[b].insts.len() {
             let i = f.blocks[b].insts[k];
             let inst = &f.insts[i.index()];
-            let (InstKind::UnboxFloat { value, accept_int }, Some(r)) = (&inst.kind, inst.result)
+            let (
+                InstKind::UnboxFloat {
+                    value, accept_int, ..
+                },
+                Some(r),
+            ) = (&inst.kind, inst.result)
             else {
                 continue;
             };

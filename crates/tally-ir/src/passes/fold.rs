@@ -102,9 +102,11 @@ fn fold_inst(f: &Function, kind: &InstKind) -> Option<Folded> {
                 _ => None,
             }
         }
-        GuardInt(v) => (f.ty(v) == Ty::Int || f.const_int(v).is_some()).then_some(Folded::Value(v)),
+        GuardInt { value: v, .. } => {
+            (f.ty(v) == Ty::Int || f.const_int(v).is_some()).then_some(Folded::Value(v))
+        }
         // An object the function made has the class it was made of.
-        GuardClass { value, class } => {
+        GuardClass { value, class, .. } => {
             (made_class(f, value)? == class).then_some(Folded::Value(value))
         }
         ClassIs { value, class } => Some(Folded::Const(FlagConst(made_class(f, value)? == class))),

@@ -99,7 +99,7 @@ fn walk(
         kind.map_operands(|v| resolve(replace, v));
         let result = f.insts[i.index()].result;
         match (kind.clone(), result) {
-            (InstKind::GuardInt(v), Some(r)) => {
+            (InstKind::GuardInt { value: v, .. }, Some(r)) => {
                 if f.ty(v) == Ty::Int {
                     replace.insert(r, v);
                 } else if let Some(&known) = proven.get(&Fact::Int(v)) {
@@ -109,7 +109,7 @@ fn walk(
                     added.push(Fact::Int(v));
                 }
             }
-            (InstKind::GuardClass { value, class }, Some(r)) => {
+            (InstKind::GuardClass { value, class, .. }, Some(r)) => {
                 let fact = Fact::Class(value, class);
                 if let Some(&known) = proven.get(&fact) {
                     replace.insert(r, known);

@@ -47,22 +47,27 @@ pub fn forward(f: &mut Function) -> bool {
                         }
                     }
                 }
-                (&InstKind::UnboxFloat { value, accept_int }, Some(r)) => {
-                    match known.get(&Known::Unboxed(value, accept_int)) {
-                        Some(&v) => {
-                            replace.insert(r, v);
-                        }
-                        None => {
-                            known.insert(Known::Unboxed(value, accept_int), r);
-                        }
+                (
+                    &InstKind::UnboxFloat {
+                        value, accept_int, ..
+                    },
+                    Some(r),
+                ) => match known.get(&Known::Unboxed(value, accept_int)) {
+                    Some(&v) => {
+                        replace.insert(r, v);
                     }
-                }
+                    None => {
+                        known.insert(Known::Unboxed(value, accept_int), r);
+                    }
+                },
                 (&InstKind::StoreField { obj, index, value }, _) => {
                     // Any object's field `index` may be this one.
                     known.retain(|k, _| !matches!(k, Known::Field(_, j) if *j == index));
                     known.insert(Known::Field(obj, index), value);
                 }
-                (kind, _) if writes_fields(kind) => {
+                // Anything that runs SOM code, and Array's `at:put:` (kept here although it writes
+                // elements only).
+                (kind, _) if kind.props().writes_fields => {
                     known.retain(|k, _| matches!(k, Known::Unboxed(..)));
                 }
                 _ => {}
@@ -71,17 +76,4 @@ pub fn forward(f: &mut Function) -> bool {
     }
     super::replace_results(f, &replace);
     !replace.is_empty()
-}
-
-/// Whether `kind` may store into the fields of objects that already exist: anything that
-/// runs SOM code, and Array's `at:put:` (kept here although it writes elements only).
-fn writes_fields(kind: &InstKind) -> bool {
-    matches!(
-        kind,
-        InstKind::Send { .. }
-            | InstKind::SuperSend { .. }
-            | InstKind::CallMethod { .. }
-            | InstKind::CallBlock { .. }
-            | InstKind::ArrayAtPut { .. }
-    )
 }

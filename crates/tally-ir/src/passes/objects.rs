@@ -113,7 +113,7 @@ fn known_class(f: &mut Function, c: &Candidate) {
     let mut known = HashMap::new();
     let mut gone = HashSet::new();
     for (i, inst) in f.insts.iter().enumerate() {
-        if let (InstKind::GuardClass { value, class }, Some(r)) = (&inst.kind, inst.result) {
+        if let (InstKind::GuardClass { value, class, .. }, Some(r)) = (&inst.kind, inst.result) {
             if *value == c.value && *class == c.shape.class {
                 known.insert(r, c.value);
                 gone.insert(InstId(i as u32));
@@ -338,9 +338,7 @@ fn materialize(
         shape: c.shape,
         fields: slots.to_vec(),
     };
-    let m = f
-        .push_inst(b, kind, Some(Ty::Word), None, bci)
-        .expect("a value");
+    let m = f.push_inst(b, kind, None, bci).expect("a value");
     let made = f.blocks[b.index()].insts.pop().expect("the making");
     insts.push(made);
     m

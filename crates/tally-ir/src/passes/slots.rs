@@ -94,14 +94,8 @@ pub(super) fn replace(
 pub(super) fn nil_before(f: &mut Function, made_in: BlockId, making: InstId) -> ValueId {
     let id = InstId(f.insts.len() as u32);
     let bci = f.insts[making.index()].bci;
-    f.push_inst(
-        made_in,
-        InstKind::Const(Value::NIL),
-        Some(Ty::Word),
-        None,
-        bci,
-    )
-    .expect("a value");
+    f.push_inst(made_in, InstKind::Const(Value::NIL), None, bci)
+        .expect("a value");
     let insts = &mut f.blocks[made_in.index()].insts;
     insts.pop();
     let at = insts.iter().position(|&i| i == making).expect("the making");

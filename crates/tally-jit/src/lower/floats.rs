@@ -20,12 +20,14 @@ impl Lowerer<'_, '_> {
     }
 
     /// `x` as a double: an immediate double decoded, a heap Double's payload read, a small
-    /// integer converted where `accept_int`; anything else deoptimizes to `state`.
+    /// integer converted where `accept_int`; anything else deoptimizes to `state` for
+    /// `reason`.
     pub(super) fn unbox_float(
         &mut self,
         x: Value,
         accept_int: bool,
         state: FrameStateId,
+        reason: DeoptReason,
     ) -> Result<Value, String> {
         let join = self.b.create_block();
         let d = self.b.append_block_param(join, F64);
@@ -49,7 +51,7 @@ impl Lowerer<'_, '_> {
             self.b.switch_to_block(heap);
         }
         let is_double = self.heap_class_is(x, self.layout.calls.double_class);
-        self.guard(is_double, state, DeoptReason::NotDoubles)?;
+        self.guard(is_double, state, reason)?;
         let payload = self.b.ins().load(F64, flags(), x, HEADER_BYTES as i32);
         self.b.ins().jump(join, &[payload.into()]);
         self.b.switch_to_block(join);

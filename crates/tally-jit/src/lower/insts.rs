@@ -114,16 +114,20 @@ impl Lowerer<'_, '_> {
                 self.left_if_none(v, None)?;
                 Some(v)
             }
-            InstKind::GuardInt(v) => {
-                let x = self.val(*v)?;
+            InstKind::GuardInt { value, reason } => {
+                let x = self.val(*value)?;
                 let is_int = self.and_imm(x, 1);
-                self.guard(is_int, state()?, DeoptReason::NotSmallInts)?;
+                self.guard(is_int, state()?, *reason)?;
                 Some(x)
             }
-            InstKind::GuardClass { value, class } => {
+            InstKind::GuardClass {
+                value,
+                class,
+                reason,
+            } => {
                 let x = self.val(*value)?;
                 let ok = self.class_is(x, *class);
-                self.guard(ok, state()?, DeoptReason::ReceiverClass)?;
+                self.guard(ok, state()?, *reason)?;
                 Some(x)
             }
             InstKind::ClassIs { value, class } => {
@@ -152,9 +156,13 @@ impl Lowerer<'_, '_> {
                 Some(self.b.ins().icmp(cc, a, b))
             }
             InstKind::FloatConst(bits) => Some(self.float_const(*bits)),
-            InstKind::UnboxFloat { value, accept_int } => {
+            InstKind::UnboxFloat {
+                value,
+                accept_int,
+                reason,
+            } => {
                 let x = self.val(*value)?;
-                Some(self.unbox_float(x, *accept_int, state()?)?)
+                Some(self.unbox_float(x, *accept_int, state()?, *reason)?)
             }
             InstKind::FloatBinary { op, lhs, rhs } => {
                 let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);

@@ -1412,22 +1412,7 @@ impl Lowerer<'_, '_> {
     }
 
     /// Goes on in a new block when `ok` holds, else deoptimizes to `state` for `reason`.
-    /// A guard at an instruction that sends nothing (an entry's check of the frame it takes
-    /// over) deoptimizes for `DeoptReason::LoopEntry`, with no site failed.
     fn guard(&mut self, ok: Value, state: FrameStateId, reason: DeoptReason) -> Result<(), String> {
-        let bci = self.ir.states[state.index()].bci;
-        let sends = self
-            .state_code(state)?
-            .ops
-            .get(bci as usize)
-            .and_then(|op| op.site());
-        // A guard at an instruction that sends nothing is a loop entry's check of the frame
-        // it takes over: the version goes, so the next one knows what the loop's sites see.
-        let reason = if sends.is_none() {
-            DeoptReason::LoopEntry
-        } else {
-            reason
-        };
         let exit = self.exit(state, ExitKind::Deopt)?;
         let go_on = self.b.create_block();
         let reason = self.iconst(I32, reason as i64);
