@@ -29,6 +29,7 @@ pub mod build;
 pub mod dom;
 mod function;
 mod inst;
+pub mod parse;
 pub mod passes;
 pub mod print;
 mod syntax;
@@ -37,7 +38,7 @@ pub mod verify;
 pub use function::Function;
 pub use function::{
     Block, BlockId, Edge, FloatOp, FrameState, FrameStateId, Inst, InstId, IntCmp, IntOp, OsrEntry,
-    Resume, Scope, ScopeId, Terminator, Ty, ValueDef, ValueId,
+    Resume, Scope, ScopeId, Terminator, Ty, ValueData, ValueDef, ValueId,
 };
 pub use inst::{InstKind, InstProps};
 pub use syntax::NameTable;

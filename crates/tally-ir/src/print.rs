@@ -110,7 +110,12 @@ fn term_text(t: &Terminator) -> String {
         Terminator::Enter { normal, osr } => {
             let mut text = format!("enter {}", edge(normal));
             for o in osr {
-                text.push_str(&format!(", osr at {}: {}", o.bci, edge(&o.edge)));
+                text.push_str(&format!(
+                    ", osr at {} (stack {}): {}",
+                    o.bci,
+                    o.height,
+                    edge(&o.edge)
+                ));
             }
             text
         }

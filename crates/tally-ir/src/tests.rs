@@ -71,15 +71,33 @@ fn names(id: u32) -> String {
     }
 }
 
-/// Builds, optimizes and verifies; answers the function and its text.
+/// Builds, optimizes and verifies; answers the function and its text (which reads back).
 fn compile(c: &Code, sites: &[(SiteId, SiteFacts)]) -> (Function, String) {
+    compile_as(c, sites, false)
+}
+
+fn compile_as(c: &Code, sites: &[(SiteId, SiteFacts)], osr: bool) -> (Function, String) {
     let facts = Facts(sites.iter().copied().collect());
-    let mut f = build(c, &names(c.id), &facts, false).expect("builds");
+    let mut f = build(c, &names(c.id), &facts, osr).expect("builds");
     verify(&f).unwrap_or_else(|e| panic!("built IR invalid: {e}\n{}", print(&f, &names)));
-    optimize(&mut f, c, &|_| None).unwrap_or_else(|e| panic!("{e}\n{}", print(&f, &names)));
+    reads_back(&f);
+    optimize(&mut f, c, &|_| None, &mut crate::passes::Unobserved)
+        .unwrap_or_else(|e| panic!("{e}\n{}", print(&f, &names)));
     verify(&f).unwrap_or_else(|e| panic!("optimized IR invalid: {e}\n{}", print(&f, &names)));
+    reads_back(&f);
     let text = print(&f, &names);
     (f, text)
+}
+
+/// `f`'s text parses into a function that prints the same and verifies.
+fn reads_back(f: &Function) {
+    let text = print(f, &names);
+    let mut table = crate::NameTable::default();
+    table.add_code(1, names(1));
+    table.add_code(2, names(2));
+    let back = crate::parse::parse(&text, &table).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(print(&back, &names), text);
+    verify(&back).unwrap_or_else(|e| panic!("read back, invalid: {e}\n{text}"));
 }
 
 fn count(f: &Function, pred: impl Fn(&InstKind) -> bool) -> usize {
@@ -613,13 +631,7 @@ fn the_verifier_catches_a_use_its_definition_does_not_dominate() {
 
 /// Builds with on-stack-replacement entries, optimizes and verifies.
 fn compile_with_osr(c: &Code, sites: &[(SiteId, SiteFacts)]) -> (Function, String) {
-    let facts = Facts(sites.iter().copied().collect());
-    let mut f = build(c, &names(c.id), &facts, true).expect("builds");
-    verify(&f).unwrap_or_else(|e| panic!("built IR invalid: {e}\n{}", print(&f, &names)));
-    optimize(&mut f, c, &|_| None).unwrap_or_else(|e| panic!("{e}\n{}", print(&f, &names)));
-    verify(&f).unwrap_or_else(|e| panic!("optimized IR invalid: {e}\n{}", print(&f, &names)));
-    let text = print(&f, &names);
-    (f, text)
+    compile_as(c, sites, true)
 }
 
 #[test]
@@ -635,7 +647,7 @@ fn a_loop_head_entry_reads_the_frame_and_checks_it_once() {
         vec![7],
         "{text}"
     );
-    assert!(text.contains("osr at 7: "), "{text}");
+    assert!(text.contains("osr at 7 (stack 1): "), "{text}");
     // `s`, `i` and the limit come from the frame; the receiver and `n` are the entry's.
     for slot in 2..=4 {
         assert!(text.contains(&format!("frame_slot {slot}")), "{text}");

@@ -27,6 +27,8 @@
 //!     then [`floats::unbox`] again, for the doubles those fields held.
 //!
 //! Each keeps the IR valid ([`crate::verify`]); debug builds check that after every pass.
+//! Each has a name ([`Pass`]): the filetests run one pass by name, and the compiler's
+//! `--print-ir-after` and `--time-passes` name them.
 
 pub mod closures;
 pub mod contexts;
@@ -48,60 +50,165 @@ use std::collections::HashMap;
 
 use crate::{Function, ValueId};
 
+/// A pass over the IR, by the name `--print-ir-after`, `--time-passes` and the filetests
+/// (`tests/ir/`) call it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Pass {
+    TrimStates,
+    PruneParams,
+    Fold,
+    CheckEntries,
+    EliminateGuards,
+    ForwardLoads,
+    Dce,
+    UnboxFloats,
+    SinkClosures,
+    VirtualizeClosures,
+    VirtualizeContexts,
+    VirtualizeObjects,
+}
+
+impl Pass {
+    pub const ALL: [Pass; 12] = [
+        Pass::TrimStates,
+        Pass::PruneParams,
+        Pass::Fold,
+        Pass::CheckEntries,
+        Pass::EliminateGuards,
+        Pass::ForwardLoads,
+        Pass::Dce,
+        Pass::UnboxFloats,
+        Pass::SinkClosures,
+        Pass::VirtualizeClosures,
+        Pass::VirtualizeContexts,
+        Pass::VirtualizeObjects,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pass::TrimStates => "trim-states",
+            Pass::PruneParams => "prune-params",
+            Pass::Fold => "fold",
+            Pass::CheckEntries => "check-entries",
+            Pass::EliminateGuards => "eliminate-guards",
+            Pass::ForwardLoads => "forward-loads",
+            Pass::Dce => "dce",
+            Pass::UnboxFloats => "unbox-floats",
+            Pass::SinkClosures => "sink-closures",
+            Pass::VirtualizeClosures => "virtualize-closures",
+            Pass::VirtualizeContexts => "virtualize-contexts",
+            Pass::VirtualizeObjects => "virtualize-objects",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Pass> {
+        Pass::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Runs it on `f`; answers whether it changed anything (only `forward-loads` says: the
+    /// pipeline runs the guards and folding again when it did).
+    pub fn run(self, f: &mut Function, codes: &Codes) -> Result<bool, String> {
+        match self {
+            Pass::TrimStates => states::trim(f, codes.own(f)?, codes.inlined),
+            Pass::PruneParams => params::prune(f),
+            Pass::Fold => fold::fold(f),
+            Pass::CheckEntries => entries::check(f, codes.own(f)?),
+            Pass::EliminateGuards => guards::eliminate(f),
+            Pass::ForwardLoads => return Ok(loads::forward(f)),
+            Pass::Dce => dce::dce(f),
+            Pass::UnboxFloats => floats::unbox(f, codes.own(f)?),
+            Pass::SinkClosures => closures::sink(f),
+            Pass::VirtualizeClosures => closures::virtualize(f),
+            Pass::VirtualizeContexts => contexts::virtualize(f),
+            Pass::VirtualizeObjects => objects::virtualize(f),
+        }
+        Ok(true)
+    }
+}
+
+/// The bytecode the passes read (liveness, the frame's shape at loop entries): the
+/// function's own code and the methods inlined into it.
+pub struct Codes<'a> {
+    pub own: Option<&'a Code>,
+    pub inlined: &'a dyn Fn(CodeId) -> Option<&'static Code>,
+}
+
+impl<'a> Codes<'a> {
+    fn own(&self, f: &Function) -> Result<&'a Code, String> {
+        self.own
+            .filter(|c| c.id == f.code)
+            .ok_or_else(|| format!("no bytecode for {}, which the pass reads", f.name))
+    }
+}
+
+/// What the caller of [`optimize`] sees of it: each pass as it starts and as it ends (the
+/// compiler times them and prints the IR after them).
+pub trait Observer {
+    fn before(&mut self, pass: Pass) {
+        let _ = pass;
+    }
+
+    fn after(&mut self, pass: Pass, f: &Function) {
+        let _ = (pass, f);
+    }
+}
+
+/// An observer that sees nothing.
+pub struct Unobserved;
+
+impl Observer for Unobserved {}
+
 /// Runs every pass on `f`, made from `code` and the methods inlined into it (`inlined`
-/// finds their code).
+/// finds their code), in their fixed order; `observer` sees each.
 pub fn optimize(
     f: &mut Function,
     code: &Code,
     inlined: &dyn Fn(CodeId) -> Option<&'static Code>,
+    observer: &mut dyn Observer,
 ) -> Result<(), String> {
     check(f, "building")?;
-    states::trim(f, code, inlined);
-    check(f, "frame-state trimming")?;
-    params::prune(f);
-    check(f, "parameter pruning")?;
-    fold::fold(f);
-    check(f, "folding")?;
-    entries::check(f, code);
-    check(f, "checking the entries")?;
-    guards::eliminate(f);
-    check(f, "guard elimination")?;
+    let codes = Codes {
+        own: Some(code),
+        inlined,
+    };
+    let mut run = |f: &mut Function, pass: Pass| -> Result<bool, String> {
+        observer.before(pass);
+        let changed = pass.run(f, &codes)?;
+        observer.after(pass, f);
+        check(f, pass.name())?;
+        Ok(changed)
+    };
+    run(f, Pass::TrimStates)?;
+    run(f, Pass::PruneParams)?;
+    run(f, Pass::Fold)?;
+    run(f, Pass::CheckEntries)?;
+    run(f, Pass::EliminateGuards)?;
     // What the guards proved folds further (a class switch's constant test).
-    fold::fold(f);
-    check(f, "folding what the guards proved")?;
+    run(f, Pass::Fold)?;
     // After the guards: the getters inlined one after another read through one guarded
     // value now. The guards of what they read are then one too.
-    if loads::forward(f) {
-        check(f, "load forwarding")?;
-        guards::eliminate(f);
-        fold::fold(f);
-        check(f, "guard elimination after load forwarding")?;
+    if run(f, Pass::ForwardLoads)? {
+        run(f, Pass::EliminateGuards)?;
+        run(f, Pass::Fold)?;
     }
-    dce::dce(f);
-    params::prune(f);
-    check(f, "dead code elimination")?;
+    run(f, Pass::Dce)?;
+    run(f, Pass::PruneParams)?;
     // After dead code elimination: a loop's dead variables no longer hold a double's
     // parameter to a word.
-    floats::unbox(f, code);
-    dce::dce(f);
-    check(f, "unboxing doubles")?;
-    closures::sink(f);
-    check(f, "closure sinking")?;
-    closures::virtualize(f);
-    dce::dce(f);
-    check(f, "closure virtualization")?;
-    contexts::virtualize(f);
-    check(f, "context virtualization")?;
-    objects::virtualize(f);
-    check(f, "object virtualization")?;
+    run(f, Pass::UnboxFloats)?;
+    run(f, Pass::Dce)?;
+    run(f, Pass::SinkClosures)?;
+    run(f, Pass::VirtualizeClosures)?;
+    run(f, Pass::Dce)?;
+    run(f, Pass::VirtualizeContexts)?;
+    run(f, Pass::VirtualizeObjects)?;
     // The slots' parameters where paths merge one value, and the loads' now unused nils.
-    params::prune(f);
-    dce::dce(f);
-    check(f, "pruning the contexts' parameters")?;
+    run(f, Pass::PruneParams)?;
+    run(f, Pass::Dce)?;
     // A double stored into a virtual object's field and loaded back is the double again.
-    floats::unbox(f, code);
-    dce::dce(f);
-    check(f, "unboxing the doubles of virtual objects")
+    run(f, Pass::UnboxFloats)?;
+    run(f, Pass::Dce)?;
+    Ok(())
 }
 
 /// Drops the instructions whose results `replace` maps to other values, and makes every use
@@ -126,6 +233,7 @@ fn replace_results(f: &mut Function, replace: &HashMap<ValueId, ValueId>) {
     });
 }
 
+/// In debug builds (tests among them), the IR's invariants after `after`.
 fn check(f: &Function, after: &str) -> Result<(), String> {
     if cfg!(debug_assertions) {
         crate::verify::verify(f).map_err(|e| format!("invalid IR after {after}: {e}"))

@@ -69,7 +69,12 @@ pub(crate) const FRESH_FROM_COMPILED: i64 = 0x4000_0000;
 pub(crate) fn ir_of(request: &CompileRequest) -> Result<tally_ir::Function, String> {
     let code = request.code;
     let mut f = tally_ir::build::build(code, &request.name, request, request.osr)?;
-    tally_ir::passes::optimize(&mut f, code, &|id| request.callee(id))?;
+    tally_ir::passes::optimize(
+        &mut f,
+        code,
+        &|id| request.callee(id),
+        &mut tally_ir::passes::Unobserved,
+    )?;
     Ok(f)
 }
 

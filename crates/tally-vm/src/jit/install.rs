@@ -40,6 +40,10 @@ pub(crate) struct Installer {
     /// `--print-code=PATTERN`: methods whose name contains it get their compiled code
     /// printed on stderr as they are compiled.
     pub(crate) print_code: Option<String>,
+    /// The code generator writes on stderr as it compiles (`--print-ir-after`).
+    pub(crate) writes_stderr: bool,
+    /// `--time-passes`: installations are timed into it.
+    pub(crate) phase_times: Option<Arc<super::PhaseTimes>>,
     pub(crate) profile: Option<ProfileLink>,
     /// The adaptive controller, told what was installed and what failed.
     pub(crate) controller: Option<Arc<Mutex<Controller>>>,
@@ -120,7 +124,7 @@ impl Installer {
     /// Whether compiling writes on stderr (the VM thread flushes its output first, so that
     /// the two keep their order).
     pub(crate) fn writes_stderr(&self) -> bool {
-        self.log || self.print_code.is_some()
+        self.log || self.print_code.is_some() || self.writes_stderr
     }
 
     /// Compiles `request` with `generator` and makes the code run at the method's next call;
@@ -163,7 +167,11 @@ impl Installer {
         } = generated;
         match result {
             Ok((native, listing)) => {
+                let started = std::time::Instant::now();
                 self.install(tier, request, native, listing, compile_ns);
+                if let Some(times) = &self.phase_times {
+                    times.add(super::Stage::Installation, "install", started.elapsed());
+                }
                 true
             }
             Err(why) => {

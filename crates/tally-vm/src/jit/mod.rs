@@ -19,6 +19,7 @@ mod ir_stubs;
 mod jitdump;
 mod locations;
 mod native_stack;
+mod phase_times;
 mod request;
 mod safepoints;
 mod stub_report;
@@ -38,6 +39,7 @@ use crate::{Vm, VmError};
 pub use adaptive::{AdaptiveConfig, GeneratorFactory};
 pub use inlining::{frame_room, inlinable, INLINED_FRAMES_ROOM, MAX_INLINED_FRAMES};
 pub use locations::{location_chain, pack_location, unpack_location, InlineScope, MAX_SCOPES};
+pub use phase_times::{PhaseTimes, Stage};
 pub use request::{
     CompileRequest, DoubleFn, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, PlainShape,
     SiteFacts, Speculation,
@@ -976,6 +978,18 @@ impl Vm {
     /// name (`Class>>selector`, `[] in Class>>selector`) contains `pattern`.
     pub fn print_code(&mut self, pattern: &str) {
         lock(&self.jit.installer).print_code = Some(pattern.to_string());
+    }
+
+    /// The code generator writes on stderr as it compiles (`--print-ir-after`): the program's
+    /// output is flushed before each compile, so the two keep their order.
+    pub fn compiles_write_stderr(&mut self) {
+        lock(&self.jit.installer).writes_stderr = true;
+    }
+
+    /// Adds the time of every installation to `times` (`--time-passes`; the code generator
+    /// adds its phases).
+    pub fn time_installations(&mut self, times: std::sync::Arc<PhaseTimes>) {
+        lock(&self.jit.installer).phase_times = Some(times);
     }
 
     /// New codes from `from` on: under a compile-at-first-call tier they are marked for
