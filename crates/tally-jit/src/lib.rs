@@ -6,6 +6,7 @@ mod compiler;
 mod counters;
 mod lower;
 mod numbers;
+mod stub_calls;
 
 pub use compiler::{Compiler, ListingParts};
 

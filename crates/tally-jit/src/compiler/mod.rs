@@ -419,9 +419,9 @@ impl CodeGenerator for Compiler {
 fn address_names(layout: &Layout) -> Vec<(String, usize)> {
     let mut names: Vec<(String, usize)> = layout
         .stubs
-        .named()
+        .all()
         .iter()
-        .map(|&(name, address)| (format!("stub:{name}"), address))
+        .map(|stub| (format!("stub:{}", stub.name()), stub.address()))
         .collect();
     names.push(("addr:yieldpoint_flag".into(), layout.yieldpoint_flag));
     if let Some(table) = layout.unlog_table {

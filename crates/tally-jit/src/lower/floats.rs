@@ -75,8 +75,7 @@ impl Lowerer<'_, '_> {
             DoubleFn::Sin => self.layout.stubs.double_sin,
             DoubleFn::Cos => self.layout.stubs.double_cos,
         };
-        let f = self.iconst(I64, f as i64);
-        let call = self.b.ins().call_indirect(self.sigs.double_fn, f, &[x]);
+        let call = crate::stub_calls::call(&mut self.b, &mut self.sigs, f, &[x]);
         self.b.inst_results(call)[0]
     }
 
@@ -104,7 +103,7 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(slow);
         let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), d);
         let stub = self.layout.stubs.ir_box_double;
-        let boxed = self.safepoint_call(stub, self.sigs.left, &[self.vm, bits], bci);
+        let boxed = self.safepoint_call(stub, &[self.vm, bits], bci);
         self.left_if_none(boxed, None)?;
         self.b.ins().jump(join, &[boxed.into()]);
         self.b.switch_to_block(join);

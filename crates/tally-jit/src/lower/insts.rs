@@ -5,10 +5,11 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, TrapCode, Value};
 use tally_heap::object::HEADER_BYTES;
 use tally_ir::{Inst, InstKind, IntCmp, IntOp};
-use tally_vm::jit::DeoptReason;
+use tally_vm::jit::{DeoptReason, Stub};
 use tally_vm::objects::{block, context};
 
 use super::{flags, ExitKind, Lowerer, I32, I64, I8};
+use crate::stub_calls;
 
 pub(super) const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
 pub(super) const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
@@ -397,12 +398,9 @@ impl Lowerer<'_, '_> {
             None => self.iconst(I64, super::NIL),
         };
         let k = self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.ir_make_block as i64);
+        let stub = stub_calls::address(&mut self.b, self.layout.stubs.ir_make_block);
         let code = self.iconst(I32, code as i64);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.sigs.make_block, stub, &[self.vm, code, r, c]);
+        let call = stub_calls::call_at(&mut self.b, &mut self.sigs, stub, &[self.vm, code, r, c]);
         self.tag(call, k);
         Ok(self.b.inst_results(call)[0])
     }
@@ -612,10 +610,8 @@ impl Lowerer<'_, '_> {
         self.b.ins().brif(unlogged, remember, &[], done, &[]);
         self.b.set_cold_block(remember);
         self.b.switch_to_block(remember);
-        let stub = self.iconst(I64, self.layout.stubs.write_barrier as i64);
-        self.b
-            .ins()
-            .call_indirect(self.sigs.remember, stub, &[self.vm, object]);
+        let stub = self.layout.stubs.write_barrier;
+        stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, object]);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
     }
@@ -625,7 +621,7 @@ impl Lowerer<'_, '_> {
     /// The caller tests for `Value::NONE` (`left_if_none`).
     pub(super) fn call(
         &mut self,
-        stub: usize,
+        stub: Stub,
         what: Option<u32>,
         receiver: tally_ir::ValueId,
         args: &[tally_ir::ValueId],
@@ -658,7 +654,7 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(direct);
         let code = self.iconst(I32, self.request.code.id as i64);
         let stub = self.layout.stubs.ir_new_context;
-        let new = self.safepoint_call(stub, self.sigs.new_context, &[self.vm, code], bci);
+        let new = self.safepoint_call(stub, &[self.vm, code], bci);
         let leave = self.leave();
         self.b.ins().brif(new, join, &[new.into()], leave, &[]);
         self.b.switch_to_block(join);
@@ -678,12 +674,9 @@ impl Lowerer<'_, '_> {
             None => self.iconst(I64, super::NIL),
         };
         let k = self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.ir_inlined_context as i64);
+        let stub = stub_calls::address(&mut self.b, self.layout.stubs.ir_inlined_context);
         let size = self.iconst(I64, i64::from(size));
-        let call =
-            self.b
-                .ins()
-                .call_indirect(self.sigs.new_indexable, stub, &[self.vm, size, outer]);
+        let call = stub_calls::call_at(&mut self.b, &mut self.sigs, stub, &[self.vm, size, outer]);
         self.tag(call, k);
         let ctx = self.b.inst_results(call)[0];
         self.left_if_none(ctx, None)?;
@@ -791,11 +784,9 @@ impl Lowerer<'_, '_> {
         // Numbered like a safepoint, though the call is none (it neither collects nor is
         // tagged): the number tells the hook which inlined activations make the call.
         self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.ir_call_hook as i64);
+        let stub = stub_calls::address(&mut self.b, self.layout.stubs.ir_call_hook);
         let code = self.iconst(I32, code as i64);
-        self.b
-            .ins()
-            .call_indirect(self.sigs.status1, stub, &[self.vm, code]);
+        stub_calls::call_at(&mut self.b, &mut self.sigs, stub, &[self.vm, code]);
         self.b.ins().jump(go_on, &[]);
         self.b.switch_to_block(go_on);
     }
@@ -844,11 +835,8 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(serve);
         let exit = self.exit(state, ExitKind::Status)?;
         let k = self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.back_edge as i64);
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.sigs.status0, stub, &[self.vm]);
+        let stub = self.layout.stubs.back_edge;
+        let call = stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm]);
         self.tag(call, k);
         let status = self.b.inst_results(call)[0];
         let done = self.cmp_imm(IntCC::Equal, status, tally_vm::jit::Status::Continue as i64);

@@ -48,7 +48,11 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::Module;
 use tally_ir::{BlockId, FrameStateId, Resume, Terminator, Ty, ValueId};
-use tally_vm::jit::{CompileRequest, DeoptReason, Layout, SafepointMap, SafepointTable, Status};
+use tally_vm::jit::{
+    CompileRequest, DeoptReason, Layout, SafepointMap, SafepointTable, Status, Stub,
+};
+
+use crate::stub_calls::{self, StubSignatures};
 use tally_vm::runtime::{HOOK_AT_ENTRY, HOOK_AT_EXIT};
 use tally_vm::tally_profile::gc_hints::PointKind;
 
@@ -142,7 +146,7 @@ pub(crate) fn lower(
         code.num_args as usize,
         code.kind == tally_vm::compiler::CodeKind::Block,
     );
-    let sigs = Signatures::declare(func, module);
+    let sigs = StubSignatures::new(func, call_conv, &first_stubs(&layout.stubs));
     let b = FunctionBuilder::new(func, builder_context);
     let mut l = Lowerer {
         b,
@@ -150,6 +154,7 @@ pub(crate) fn lower(
         request,
         ir,
         sigs,
+        bodies: HashMap::new(),
         call_conv,
         vm: Value::from_u32(0),
         framed: Value::from_u32(0),
@@ -264,60 +269,23 @@ pub(crate) fn fill_safepoints(
     lowered.table.set(maps)
 }
 
-/// The stubs' signatures.
-struct Signatures {
-    /// `(vm, u32, ptr, u32) -> u64`: sends and method calls.
-    call: SigRef,
-    /// `(vm, ptr, u32) -> u64`: block calls.
-    call_block: SigRef,
-    /// `(vm, u32, u64, u64) -> u64`: `ir_make_block`.
-    make_block: SigRef,
-    /// `(vm) -> u32`: `back_edge`.
-    status0: SigRef,
-    /// `(vm, u64) -> u32`: `write_barrier`.
-    remember: SigRef,
-    /// `(vm, u32) -> u64`: `ir_new_context`, `ir_home_context`.
-    new_context: SigRef,
-    /// `(vm, u64, u32) -> u64`: `ir_interpret`.
-    interpret: SigRef,
-    /// `(vm, u64) -> u64`: `ir_left`.
-    left: SigRef,
-    /// `(vm, u64, u64) -> u32`: `string_equal`.
-    string_equal: SigRef,
-    /// `(vm, u64, u64) -> u64`: `ir_new_indexable`, `ir_inlined_context`.
-    new_indexable: SigRef,
-    /// `(vm, u32) -> u32`: `method_hook`.
-    status1: SigRef,
-    /// `(f64) -> f64`: `double_sin`, `double_cos`.
-    double_fn: SigRef,
-    /// The bodies' signatures, by argument count (methods, then blocks): direct calls.
-    bodies: HashMap<(usize, bool), SigRef>,
-}
-
-impl Signatures {
-    fn declare(func: &mut Function, module: &JITModule) -> Signatures {
-        let mut make = |params: &[types::Type], ret: types::Type| {
-            let mut sig: Signature = module.make_signature();
-            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
-            sig.returns.push(AbiParam::new(ret));
-            func.import_signature(sig)
-        };
-        Signatures {
-            call: make(&[I64, I32, I64, I32], I64),
-            call_block: make(&[I64, I64, I32], I64),
-            make_block: make(&[I64, I32, I64, I64], I64),
-            status0: make(&[I64], I32),
-            remember: make(&[I64, I64], I32),
-            new_context: make(&[I64, I32], I64),
-            interpret: make(&[I64, I64, I32], I64),
-            left: make(&[I64, I64], I64),
-            string_equal: make(&[I64, I64, I64], I32),
-            new_indexable: make(&[I64, I64, I64], I64),
-            status1: make(&[I64, I32], I32),
-            double_fn: make(&[types::F64], types::F64),
-            bodies: HashMap::new(),
-        }
-    }
+/// The stubs whose signatures the tier imports first, in this order (so that listings
+/// number them the same in every function): one of each shape it calls.
+fn first_stubs(stubs: &tally_vm::jit::Stubs) -> [Stub; 12] {
+    [
+        stubs.ir_send,
+        stubs.ir_call_block,
+        stubs.ir_make_block,
+        stubs.back_edge,
+        stubs.write_barrier,
+        stubs.ir_new_context,
+        stubs.ir_interpret,
+        stubs.ir_left,
+        stubs.string_equal,
+        stubs.ir_new_indexable,
+        stubs.method_hook,
+        stubs.double_sin,
+    ]
 }
 
 /// How an exit hands the activation over.
@@ -339,7 +307,9 @@ struct Lowerer<'a, 'f> {
     layout: &'a Layout,
     request: &'a CompileRequest,
     ir: &'a tally_ir::Function,
-    sigs: Signatures,
+    sigs: StubSignatures,
+    /// The bodies' signatures, by argument count (methods, then blocks): direct calls.
+    bodies: HashMap<(usize, bool), SigRef>,
     call_conv: cranelift_codegen::isa::CallConv,
     /// The entry point's `*mut Vm`, the frame, its base (slot index) and the address of its
     /// first value-stack slot, and its `NativeActivation`.
@@ -662,7 +632,7 @@ impl Lowerer<'_, '_> {
     /// one. Answers the call, for its result and its safepoint tag.
     fn call_with_operands(
         &mut self,
-        stub: usize,
+        stub: Stub,
         what: Option<u32>,
         words: &[Value],
     ) -> cranelift_codegen::ir::Inst {
@@ -679,20 +649,15 @@ impl Lowerer<'_, '_> {
         }
         let pointer = self.b.ins().stack_addr(I64, slot, 0);
         let argc = self.iconst(I32, words.len() as i64 - 1);
-        let stub = self.iconst(I64, stub as i64);
-        match what {
+        let callee = stub_calls::address(&mut self.b, stub);
+        let args = match what {
             Some(w) => {
                 let w = self.iconst(I32, w as i64);
-                self.b
-                    .ins()
-                    .call_indirect(self.sigs.call, stub, &[self.vm, w, pointer, argc])
+                vec![self.vm, w, pointer, argc]
             }
-            None => {
-                self.b
-                    .ins()
-                    .call_indirect(self.sigs.call_block, stub, &[self.vm, pointer, argc])
-            }
-        }
+            None => vec![self.vm, pointer, argc],
+        };
+        stub_calls::call_at(&mut self.b, &mut self.sigs, callee, &args)
     }
 
     /// Lowers one IR block: its parameters, instructions and terminator.
@@ -843,12 +808,9 @@ impl Lowerer<'_, '_> {
         self.b.ins().brif(armed, hook, &[], go_on, &[]);
         self.b.switch_to_block(hook);
         let k = self.safepoint(bci);
-        let stub = self.iconst(I64, self.layout.stubs.method_hook as i64);
+        let stub = stub_calls::address(&mut self.b, self.layout.stubs.method_hook);
         let kind = self.iconst(I32, i64::from(kind == PointKind::Exit));
-        let call = self
-            .b
-            .ins()
-            .call_indirect(self.sigs.status1, stub, &[self.vm, kind]);
+        let call = stub_calls::call_at(&mut self.b, &mut self.sigs, stub, &[self.vm, kind]);
         self.tag(call, k);
         let status = self.b.inst_results(call)[0];
         let ok = self.cmp_imm(IntCC::Equal, status, Status::Continue as i64);
@@ -984,11 +946,8 @@ impl Lowerer<'_, '_> {
             let none = self.iconst(I64, 0);
             self.return_(none);
             self.b.switch_to_block(direct);
-            let stub = self.iconst(I64, self.layout.stubs.ir_left as i64);
-            let call = self
-                .b
-                .ins()
-                .call_indirect(self.sigs.left, stub, &[self.vm, self.frame]);
+            let stub = self.layout.stubs.ir_left;
+            let call = stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, self.frame]);
             let v = self.b.inst_results(call)[0];
             self.return_(v);
         }
@@ -1039,11 +998,13 @@ impl Lowerer<'_, '_> {
         let none = self.iconst(I64, 0);
         self.return_(none);
         self.b.switch_to_block(direct);
-        let stub = self.iconst(I64, layout.stubs.ir_interpret as i64);
-        let call =
-            self.b
-                .ins()
-                .call_indirect(self.sigs.interpret, stub, &[self.vm, self.frame, status]);
+        let args = [self.vm, self.frame, status];
+        let call = stub_calls::call(
+            &mut self.b,
+            &mut self.sigs,
+            layout.stubs.ir_interpret,
+            &args,
+        );
         let result = self.b.inst_results(call)[0];
         self.return_(result);
     }
@@ -1382,7 +1343,7 @@ impl Lowerer<'_, '_> {
             let made = if home == Some(c) {
                 let code = self.iconst(I32, self.request.code.id as i64);
                 let stub = self.layout.stubs.ir_home_context;
-                let made = self.safepoint_call(stub, self.sigs.new_context, &[self.vm, code], bci);
+                let made = self.safepoint_call(stub, &[self.vm, code], bci);
                 self.left_if_none(made, None)?;
                 made
             } else {
@@ -1465,13 +1426,13 @@ impl Lowerer<'_, '_> {
 
     /// The signature of a body taking `argc` arguments (and a closure).
     fn body_sig(&mut self, argc: usize, is_block: bool) -> SigRef {
-        if let Some(&s) = self.sigs.bodies.get(&(argc, is_block)) {
+        if let Some(&s) = self.bodies.get(&(argc, is_block)) {
             return s;
         }
         let sig = self
             .b
             .import_signature(body_signature(self.call_conv, argc, is_block));
-        self.sigs.bodies.insert((argc, is_block), sig);
+        self.bodies.insert((argc, is_block), sig);
         sig
     }
 

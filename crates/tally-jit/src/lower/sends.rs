@@ -11,6 +11,7 @@ use tally_vm::runtime::IntOp as VmIntOp;
 
 use super::insts::{slot_offset, SYMBOL_TAG, UNCACHED_CLASS};
 use super::{flags, Lowerer, I32, I64, I8};
+use crate::stub_calls;
 
 impl Lowerer<'_, '_> {
     /// A send whose receiver class the compile did not know: the site's inline cache is
@@ -385,15 +386,11 @@ impl Lowerer<'_, '_> {
         let k = self.safepoint(inst.bci);
         let call = if indexable {
             let n = self.val(args[0])?;
-            let stub = self.iconst(I64, self.layout.stubs.ir_new_indexable as i64);
-            self.b
-                .ins()
-                .call_indirect(self.sigs.new_indexable, stub, &[self.vm, recv, n])
+            let stub = self.layout.stubs.ir_new_indexable;
+            stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, recv, n])
         } else {
-            let stub = self.iconst(I64, self.layout.stubs.ir_new_instance as i64);
-            self.b
-                .ins()
-                .call_indirect(self.sigs.left, stub, &[self.vm, recv])
+            let stub = self.layout.stubs.ir_new_instance;
+            stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, recv])
         };
         self.tag(call, k);
         Ok(self.b.inst_results(call)[0])
@@ -434,23 +431,20 @@ impl Lowerer<'_, '_> {
     /// `bci`; an allocation that fails leaves, its error parked).
     pub(super) fn new_instance(&mut self, class: Value, bci: u32) -> Result<Value, String> {
         let stub = self.layout.stubs.ir_new_instance;
-        let made = self.safepoint_call(stub, self.sigs.left, &[self.vm, class], bci);
+        let made = self.safepoint_call(stub, &[self.vm, class], bci);
         self.left_if_none(made, None)?;
         Ok(made)
     }
 
-    /// Calls `stub` (of signature `sig`) with `args` as a safepoint at `bci`; answers its
-    /// result.
+    /// Calls `stub` with `args` as a safepoint at `bci`; answers its result.
     pub(super) fn safepoint_call(
         &mut self,
-        stub: usize,
-        sig: cranelift_codegen::ir::SigRef,
+        stub: tally_vm::jit::Stub,
         args: &[Value],
         bci: u32,
     ) -> Value {
         let k = self.safepoint(bci);
-        let stub = self.iconst(I64, stub as i64);
-        let call = self.b.ins().call_indirect(sig, stub, args);
+        let call = stub_calls::call(&mut self.b, &mut self.sigs, stub, args);
         self.tag(call, k);
         self.b.inst_results(call)[0]
     }
@@ -542,11 +536,8 @@ impl Lowerer<'_, '_> {
             self.one_byte_strings_equal(string, other, done, text);
         }
         self.b.switch_to_block(text);
-        let stub = self.iconst(I64, self.layout.stubs.string_equal as i64);
-        let call =
-            self.b
-                .ins()
-                .call_indirect(self.sigs.string_equal, stub, &[self.vm, string, other]);
+        let stub = self.layout.stubs.string_equal;
+        let call = stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, string, other]);
         let equal = self.b.inst_results(call)[0];
         let equal = self.cmp_imm(IntCC::NotEqual, equal, 0);
         self.b.ins().jump(done, &[equal.into()]);

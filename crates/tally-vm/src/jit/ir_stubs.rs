@@ -104,10 +104,7 @@ fn count_stub_send(vm: &mut Vm, site: u32) {
 
 /// `(vm, site, operands, argc) -> Value`: a send from `site`.
 pub(super) extern "C" fn send(vm: *mut Vm, site: u32, operands: *const u64, argc: u32) -> u64 {
-    run(vm, |vm| {
-        count_stub_send(vm, site);
-        call(vm, operands, argc, |vm| vm.send(site, false))
-    })
+    send_from(vm, site, operands, argc, false)
 }
 
 /// `(vm, site, operands, argc) -> Value`: a super send from `site`.
@@ -117,9 +114,14 @@ pub(super) extern "C" fn super_send(
     operands: *const u64,
     argc: u32,
 ) -> u64 {
+    send_from(vm, site, operands, argc, true)
+}
+
+/// A send, or (`is_super`) a super send, from `site`, run to completion.
+fn send_from(vm: *mut Vm, site: u32, operands: *const u64, argc: u32, is_super: bool) -> u64 {
     run(vm, |vm| {
         count_stub_send(vm, site);
-        call(vm, operands, argc, |vm| vm.send(site, true))
+        call(vm, operands, argc, |vm| vm.send(site, is_super))
     })
 }
 

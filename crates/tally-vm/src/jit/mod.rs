@@ -45,7 +45,7 @@ pub use request::{
     SiteFacts, Speculation,
 };
 pub use safepoints::{SafepointMap, SafepointTable};
-pub use stubs::Stubs;
+pub use stubs::{Stub, StubType, Stubs};
 
 use install::{lock, Installer};
 

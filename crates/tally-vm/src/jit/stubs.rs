@@ -10,183 +10,202 @@ use super::Status;
 use crate::profiling::Dispatch;
 use crate::{Vm, VmError};
 
-/// Addresses of the stubs, for code generators.
-#[derive(Clone, Debug)]
-pub struct Stubs {
-    /// `(vm, site) -> Status`: a send from a site (inline cache, lookup, primitive, frame).
-    pub send: usize,
-    /// `(vm, site) -> Status`: a super send.
-    pub super_send: usize,
-    /// `(vm, site) -> Status`: a binary send whose small-integer fast path failed: doubles
-    /// and Booleans answered in place, anything else sent.
-    pub send_binary: usize,
-    /// `(vm, site, is_nil) -> Status`: `isNil` (1) or `notNil` (0).
-    pub send_nil_test: usize,
-    /// `(vm, code) -> Status`: pushes a new closure of block `code` over the top frame.
-    pub push_block: usize,
-    /// `(vm, index) -> Value`: a literal.
-    pub literal: usize,
-    /// `(vm, slot) -> Value`: a global's value, `Value::NONE` when undefined.
-    pub global: usize,
-    /// `(vm) -> Status`: a loop back-edge whose flag test found a bit raised.
-    pub back_edge: usize,
-    /// `(vm) -> Status`: the epilogue yieldpoint after compiled code popped a directly
-    /// called frame and found the exit depth tripped.
-    pub epilogue: usize,
+/// How compiled code passes a stub's argument or takes its result, in the platform's C
+/// calling convention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StubType {
+    I32,
+    I64,
+    F64,
+}
+
+/// One stub of the table ([`Stubs`] names each): its name (listings print `stub:NAME` for
+/// its address, which changes from run to run), its address and its signature. One word,
+/// as the bare address it replaces was: the VM's structures, whose offsets compiled code
+/// embeds, keep their layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stub(usize);
+
+/// What the table knows of a stub.
+struct StubInfo {
+    name: &'static str,
+    address: usize,
+    params: &'static [StubType],
+    ret: StubType,
+}
+
+impl Stub {
+    fn info(self) -> &'static StubInfo {
+        &table()[self.0]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    pub fn address(self) -> usize {
+        self.info().address
+    }
+
+    /// How compiled code passes its arguments, in order.
+    pub fn params(self) -> &'static [StubType] {
+        self.info().params
+    }
+
+    pub fn ret(self) -> StubType {
+        self.info().ret
+    }
+}
+
+/// The Rust type of a stub's parameter or result as its table entry names it.
+macro_rules! stub_rust_type {
+    (vm) => { *mut Vm };
+    (u32) => { u32 };
+    (u64) => { u64 };
+    (ptr) => { *const u64 };
+    (f64) => { f64 };
+}
+
+/// How compiled code passes it.
+macro_rules! stub_type {
+    (vm) => {
+        StubType::I64
+    };
+    (u32) => {
+        StubType::I32
+    };
+    (u64) => {
+        StubType::I64
+    };
+    (ptr) => {
+        StubType::I64
+    };
+    (f64) => {
+        StubType::F64
+    };
+}
+
+/// The table of stubs: each entry's signature is checked against its function's when the
+/// table is made, so the declaration compiled code calls through cannot drift from the
+/// function it calls.
+macro_rules! stub_table {
+    ($(
+        $(#[$doc:meta])*
+        $name:ident = $f:path : ($($p:ident),*) -> $r:ident;
+    )*) => {
+        /// Every stub compiled code calls, declared once with its signature; both tiers call
+        /// through these entries.
+        #[derive(Clone, Debug)]
+        pub struct Stubs {
+            $( $(#[$doc])* pub $name: Stub, )*
+        }
+
+        /// The stubs' places in the table.
+        #[allow(non_camel_case_types)]
+        enum Entry {
+            $( $name, )*
+        }
+
+        /// The table, made once.
+        fn table() -> &'static [StubInfo] {
+            static TABLE: std::sync::OnceLock<Vec<StubInfo>> = std::sync::OnceLock::new();
+            TABLE.get_or_init(|| {
+                vec![$( StubInfo {
+                    name: stringify!($name),
+                    address: {
+                        let f: extern "C" fn($(stub_rust_type!($p)),*) -> stub_rust_type!($r) = $f;
+                        f as usize
+                    },
+                    params: &[$(stub_type!($p)),*],
+                    ret: stub_type!($r),
+                }, )*]
+            })
+        }
+
+        impl Stubs {
+            pub(super) fn new() -> Stubs {
+                Stubs {
+                    $( $name: Stub(Entry::$name as usize), )*
+                }
+            }
+
+            /// Every stub, in the table's order.
+            pub fn all(&self) -> Vec<Stub> {
+                vec![$(self.$name),*]
+            }
+        }
+    };
+}
+
+stub_table! {
+    /// A send from a site (inline cache, lookup, primitive, frame).
+    send = send: (vm, u32) -> u32;
+    /// A super send.
+    super_send = super_send: (vm, u32) -> u32;
+    /// A binary send whose small-integer fast path failed: doubles and Booleans answered in
+    /// place, anything else sent.
+    send_binary = send_binary: (vm, u32) -> u32;
+    /// `(vm, site, is_nil)`: `isNil` (1) or `notNil` (0).
+    send_nil_test = send_nil_test: (vm, u32, u32) -> u32;
+    /// `(vm, code)`: pushes a new closure of block `code` over the top frame.
+    push_block = push_block: (vm, u32) -> u32;
+    /// `(vm, index)`: a literal.
+    literal = literal: (vm, u32) -> u64;
+    /// `(vm, slot)`: a global's value, `Value::NONE` when undefined.
+    global = global: (vm, u32) -> u64;
+    /// A loop back-edge whose flag test found a bit raised.
+    back_edge = back_edge: (vm) -> u32;
+    /// The epilogue yieldpoint after compiled code popped a directly called frame and found
+    /// the exit depth tripped.
+    epilogue = epilogue: (vm) -> u32;
     /// `(vm, table, value) -> 0`: counts `value` in the value table at address `table`, the
     /// out-of-line path of the count compiled code makes inline
     /// (`tally_profile::values::ValueTable::record_slow`).
-    pub record_value: usize,
+    record_value = record_value: (vm, u64, u64) -> u32;
     /// `(vm, string, other) -> 0 | 1`: String's `=` primitive for a receiver that is a String
     /// (exactly), as a pure function: no allocation, no frames, no failure.
-    pub string_equal: usize,
+    string_equal = string_equal: (vm, u64, u64) -> u32;
     /// `(vm, object) -> 0`: the write barrier's slow path (`tally_heap::barrier::remember`)
     /// for an old object compiled code stored a reference into; pure like `string_equal`.
-    pub write_barrier: usize,
-    /// `(vm, kind) -> Status`: the method hooks (GC hints, phases) of the method whose frame
-    /// is on top, at its entry (`kind` 0) or before its return (1), while
-    /// `method_hooks_armed` is set.
-    pub method_hook: usize,
-    /// The optimizing tier's calls, each run to completion (`ir_stubs`), answering the result or
-    /// `Value::NONE` (leave): `(vm, site, operands, argc)` a send, a super send;
+    write_barrier = write_barrier: (vm, u64) -> u32;
+    /// `(vm, kind)`: the method hooks (GC hints, phases) of the method whose frame is on
+    /// top, at its entry (`kind` 0) or before its return (1), while `method_hooks_armed` is
+    /// set.
+    method_hook = method_hook: (vm, u32) -> u32;
+    /// The optimizing tier's calls, each run to completion (`ir_stubs`), answering the
+    /// result or `Value::NONE` (leave): `(vm, site, operands, argc)` a send, a super send;
     /// `(vm, code, operands, argc)` a method's call; `(vm, operands, argc)` a block's.
-    pub ir_send: usize,
-    pub ir_super_send: usize,
-    pub ir_call_method: usize,
-    pub ir_call_block: usize,
-    /// `(vm, code, receiver, context) -> Value`: a new closure (`Value::NONE`: an error).
-    pub ir_make_block: usize,
-    /// `(vm, code) -> Value`: the context of a directly called activation of `code`.
-    pub ir_new_context: usize,
-    /// `(vm, code) -> Value`: the context of the top frame's activation of `code`, made at an
-    /// exit of a version that kept it virtual (`Value::NONE`: an error).
-    pub ir_home_context: usize,
-    /// `(vm, size, outer) -> Value`: the context of an inlined activation (`Value::NONE`: an
-    /// error).
-    pub ir_inlined_context: usize,
-    /// `(vm, code) -> 0`: the profiler's prologue hook of a call of `code` that compiled code
-    /// does in place, while a bit of `Layout::call_hook_bits` is raised.
-    pub ir_call_hook: usize,
-    /// `(vm, class) -> Value`: `Class>>new` of a class object (`Value::NONE`: an error).
-    pub ir_new_instance: usize,
-    /// `(vm, class, n) -> Value`: `Array class>>new:` (`Value::NONE`: an error).
-    pub ir_new_indexable: usize,
-    /// `(vm, bits) -> Value`: a heap Double of a double no immediate holds (`Value::NONE`:
-    /// an error).
-    pub ir_box_double: usize,
-    /// `(f64) -> f64`: Double's `sin` and `cos` (no VM: they neither allocate nor fail).
-    pub double_sin: usize,
-    pub double_cos: usize,
-    /// `(vm, frame, status) -> Value`: a directly called activation's frame, left to the
+    ir_send = super::ir_stubs::send: (vm, u32, ptr, u32) -> u64;
+    ir_super_send = super::ir_stubs::super_send: (vm, u32, ptr, u32) -> u64;
+    ir_call_method = super::ir_stubs::call_method: (vm, u32, ptr, u32) -> u64;
+    ir_call_block = super::ir_stubs::call_block: (vm, ptr, u32) -> u64;
+    /// `(vm, code, receiver, context)`: a new closure (`Value::NONE`: an error).
+    ir_make_block = super::ir_stubs::make_block: (vm, u32, u64, u64) -> u64;
+    /// `(vm, code)`: the context of a directly called activation of `code`.
+    ir_new_context = super::ir_stubs::new_context: (vm, u32) -> u64;
+    /// `(vm, code)`: the context of the top frame's activation of `code`, made at an exit
+    /// of a version that kept it virtual (`Value::NONE`: an error).
+    ir_home_context = super::ir_stubs::home_context: (vm, u32) -> u64;
+    /// `(vm, size, outer)`: the context of an inlined activation (`Value::NONE`: an error).
+    ir_inlined_context = super::ir_stubs::inlined_context: (vm, u64, u64) -> u64;
+    /// `(vm, code) -> 0`: the profiler's prologue hook of a call of `code` that compiled
+    /// code does in place, while a bit of `Layout::call_hook_bits` is raised.
+    ir_call_hook = super::ir_stubs::call_hook: (vm, u32) -> u32;
+    /// `(vm, class)`: `Class>>new` of a class object (`Value::NONE`: an error).
+    ir_new_instance = super::ir_stubs::new_instance: (vm, u64) -> u64;
+    /// `(vm, class, n)`: `Array class>>new:` (`Value::NONE`: an error).
+    ir_new_indexable = super::ir_stubs::new_indexable: (vm, u64, u64) -> u64;
+    /// `(vm, bits)`: a heap Double of a double no immediate holds (`Value::NONE`: an error).
+    ir_box_double = super::ir_stubs::box_double: (vm, u64) -> u64;
+    /// Double's `sin` and `cos` (no VM: they neither allocate nor fail).
+    double_sin = super::ir_stubs::double_sin: (f64) -> f64;
+    double_cos = super::ir_stubs::double_cos: (f64) -> f64;
+    /// `(vm, frame, status)`: a directly called activation's frame, left to the
     /// interpreter, run to its return.
-    pub ir_interpret: usize,
-    /// `(vm, frame) -> Value`: what a directly called activation whose call answered
-    /// `Value::NONE` returns (its own value when a non-local return ended at it).
-    pub ir_left: usize,
-}
-
-impl Stubs {
-    pub(super) fn new() -> Stubs {
-        Stubs {
-            send: send as *const () as usize,
-            super_send: super_send as *const () as usize,
-            send_binary: send_binary as *const () as usize,
-            send_nil_test: send_nil_test as *const () as usize,
-            push_block: push_block as *const () as usize,
-            literal: literal as *const () as usize,
-            global: global as *const () as usize,
-            back_edge: back_edge as *const () as usize,
-            epilogue: epilogue as *const () as usize,
-            record_value: record_value as *const () as usize,
-            string_equal: string_equal as *const () as usize,
-            write_barrier: write_barrier as *const () as usize,
-            method_hook: method_hook as *const () as usize,
-            ir_send: super::ir_stubs::send as *const () as usize,
-            ir_super_send: super::ir_stubs::super_send as *const () as usize,
-            ir_call_method: super::ir_stubs::call_method as *const () as usize,
-            ir_call_block: super::ir_stubs::call_block as *const () as usize,
-            ir_make_block: super::ir_stubs::make_block as *const () as usize,
-            ir_new_context: super::ir_stubs::new_context as *const () as usize,
-            ir_home_context: super::ir_stubs::home_context as *const () as usize,
-            ir_inlined_context: super::ir_stubs::inlined_context as *const () as usize,
-            ir_call_hook: super::ir_stubs::call_hook as *const () as usize,
-            ir_new_instance: super::ir_stubs::new_instance as *const () as usize,
-            ir_new_indexable: super::ir_stubs::new_indexable as *const () as usize,
-            ir_box_double: super::ir_stubs::box_double as *const () as usize,
-            double_sin: super::ir_stubs::double_sin as *const () as usize,
-            double_cos: super::ir_stubs::double_cos as *const () as usize,
-            ir_interpret: super::ir_stubs::interpret as *const () as usize,
-            ir_left: super::ir_stubs::left as *const () as usize,
-        }
-    }
-
-    /// Each stub's address with its field's name, so listings can print `stub:send` where
-    /// compiled code holds an address that changes from run to run (ASLR). The pattern names
-    /// every field, so a stub added later does not compile until it is named here too.
-    pub fn named(&self) -> [(&'static str, usize); 29] {
-        let Stubs {
-            send,
-            super_send,
-            send_binary,
-            send_nil_test,
-            push_block,
-            literal,
-            global,
-            back_edge,
-            epilogue,
-            record_value,
-            string_equal,
-            write_barrier,
-            method_hook,
-            ir_send,
-            ir_super_send,
-            ir_call_method,
-            ir_call_block,
-            ir_make_block,
-            ir_new_context,
-            ir_home_context,
-            ir_inlined_context,
-            ir_call_hook,
-            ir_new_instance,
-            ir_new_indexable,
-            ir_box_double,
-            double_sin,
-            double_cos,
-            ir_interpret,
-            ir_left,
-        } = self;
-        [
-            ("send", *send),
-            ("super_send", *super_send),
-            ("send_binary", *send_binary),
-            ("send_nil_test", *send_nil_test),
-            ("push_block", *push_block),
-            ("literal", *literal),
-            ("global", *global),
-            ("back_edge", *back_edge),
-            ("epilogue", *epilogue),
-            ("record_value", *record_value),
-            ("string_equal", *string_equal),
-            ("write_barrier", *write_barrier),
-            ("method_hook", *method_hook),
-            ("ir_send", *ir_send),
-            ("ir_super_send", *ir_super_send),
-            ("ir_call_method", *ir_call_method),
-            ("ir_call_block", *ir_call_block),
-            ("ir_make_block", *ir_make_block),
-            ("ir_new_context", *ir_new_context),
-            ("ir_home_context", *ir_home_context),
-            ("ir_inlined_context", *ir_inlined_context),
-            ("ir_call_hook", *ir_call_hook),
-            ("ir_new_instance", *ir_new_instance),
-            ("ir_new_indexable", *ir_new_indexable),
-            ("ir_box_double", *ir_box_double),
-            ("double_sin", *double_sin),
-            ("double_cos", *double_cos),
-            ("ir_interpret", *ir_interpret),
-            ("ir_left", *ir_left),
-        ]
-    }
+    ir_interpret = super::ir_stubs::interpret: (vm, u64, u32) -> u64;
+    /// `(vm, frame)`: what a directly called activation whose call answered `Value::NONE`
+    /// returns (its own value when a non-local return ended at it).
+    ir_left = super::ir_stubs::left: (vm, u64) -> u64;
 }
 
 /// Runs `body` on the VM behind `vm` and turns its outcome into a status: `Continue` when the
@@ -257,16 +276,18 @@ extern "C" fn method_hook(vm: *mut Vm, kind: u32) -> u32 {
 }
 
 extern "C" fn send(vm: *mut Vm, site: u32) -> u32 {
-    guarded(vm, |vm| {
-        count_stub_send(vm, site);
-        vm.send(site, false)
-    })
+    send_from(vm, site, false)
 }
 
 extern "C" fn super_send(vm: *mut Vm, site: u32) -> u32 {
+    send_from(vm, site, true)
+}
+
+/// A send, or (`is_super`) a super send, from `site`.
+fn send_from(vm: *mut Vm, site: u32, is_super: bool) -> u32 {
     guarded(vm, |vm| {
         count_stub_send(vm, site);
-        vm.send(site, true)
+        vm.send(site, is_super)
     })
 }
 

@@ -162,12 +162,12 @@ impl Translator<'_, '_> {
         let go = self.b.create_block();
         self.b.ins().brif(is_string, go, &[], slow, &[]);
         self.b.switch_to_block(go);
-        let sig = self.sigs.record;
-        let stub = self
-            .b
-            .ins()
-            .iconst(I64, self.layout.stubs.string_equal as i64);
-        let call = self.b.ins().call_indirect(sig, stub, &[self.vm, a, b]);
+        let call = stub_calls::call(
+            &mut self.b,
+            &mut self.sigs,
+            self.layout.stubs.string_equal,
+            &[self.vm, a, b],
+        );
         let equal = self.b.inst_results(call)[0];
         cmp_imm(&mut self.b, IntCC::NotEqual, equal, 0)
     }

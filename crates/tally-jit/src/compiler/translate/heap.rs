@@ -83,14 +83,12 @@ impl Translator<'_, '_> {
         self.b.ins().brif(unlogged, remember, &[], done, &[]);
         self.b.set_cold_block(remember);
         self.b.switch_to_block(remember);
-        let sig = self.sigs.remember;
-        let stub = self
-            .b
-            .ins()
-            .iconst(I64, self.layout.stubs.write_barrier as i64);
-        self.b
-            .ins()
-            .call_indirect(sig, stub, &[self.vm, slot.object]);
+        stub_calls::call(
+            &mut self.b,
+            &mut self.sigs,
+            self.layout.stubs.write_barrier,
+            &[self.vm, slot.object],
+        );
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
     }

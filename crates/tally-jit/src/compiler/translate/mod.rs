@@ -14,8 +14,8 @@ mod sends;
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockCall, Function, InstBuilder, JumpTableData, MemFlagsData, SigRef,
-    Signature, SourceLoc, Value,
+    types, Block, BlockCall, Function, InstBuilder, JumpTableData, MemFlagsData, SigRef, SourceLoc,
+    Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
@@ -23,7 +23,9 @@ use cranelift_module::Module;
 use std::sync::atomic::Ordering::Relaxed;
 use tally_heap::object::HEADER_BYTES;
 use tally_vm::bytecode::{stack_heights, Op};
-use tally_vm::jit::{CompileRequest, Layout, SiteFacts, Status};
+use tally_vm::jit::{CompileRequest, Layout, SiteFacts, Status, Stub};
+
+use crate::stub_calls::{self, StubSignatures};
 use tally_vm::objects::context;
 use tally_vm::runtime::{
     IntOp, HOOK_AT_ENTRY, HOOK_AT_EXIT, TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER,
@@ -53,7 +55,9 @@ pub(super) fn translate(
         return Err("no bytecode".into());
     }
     let heights = heights_of(request)?;
-    let sigs = StubSignatures::declare(func, module);
+    let call_conv = module.isa().default_call_conv();
+    let mut sigs = StubSignatures::new(func, call_conv, &first_stubs(&layout.stubs));
+    let entry_sig = func.import_signature(super::entry_signature(module));
     let mut b = FunctionBuilder::new(func, builder_context);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -88,7 +92,7 @@ pub(super) fn translate(
         }
         if hooked_entry {
             let go_on = b.create_block();
-            method_hook_point(&mut b, layout, &sigs, vm, 0, go_on, exit);
+            method_hook_point(&mut b, layout, &mut sigs, vm, 0, go_on, exit);
             b.switch_to_block(go_on);
         }
         b.ins().jump(join, &fresh_args);
@@ -140,6 +144,7 @@ pub(super) fn translate(
         vm,
         layout,
         sigs,
+        entry_sig,
         exit,
         s: Scope {
             frame,
@@ -181,7 +186,7 @@ fn heights_of(request: &CompileRequest) -> Result<Vec<Option<u32>>, String> {
 fn method_hook_point(
     b: &mut FunctionBuilder,
     layout: &Layout,
-    sigs: &StubSignatures,
+    sigs: &mut StubSignatures,
     vm: Value,
     kind: i64,
     go_on: Block,
@@ -193,50 +198,25 @@ fn method_hook_point(
     b.set_cold_block(hook);
     b.ins().brif(armed, hook, &[], go_on, &[]);
     b.switch_to_block(hook);
-    let stub = b.ins().iconst(I64, layout.stubs.method_hook as i64);
+    let stub = stub_calls::address(b, layout.stubs.method_hook);
     let kind = b.ins().iconst(I32, kind);
-    let call = b.ins().call_indirect(sigs.status1, stub, &[vm, kind]);
+    let call = stub_calls::call_at(b, sigs, stub, &[vm, kind]);
     let status = b.inst_results(call)[0];
     let ok = cmp_imm(b, IntCC::Equal, status, Status::Continue as i64);
     b.ins().brif(ok, go_on, &[], exit, &[status.into()]);
 }
 
-/// Signatures of the stubs, by shape.
-struct StubSignatures {
-    /// `(vm) -> u32`
-    vm: SigRef,
-    /// `(vm, u32) -> u32`
-    status1: SigRef,
-    /// `(vm, u32, u32) -> u32`
-    status2: SigRef,
-    /// `(vm, u32) -> u64`
-    value1: SigRef,
-    /// `(vm, u64, u64) -> u32`: `record_value`, `string_equal`
-    record: SigRef,
-    /// `(vm, u64) -> u32`: `write_barrier`
-    remember: SigRef,
-    /// A compiled function's (`super::entry_signature`).
-    entry: SigRef,
-}
-
-impl StubSignatures {
-    fn declare(func: &mut Function, module: &JITModule) -> StubSignatures {
-        let mut make = |params: &[types::Type], ret: types::Type| {
-            let mut sig: Signature = module.make_signature();
-            sig.params.extend(params.iter().map(|&t| AbiParam::new(t)));
-            sig.returns.push(AbiParam::new(ret));
-            func.import_signature(sig)
-        };
-        StubSignatures {
-            vm: make(&[I64], I32),
-            status1: make(&[I64, I32], I32),
-            status2: make(&[I64, I32, I32], I32),
-            value1: make(&[I64, I32], I64),
-            record: make(&[I64, I64, I64], I32),
-            remember: make(&[I64, I64], I32),
-            entry: func.import_signature(super::entry_signature(module)),
-        }
-    }
+/// The stubs whose signatures the tier imports first, in this order (so that listings
+/// number them the same in every function): one of each shape it calls.
+fn first_stubs(stubs: &tally_vm::jit::Stubs) -> [Stub; 6] {
+    [
+        stubs.back_edge,
+        stubs.send,
+        stubs.send_nil_test,
+        stubs.literal,
+        stubs.record_value,
+        stubs.write_barrier,
+    ]
 }
 
 struct Translator<'a, 'f> {
@@ -244,6 +224,8 @@ struct Translator<'a, 'f> {
     vm: Value,
     layout: &'a Layout,
     sigs: StubSignatures,
+    /// A compiled function's signature (`super::entry_signature`), for direct calls.
+    entry_sig: SigRef,
     /// Returns its one parameter, a status.
     exit: Block,
     /// The frame and code being translated.
@@ -314,7 +296,7 @@ impl<'a> Translator<'a, '_> {
         if self.s.request.code.hooks.load(Relaxed) & HOOK_AT_EXIT != 0 {
             let leave = self.b.create_block();
             let (vm, exit) = (self.vm, self.exit);
-            method_hook_point(&mut self.b, self.layout, &self.sigs, vm, 1, leave, exit);
+            method_hook_point(&mut self.b, self.layout, &mut self.sigs, vm, 1, leave, exit);
             self.b.switch_to_block(leave);
         }
         self.leave(Status::Returned);
@@ -462,8 +444,7 @@ impl Translator<'_, '_> {
             }
             Op::PushLiteral(k) => {
                 let index = self.b.ins().iconst(I32, k as i64);
-                let sig = self.sigs.value1;
-                let v = self.call_stub(self.layout.stubs.literal, sig, &[index]);
+                let v = self.call_stub(self.layout.stubs.literal, &[index]);
                 self.set_slot(h, v);
                 self.jump(next_block(next)?);
             }
@@ -474,8 +455,7 @@ impl Translator<'_, '_> {
             }
             Op::PushGlobal(slot) => {
                 let index = self.b.ins().iconst(I32, slot as i64);
-                let sig = self.sigs.value1;
-                let v = self.call_stub(self.layout.stubs.global, sig, &[index]);
+                let v = self.call_stub(self.layout.stubs.global, &[index]);
                 let undefined = cmp_imm(&mut self.b, IntCC::Equal, v, 0);
                 let defined = self.b.create_block();
                 let unknown = self.interpret_block(i, h);
@@ -487,8 +467,7 @@ impl Translator<'_, '_> {
             Op::PushBlock(code) => {
                 self.sync(h, i + 1);
                 let code = self.b.ins().iconst(I32, code as i64);
-                let sig = self.sigs.status1;
-                let status = self.call_stub(self.layout.stubs.push_block, sig, &[code]);
+                let status = self.call_stub(self.layout.stubs.push_block, &[code]);
                 self.continue_or_leave(status, next_block(next)?);
             }
             Op::Pop => self.jump(next_block(next)?),
@@ -526,8 +505,8 @@ impl Translator<'_, '_> {
                     .b
                     .ins()
                     .iconst(I32, matches!(op, Op::SendIsNil(_)) as i64);
-                let sig = self.sigs.status2;
-                let status = self.call_stub(self.layout.stubs.send_nil_test, sig, &[site, is_nil]);
+                let stub = self.layout.stubs.send_nil_test;
+                let status = self.call_stub(stub, &[site, is_nil]);
                 self.continue_or_leave(status, next_block(next)?);
             }
             Op::Return => self.return_top(h, i),
@@ -569,8 +548,7 @@ impl Translator<'_, '_> {
                 self.b.ins().brif(raised, yieldpoint, &[], to, &[]);
                 self.b.switch_to_block(yieldpoint);
                 self.sync(h, t as usize);
-                let sig = self.sigs.vm;
-                let status = self.call_stub(self.layout.stubs.back_edge, sig, &[]);
+                let status = self.call_stub(self.layout.stubs.back_edge, &[]);
                 self.continue_or_leave(status, to);
             }
             Op::JumpIfTrue(t) => self.conditional_jump(t, true, h, i)?,

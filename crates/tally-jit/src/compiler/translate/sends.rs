@@ -16,12 +16,11 @@ pub(super) struct DirectCall {
 }
 
 impl Translator<'_, '_> {
-    /// Calls a stub at `address` with signature `sig`.
-    pub(super) fn call_stub(&mut self, address: usize, sig: SigRef, args: &[Value]) -> Value {
-        let callee = self.b.ins().iconst(I64, address as i64);
+    /// Calls `stub` with the VM and `args`.
+    pub(super) fn call_stub(&mut self, stub: Stub, args: &[Value]) -> Value {
         let mut all = vec![self.vm];
         all.extend_from_slice(args);
-        let call = self.b.ins().call_indirect(sig, callee, &all);
+        let call = stub_calls::call(&mut self.b, &mut self.sigs, stub, &all);
         self.b.inst_results(call)[0]
     }
 
@@ -35,15 +34,14 @@ impl Translator<'_, '_> {
     /// A send through a status stub; the frame resumes at `i + 1`.
     pub(super) fn send_stub(
         &mut self,
-        address: usize,
+        stub: Stub,
         site: u32,
         h: i32,
         i: usize,
     ) -> Result<(), String> {
         self.sync(h, i + 1);
         let site = self.b.ins().iconst(I32, site as i64);
-        let sig = self.sigs.status1;
-        let status = self.call_stub(address, sig, &[site]);
+        let status = self.call_stub(stub, &[site]);
         let next = self.block(i + 1)?;
         self.continue_or_leave(status, next);
         Ok(())
@@ -227,12 +225,12 @@ impl Translator<'_, '_> {
         self.b.ins().store(flags, more, slot, l.counts);
         self.jump(done);
         self.b.switch_to_block(slow);
-        let sig = self.sigs.record;
-        let stub = self
-            .b
-            .ins()
-            .iconst(I64, self.layout.stubs.record_value as i64);
-        self.b.ins().call_indirect(sig, stub, &[self.vm, t, value]);
+        stub_calls::call(
+            &mut self.b,
+            &mut self.sigs,
+            self.layout.stubs.record_value,
+            &[self.vm, t, value],
+        );
         self.jump(done);
         self.b.switch_to_block(done);
     }
@@ -374,7 +372,7 @@ impl Translator<'_, '_> {
     ) -> Result<(), String> {
         let flags = Self::flags();
         let (callee_frame, new_bp) = self.push_frame(&callee, at, argc, h, i);
-        let sig = self.sigs.entry;
+        let sig = self.entry_sig;
         let fresh = self.b.ins().iconst(I32, 0);
         let call = self.b.ins().call_indirect(
             sig,
@@ -531,8 +529,7 @@ impl Translator<'_, '_> {
         self.b.set_cold_block(epilogue);
         self.b.ins().brif(tripped, epilogue, &[], next, &[]);
         self.b.switch_to_block(epilogue);
-        let sig = self.sigs.vm;
-        let status = self.call_stub(self.layout.stubs.epilogue, sig, &[]);
+        let status = self.call_stub(self.layout.stubs.epilogue, &[]);
         self.continue_or_leave(status, next);
         Ok(())
     }
