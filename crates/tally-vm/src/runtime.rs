@@ -145,8 +145,8 @@ pub struct Code {
     /// on-stack replacement): a frame it declined elsewhere tries again at its next back-edge.
     pub loop_entries: std::sync::atomic::AtomicBool,
     /// What compiled code may do in place of calling this code when an inline cache names
-    /// it at run time (`INTRINSIC_*`, set as the code is added: the core library's
-    /// primitives for Array's `at:`, `at:put:`, `length` and the blocks' `value…`).
+    /// it at run time (a `jit::Intrinsic`, set as the code is added: the core library's
+    /// primitives in `jit::intrinsics`' table).
     pub intrinsic: std::sync::atomic::AtomicU8,
     /// Calls per tier while `--count-calls` is on (`crate::jit::TierCallCounter`).
     pub calls: crate::jit::TierCallCounter,
@@ -169,25 +169,6 @@ pub const HOOK_AT_EXIT: u8 = 2;
 pub const HOOK_KEEPS_FRAME: u8 = 4;
 
 /// `Code::trivial_kind` values.
-/// `Code::intrinsic`: nothing, a block's `value…` with as many arguments as the block takes,
-/// `Array>>at:`, `Array>>at:put:`, `Array>>length` (on instances of Array itself), String's,
-/// Double's.
-pub const INTRINSIC_NONE: u8 = 0;
-pub const INTRINSIC_BLOCK_VALUE: u8 = 1;
-pub const INTRINSIC_ARRAY_AT: u8 = 2;
-pub const INTRINSIC_ARRAY_AT_PUT: u8 = 3;
-pub const INTRINSIC_ARRAY_LENGTH: u8 = 4;
-/// `String>>length` (of an ASCII string: its byte length) and `String>>=` (String's own
-/// primitive, `jit::Stubs::string_equal`).
-pub const INTRINSIC_STRING_LENGTH: u8 = 5;
-pub const INTRINSIC_STRING_EQUAL: u8 = 6;
-/// `Double>>sqrt`, Double's own primitive.
-pub const INTRINSIC_DOUBLE_SQRT: u8 = 7;
-/// `Class>>new`, Class's own primitive (`jit::Stubs::ir_new_instance`).
-pub const INTRINSIC_CLASS_NEW: u8 = 8;
-/// `Array class>>new:`, Array's own primitive (`jit::Stubs::ir_new_indexable`).
-pub const INTRINSIC_ARRAY_NEW: u8 = 9;
-
 pub const TRIVIAL_NONE: u8 = 0;
 pub const TRIVIAL_GETTER: u8 = 1;
 pub const TRIVIAL_SETTER: u8 = 2;

@@ -6,6 +6,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use tally_ir::Inst;
 use tally_vm::bytecode::Op;
+use tally_vm::jit::Intrinsic;
 use tally_vm::objects::block;
 use tally_vm::runtime::IntOp as VmIntOp;
 
@@ -274,102 +275,80 @@ impl Lowerer<'_, '_> {
         slow: cranelift_codegen::ir::Block,
         other: cranelift_codegen::ir::Block,
     ) -> Result<(), String> {
-        use tally_vm::runtime::{
-            INTRINSIC_ARRAY_AT, INTRINSIC_ARRAY_AT_PUT, INTRINSIC_ARRAY_LENGTH,
-            INTRINSIC_ARRAY_NEW, INTRINSIC_BLOCK_VALUE, INTRINSIC_CLASS_NEW, INTRINSIC_DOUBLE_SQRT,
-            INTRINSIC_STRING_EQUAL, INTRINSIC_STRING_LENGTH,
-        };
         let kind = self
             .b
             .ins()
             .uload8(I32, flags(), code, self.layout.code_intrinsic);
-        // Only what the selector can name (`Code::intrinsic` is set by selector).
-        let case = match selector {
-            "value" | "value:" | "value:with:" | "value:with:with:" => INTRINSIC_BLOCK_VALUE,
-            "at:" => INTRINSIC_ARRAY_AT,
-            "at:put:" => INTRINSIC_ARRAY_AT_PUT,
-            "=" => INTRINSIC_STRING_EQUAL,
-            "sqrt" => INTRINSIC_DOUBLE_SQRT,
-            "new" => INTRINSIC_CLASS_NEW,
-            "new:" => INTRINSIC_ARRAY_NEW,
-            _ => 0,
-        };
-        let cases: Vec<u8> = match (selector, case) {
-            ("length", _) => vec![INTRINSIC_ARRAY_LENGTH, INTRINSIC_STRING_LENGTH],
-            (_, 0) => Vec::new(),
-            (_, c) => vec![c],
-        };
+        // Only the marks the selector can find (`Code::intrinsic` is set by selector).
+        let cases = tally_vm::jit::intrinsics_of_selector(selector);
         for want in cases {
             let this = self.b.create_block();
             let next = self.b.create_block();
             let is = self.cmp_imm(IntCC::Equal, kind, want as i64);
             self.b.ins().brif(is, this, &[], next, &[]);
             self.b.switch_to_block(this);
-            if want == INTRINSIC_BLOCK_VALUE {
-                let v = self.block_value(recv, args, inst, slow)?;
-                self.b.ins().jump(join, &[v.into()]);
-                self.b.switch_to_block(next);
-                continue;
-            }
-            if want == INTRINSIC_STRING_LENGTH || want == INTRINSIC_STRING_EQUAL {
-                let v = self.string_intrinsic(want, class, recv, args, slow)?;
-                self.b.ins().jump(join, &[v.into()]);
-                self.b.switch_to_block(next);
-                continue;
-            }
-            if want == INTRINSIC_CLASS_NEW || want == INTRINSIC_ARRAY_NEW {
-                let v = self.allocate(want == INTRINSIC_ARRAY_NEW, recv, args, inst)?;
-                self.b.ins().jump(join, &[v.into()]);
-                self.b.switch_to_block(next);
-                continue;
-            }
-            if want == INTRINSIC_DOUBLE_SQRT {
-                let v = self.double_sqrt(recv, slow);
-                self.b.ins().jump(join, &[v.into()]);
-                self.b.switch_to_block(next);
-                continue;
-            }
-            // Array's own instances: elements from the first slot.
-            let is_array = self.cmp_imm(IntCC::Equal, class, self.layout.array_class as i64);
-            let array = self.b.create_block();
-            self.b.ins().brif(is_array, array, &[], slow, &[]);
-            self.b.switch_to_block(array);
             let v = match want {
-                INTRINSIC_ARRAY_LENGTH => {
-                    let len = self.b.ins().uload32(flags(), recv, 8);
-                    let one = self.iconst(I64, 1);
-                    let shifted = self.b.ins().ishl(len, one);
-                    self.b.ins().bor(shifted, one)
+                Intrinsic::BlockValue => self.block_value(recv, args, inst, slow)?,
+                Intrinsic::StringLength | Intrinsic::StringEqual => {
+                    self.string_intrinsic(want, class, recv, args, slow)?
                 }
-                _ => {
-                    let index = self.val(args[0])?;
-                    let is_int = self.and_imm(index, 1);
-                    let int = self.b.create_block();
-                    self.b.ins().brif(is_int, int, &[], slow, &[]);
-                    self.b.switch_to_block(int);
-                    let one = self.iconst(I64, 1);
-                    let n = self.b.ins().sshr(index, one);
-                    let zero_based = self.add_imm(n, -1);
-                    let len = self.b.ins().uload32(flags(), recv, 8);
-                    let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
-                    let ok = self.b.create_block();
-                    self.b.ins().brif(within, ok, &[], slow, &[]);
-                    self.b.switch_to_block(ok);
-                    let address = self.slot_address(recv, zero_based);
-                    if want == INTRINSIC_ARRAY_AT {
-                        self.b.ins().load(I64, flags(), address, 0)
-                    } else {
-                        let v = self.val(args[1])?;
-                        self.store_into(recv, 0, Some(address), v);
-                        v
-                    }
+                Intrinsic::ClassNew | Intrinsic::ArrayNew => {
+                    self.allocate(want == Intrinsic::ArrayNew, recv, args, inst)?
                 }
+                Intrinsic::DoubleSqrt => self.double_sqrt(recv, slow),
+                Intrinsic::ArrayAt | Intrinsic::ArrayAtPut | Intrinsic::ArrayLength => {
+                    self.array_intrinsic(want, class, recv, args, slow)?
+                }
+                Intrinsic::None => unreachable!("a selector's marks are intrinsics"),
             };
             self.b.ins().jump(join, &[v.into()]);
             self.b.switch_to_block(next);
         }
         self.b.ins().jump(other, &[]);
         Ok(())
+    }
+
+    /// Array's `at:`, `at:put:` or `length` of Array's own instances (elements from the
+    /// first slot); other receivers, a non-integer index or one out of bounds go to `slow`.
+    fn array_intrinsic(
+        &mut self,
+        which: Intrinsic,
+        class: Value,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        slow: cranelift_codegen::ir::Block,
+    ) -> Result<Value, String> {
+        let is_array = self.cmp_imm(IntCC::Equal, class, self.layout.array_class as i64);
+        let array = self.b.create_block();
+        self.b.ins().brif(is_array, array, &[], slow, &[]);
+        self.b.switch_to_block(array);
+        if which == Intrinsic::ArrayLength {
+            let len = self.b.ins().uload32(flags(), recv, 8);
+            let one = self.iconst(I64, 1);
+            let shifted = self.b.ins().ishl(len, one);
+            return Ok(self.b.ins().bor(shifted, one));
+        }
+        let index = self.val(args[0])?;
+        let is_int = self.and_imm(index, 1);
+        let int = self.b.create_block();
+        self.b.ins().brif(is_int, int, &[], slow, &[]);
+        self.b.switch_to_block(int);
+        let one = self.iconst(I64, 1);
+        let n = self.b.ins().sshr(index, one);
+        let zero_based = self.add_imm(n, -1);
+        let len = self.b.ins().uload32(flags(), recv, 8);
+        let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
+        let ok = self.b.create_block();
+        self.b.ins().brif(within, ok, &[], slow, &[]);
+        self.b.switch_to_block(ok);
+        let address = self.slot_address(recv, zero_based);
+        Ok(if which == Intrinsic::ArrayAt {
+            self.b.ins().load(I64, flags(), address, 0)
+        } else {
+            let v = self.val(args[1])?;
+            self.store_into(recv, 0, Some(address), v);
+            v
+        })
     }
 
     /// `Class>>new` (or, `indexable`, `Array class>>new:` of `args[0]` elements) of the
@@ -468,7 +447,7 @@ impl Lowerer<'_, '_> {
     /// which neither allocates nor fails); other receivers go to `slow`.
     fn string_intrinsic(
         &mut self,
-        which: u8,
+        which: Intrinsic,
         class: Value,
         recv: Value,
         args: &[tally_ir::ValueId],
@@ -476,7 +455,7 @@ impl Lowerer<'_, '_> {
     ) -> Result<Value, String> {
         let is_string = self.cmp_imm(IntCC::Equal, class, self.layout.string_class as i64);
         let string = self.b.create_block();
-        if which == tally_vm::runtime::INTRINSIC_STRING_EQUAL {
+        if which == Intrinsic::StringEqual {
             let other = self.val(args[0])?;
             let done = self.b.create_block();
             let answer = self.b.append_block_param(done, I64);

@@ -15,6 +15,7 @@
 mod adaptive;
 mod inlining;
 mod install;
+mod intrinsics;
 mod ir_stubs;
 mod jitdump;
 mod locations;
@@ -38,6 +39,7 @@ use crate::{Vm, VmError};
 
 pub use adaptive::{AdaptiveConfig, GeneratorFactory};
 pub use inlining::{frame_room, inlinable, INLINED_FRAMES_ROOM, MAX_INLINED_FRAMES};
+pub use intrinsics::{marks_for as intrinsics_of_selector, Intrinsic};
 pub use locations::{location_chain, pack_location, unpack_location, InlineScope, MAX_SCOPES};
 pub use phase_times::{PhaseTimes, Stage};
 pub use request::{
@@ -1013,58 +1015,7 @@ impl Vm {
 
     /// `Code::intrinsic` of `code`.
     fn intrinsic_of(&self, code: &Code) -> u8 {
-        use crate::runtime::*;
-        if code.primitive.is_none() {
-            return INTRINSIC_NONE;
-        }
-        let rt = &self.rt;
-        let selector = rt.symbols.name(code.selector);
-        if code.holder == rt.core.array {
-            return match selector {
-                "at:" => INTRINSIC_ARRAY_AT,
-                "at:put:" => INTRINSIC_ARRAY_AT_PUT,
-                "length" => INTRINSIC_ARRAY_LENGTH,
-                _ => INTRINSIC_NONE,
-            };
-        }
-        if code.holder == rt.core.string {
-            return match selector {
-                "length" => INTRINSIC_STRING_LENGTH,
-                "=" => INTRINSIC_STRING_EQUAL,
-                _ => INTRINSIC_NONE,
-            };
-        }
-        if code.holder == rt.core.double {
-            return match selector {
-                "sqrt" => INTRINSIC_DOUBLE_SQRT,
-                _ => INTRINSIC_NONE,
-            };
-        }
-        if code.holder == rt.core.class {
-            return match selector {
-                "new" => INTRINSIC_CLASS_NEW,
-                _ => INTRINSIC_NONE,
-            };
-        }
-        if code.holder == rt.classes[rt.core.array as usize].partner {
-            return match selector {
-                "new:" => INTRINSIC_ARRAY_NEW,
-                _ => INTRINSIC_NONE,
-            };
-        }
-        let arity = match selector {
-            "value" => 0,
-            "value:" => 1,
-            "value:with:" => 2,
-            "value:with:with:" => 3,
-            _ => return INTRINSIC_NONE,
-        };
-        let block_holder = code.holder == rt.core.block || rt.block_classes.contains(&code.holder);
-        if block_holder && code.num_args as usize == arity {
-            INTRINSIC_BLOCK_VALUE
-        } else {
-            INTRINSIC_NONE
-        }
+        intrinsics::at_run_time(&self.rt, code) as u8
     }
 
     /// Compiles `code` now, on the VM thread; false (and interpreted for good) when it cannot

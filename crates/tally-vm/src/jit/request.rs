@@ -638,6 +638,40 @@ pub(crate) fn expected_receivers(rt: &Runtime, site: SiteId) -> Option<ExpectedR
     ExpectedReceivers::several(&served)
 }
 
+/// What the optimizing tier does in place for receivers of `class` of an intrinsic's
+/// primitive ([`super::intrinsics`]).
+fn speculated_target(
+    rt: &Runtime,
+    class: u32,
+    what: super::intrinsics::Speculated,
+) -> ExpectedTarget {
+    use super::intrinsics::Speculated as S;
+    match what {
+        S::ArrayAt => ExpectedTarget::ArrayAt,
+        S::ArrayAtPut => ExpectedTarget::ArrayAtPut,
+        S::ArrayLength => ExpectedTarget::ArrayLength,
+        S::BlockValue => ExpectedTarget::BlockValue,
+        S::Identical => ExpectedTarget::Identical,
+        S::StringEqual => ExpectedTarget::StringEqual {
+            symbol: class == rt.core.symbol,
+        },
+        S::DoubleMath(f) => ExpectedTarget::DoubleMath(f),
+        S::NewInstance => {
+            let instances = rt.classes.get(class as usize).map(|c| c.partner);
+            let plain = instances.and_then(|id| {
+                let c = rt.classes.get(id as usize)?;
+                let plain = c.instance_kind == crate::objects::Kind::Plain && !c.special_layout;
+                Some(PlainShape {
+                    class: id,
+                    fields: u16::try_from(c.fields.len()).ok().filter(|_| plain)?,
+                })
+            });
+            ExpectedTarget::NewInstance { plain }
+        }
+        S::NewArray => ExpectedTarget::NewArray,
+    }
+}
+
 /// What receivers of `class` run at a site whose cache says `code`, when compiled code can do
 /// it without the send stub (or, for a primitive it does not do itself, call it without the
 /// lookup).
@@ -660,74 +694,24 @@ fn expected_receiver(
         ExpectedTarget::Method(code)
     } else if code.primitive.is_some() {
         let selector = rt.symbols.name(code.selector);
-        if class == rt.core.array && code.holder == rt.core.array {
-            match selector {
-                "at:" => ExpectedTarget::ArrayAt,
-                "at:put:" => ExpectedTarget::ArrayAtPut,
-                "length" => ExpectedTarget::ArrayLength,
-                _ => ExpectedTarget::Primitive(code),
-            }
-        } else if rt.block_classes.get(argc) == Some(&class)
-            && (code.holder == rt.core.block || rt.block_classes.contains(&code.holder))
-            && matches!(
-                selector,
-                "value" | "value:" | "value:with:" | "value:with:with:"
-            )
-        {
-            ExpectedTarget::BlockValue
-        } else if selector == "=="
-            && argc == 1
-            && code.holder == rt.core.object
-            && class != rt.core.integer
-        {
-            ExpectedTarget::Identical
-        } else if selector == "="
-            && argc == 1
-            && code.holder == rt.core.string
-            && (class == rt.core.string || class == rt.core.symbol)
-        {
-            ExpectedTarget::StringEqual {
-                symbol: class == rt.core.symbol,
-            }
-        } else if class == rt.core.double && code.holder == class && argc == 0 {
-            match selector {
-                "sqrt" => ExpectedTarget::DoubleMath(DoubleFn::Sqrt),
-                "sin" => ExpectedTarget::DoubleMath(DoubleFn::Sin),
-                "cos" => ExpectedTarget::DoubleMath(DoubleFn::Cos),
-                _ => ExpectedTarget::Primitive(code),
-            }
-        } else if class == rt.core.double && IntOp::for_selector(selector) != IntOp::None {
+        match super::intrinsics::speculated(rt, class, code, argc) {
+            Some(what) => speculated_target(rt, class, what),
             // Arithmetic and comparisons: the send's fast path does immediate doubles in
             // place, faster than the call stub (a site that saw only doubles computes on
             // them unboxed without a send at all).
-            return None;
-        } else if selector == "new" && argc == 0 && code.holder == rt.core.class {
-            let instances = rt.classes.get(class as usize).map(|c| c.partner);
-            let plain = instances.and_then(|id| {
-                let c = rt.classes.get(id as usize)?;
-                let plain = c.instance_kind == crate::objects::Kind::Plain && !c.special_layout;
-                Some(PlainShape {
-                    class: id,
-                    fields: u16::try_from(c.fields.len()).ok().filter(|_| plain)?,
-                })
-            });
-            ExpectedTarget::NewInstance { plain }
-        } else if selector == "new:"
-            && argc == 1
-            && class == rt.classes[rt.core.array as usize].partner
-            && code.holder == class
-        {
-            ExpectedTarget::NewArray
-        } else if selector == "restart"
-            || code.intrinsic.load(std::sync::atomic::Ordering::Relaxed)
-                != crate::runtime::INTRINSIC_NONE
-        {
+            None if class == rt.core.double && IntOp::for_selector(selector) != IntOp::None => {
+                return None
+            }
             // `restart` moves its sender's frame, which only the send's way back handles; a
             // primitive the send's fast path does itself (`Code::intrinsic`) is done there
             // faster than through the call stub.
-            return None;
-        } else {
-            ExpectedTarget::Primitive(code)
+            None if selector == "restart"
+                || code.intrinsic.load(std::sync::atomic::Ordering::Relaxed)
+                    != super::Intrinsic::None as u8 =>
+            {
+                return None
+            }
+            None => ExpectedTarget::Primitive(code),
         }
     } else {
         return None;
