@@ -2,10 +2,12 @@
 //! (`tally_vm::jit`: frames and value stack shared with the interpreter, statuses, stubs);
 //! this crate makes the machine code, so the VM itself never depends on a compiler back end.
 
+mod baseline;
 mod compiler;
 mod counters;
-mod lower;
 mod numbers;
+mod optimizing;
+mod pc_map;
 mod stub_calls;
 
 pub use compiler::{Compiler, ListingParts};

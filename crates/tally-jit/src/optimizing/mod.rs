@@ -842,7 +842,7 @@ impl Lowerer<'_, '_> {
     /// Places the next instructions on the current scope's bytecode `bci` (the pc map's
     /// location).
     fn set_location(&mut self, bci: u32) {
-        let loc = if bci >= crate::compiler::SHARED_EXIT {
+        let loc = if bci >= crate::pc_map::SHARED_EXIT {
             bci
         } else {
             tally_vm::jit::pack_location(self.scope.0, bci)
@@ -959,9 +959,7 @@ impl Lowerer<'_, '_> {
         }
         if let Some(epilogue) = self.epilogue {
             self.b.switch_to_block(epilogue);
-            let bci = self
-                .ret
-                .map_or(crate::compiler::SHARED_EXIT, |(_, bci)| bci);
+            let bci = self.ret.map_or(crate::pc_map::SHARED_EXIT, |(_, bci)| bci);
             self.b.set_srcloc(SourceLoc::new(bci));
             let v = self.b.block_params(epilogue)[0];
             self.b.ins().return_(&[v]);
@@ -988,7 +986,7 @@ impl Lowerer<'_, '_> {
         let layout = self.layout;
         self.b.switch_to_block(hand_over);
         self.b
-            .set_srcloc(SourceLoc::new(crate::compiler::SHARED_EXIT));
+            .set_srcloc(SourceLoc::new(crate::pc_map::SHARED_EXIT));
         let status = self.b.block_params(hand_over)[0];
         let (framed, direct) = self.leave_by_caller();
         self.b.switch_to_block(framed);
@@ -1204,7 +1202,7 @@ impl Lowerer<'_, '_> {
         let layout = self.layout;
         self.b.switch_to_block(tail);
         self.b
-            .set_srcloc(SourceLoc::new(crate::compiler::SHARED_EXIT));
+            .set_srcloc(SourceLoc::new(crate::pc_map::SHARED_EXIT));
         let params = self.b.block_params(tail).to_vec();
         let (status, len) = (params[0], params[1]);
         self.exit_boxes.clear();

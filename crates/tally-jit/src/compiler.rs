@@ -1,18 +1,15 @@
-//! The compiled tiers, one Cranelift module each. The baseline tier (`translate`) makes every
+//! The compiled tiers, one Cranelift module each. The baseline tier (`crate::baseline`) makes every
 //! bytecode of a method or block straight-line machine code over the interpreter's frame and
 //! value-stack layout, compiled fast (Cranelift without optimisation): locals, fields,
 //! constants, jumps and small-integer arithmetic and comparisons inline; sends, closures,
 //! literals, globals and yieldpoints with a raised flag through the VM's stubs; rare
 //! instructions and every error path hand the frame to the interpreter. The optimizing tier
 //! builds Tally's IR (`tally-ir`: SSA values, guards from the sites' feedback, frame states)
-//! and lowers it (`crate::lower`): SOM values in registers, native calls, a body entered
+//! and lowers it (`crate::optimizing`): SOM values in registers, native calls, a body entered
 //! directly by compiled callers and an adapter the dispatcher enters it through.
 
-mod pc_map;
-pub(crate) use pc_map::SHARED_EXIT;
-mod translate;
-
-use crate::lower::{AdapterBody, AdapterShape};
+use crate::optimizing::{AdapterBody, AdapterShape};
+use crate::pc_map;
 use cranelift_codegen::ir::immediates::Imm64;
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
 use cranelift_codegen::settings::{self, Configurable};
@@ -113,7 +110,7 @@ enum Built {
     /// The baseline tier's translation.
     Translated,
     /// The optimizing tier: its IR and what lowering it made.
-    Lowered(Box<tally_ir::Function>, crate::lower::Lowered),
+    Lowered(Box<tally_ir::Function>, crate::optimizing::Lowered),
 }
 
 /// Writes `code`'s function into `context` (signature, name, body).
@@ -128,8 +125,8 @@ fn build(
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
     if tier == Tier::Opt {
-        let ir = crate::lower::ir_of(request)?;
-        let lowered = crate::lower::lower(
+        let ir = crate::optimizing::ir_of(request)?;
+        let lowered = crate::optimizing::lower(
             &mut context.func,
             builder_context,
             module,
@@ -139,7 +136,7 @@ fn build(
         )?;
         return Ok(Built::Lowered(Box::new(ir), lowered));
     }
-    translate::translate(&mut context.func, builder_context, module, request, layout)
+    crate::baseline::translate(&mut context.func, builder_context, module, request, layout)
         .map(|()| Built::Translated)
 }
 
@@ -204,7 +201,7 @@ impl Compiler {
             }
             AdapterBody::OfFrame => AdapterBody::OfFrame,
         };
-        crate::lower::lower_adapter(
+        crate::optimizing::lower_adapter(
             &mut self.context.func,
             &mut self.builder_context,
             shape,
@@ -271,7 +268,7 @@ impl CodeGenerator for Compiler {
         let (size, pc_map) = match self.context.compiled_code() {
             Some(c) => {
                 if let Built::Lowered(_, lowered) = &built {
-                    crate::lower::fill_safepoints(c, lowered)?;
+                    crate::optimizing::fill_safepoints(c, lowered)?;
                 }
                 (c.code_info().total_size as usize, pc_map(c))
             }
@@ -316,7 +313,7 @@ impl CodeGenerator for Compiler {
             Built::Lowered(ir, l) => (
                 l.speculations,
                 Some(l.table),
-                crate::lower::inline_scopes(&ir),
+                crate::optimizing::inline_scopes(&ir),
                 never_made(&ir),
             ),
         };
@@ -358,7 +355,7 @@ impl CodeGenerator for Compiler {
             );
             out.push_str(&tally_ir::print::print(
                 ir,
-                &crate::lower::RequestNames(request),
+                &crate::optimizing::RequestNames(request),
             ));
         }
         if parts.ir {

@@ -42,7 +42,7 @@ use crate::numbers::{self, add_imm, and_imm, cmp_imm, compare_cc, float_cc, FALS
 const SYMBOL_TAG: i64 = 0b010;
 
 /// Writes `code`'s function into `func`.
-pub(super) fn translate(
+pub(crate) fn translate(
     func: &mut Function,
     builder_context: &mut FunctionBuilderContext,
     module: &JITModule,
@@ -57,7 +57,7 @@ pub(super) fn translate(
     let heights = heights_of(request)?;
     let call_conv = module.isa().default_call_conv();
     let mut sigs = StubSignatures::new(func, call_conv, &first_stubs(&layout.stubs));
-    let entry_sig = func.import_signature(super::entry_signature(module));
+    let entry_sig = func.import_signature(crate::compiler::entry_signature(module));
     let mut b = FunctionBuilder::new(func, builder_context);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -130,7 +130,7 @@ pub(super) fn translate(
 
     // An `ip` no instruction block serves (never saved by this code): let the interpreter
     // have the frame. It and the exit run for no one bytecode.
-    b.set_srcloc(SourceLoc::new(super::pc_map::SHARED_EXIT));
+    b.set_srcloc(SourceLoc::new(crate::pc_map::SHARED_EXIT));
     b.switch_to_block(bad_ip);
     let status = b.ins().iconst(I32, Status::Interpret as i64);
     b.ins().return_(&[status]);
