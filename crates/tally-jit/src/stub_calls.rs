@@ -28,35 +28,38 @@ fn signature(stub: &Stub, call_conv: CallConv) -> Signature {
     sig
 }
 
-/// The stub signatures imported into one function, one per shape.
+/// The stub signatures imported into one function: the first ones each its own, the others
+/// one per shape.
 pub(crate) struct StubSignatures {
     call_conv: CallConv,
-    imported: Vec<((&'static [StubType], StubType), SigRef)>,
+    imported: Vec<(Stub, SigRef)>,
 }
 
 impl StubSignatures {
-    /// Imports the signatures of `first`'s stubs into `func` now, in that order, so that a
-    /// tier's listings number them the same from one function to the next; the others are
-    /// imported at their first call.
+    /// Imports the signatures of `first` into `func` now, in that order and each its own
+    /// (as the tier's listings have always numbered them); the others are imported at their
+    /// first call, or share one of the same shape.
     pub(crate) fn new(func: &mut Function, call_conv: CallConv, first: &[Stub]) -> StubSignatures {
-        let mut sigs = StubSignatures {
+        let imported = first
+            .iter()
+            .map(|stub| (*stub, func.import_signature(signature(stub, call_conv))))
+            .collect();
+        StubSignatures {
             call_conv,
-            imported: Vec::new(),
-        };
-        for stub in first {
-            sigs.of(func, stub);
+            imported,
         }
-        sigs
     }
 
     /// `stub`'s signature in `func`.
     pub(crate) fn of(&mut self, func: &mut Function, stub: &Stub) -> SigRef {
-        let shape = (stub.params(), stub.ret());
-        if let Some(&(_, sig)) = self.imported.iter().find(|(s, _)| *s == shape) {
+        let shape = |s: &Stub| (s.params(), s.ret());
+        let own = self.imported.iter().find(|(s, _)| s == stub);
+        let same = || self.imported.iter().find(|(s, _)| shape(s) == shape(stub));
+        if let Some(&(_, sig)) = own.or_else(same) {
             return sig;
         }
         let sig = func.import_signature(signature(stub, self.call_conv));
-        self.imported.push((shape, sig));
+        self.imported.push((*stub, sig));
         sig
     }
 }

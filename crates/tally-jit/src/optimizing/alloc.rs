@@ -9,8 +9,12 @@ use cranelift_codegen::ir::{Block, InstBuilder, Value};
 use tally_heap::object::{header_word0, header_word1, HASH_BITS, HASH_SHIFT, HEADER_BYTES};
 use tally_vm::jit::AllocLayout;
 
-use super::insts::slot_offset;
-use super::{flags, Lowerer, I32, I64, NIL};
+use super::heap::slot_offset;
+use tally_ir::Inst;
+
+use super::lowerer::Lowerer;
+use super::{flags, I32, I64, NIL};
+use crate::stub_calls;
 
 /// Plain objects with more fields than this fill them in a loop instead of one store each.
 const UNROLLED_FIELDS: u16 = 16;
@@ -84,7 +88,7 @@ impl Lowerer<'_, '_> {
     /// Takes `size` bytes at the bump pointer when they fit below its limit and the
     /// allocation clock stays below the alarm (else jumps to `slow`), counts them, and writes
     /// the header: `word0` with the next identity hash, `word1`.
-    fn bump(
+    pub(super) fn bump(
         &mut self,
         a: &AllocLayout,
         size: Value,
@@ -92,7 +96,7 @@ impl Lowerer<'_, '_> {
         word1: Value,
         slow: Block,
     ) -> Value {
-        let vm = self.vm;
+        let vm = self.act.vm;
         let bump = self.iconst(I64, a.bump_pointer as i64);
         let cursor = self.b.ins().load(I64, flags(), bump, 0);
         let limit = self.b.ins().load(I64, flags(), bump, 8);
@@ -135,7 +139,7 @@ impl Lowerer<'_, '_> {
     }
 
     /// Stores nil into the first `n` slots of `object` (a loop: `n` may be large, or 0).
-    fn fill_nil(&mut self, object: Value, n: Value) {
+    pub(super) fn fill_nil(&mut self, object: Value, n: Value) {
         let head = self.b.create_block();
         let body = self.b.create_block();
         let done = self.b.create_block();
@@ -161,4 +165,80 @@ impl Lowerer<'_, '_> {
 enum Slots {
     Fixed(u16),
     Counted(Value),
+}
+
+impl Lowerer<'_, '_> {
+    /// `Class>>new` (or, `indexable`, `Array class>>new:` of `args[0]` elements) of the
+    /// class `recv` (its class, a metaclass, found the primitive): the allocation without
+    /// the send, through its stub (a safepoint; `Value::NONE` is an error, which leaves as
+    /// the send's would).
+    pub(super) fn allocate(
+        &mut self,
+        indexable: bool,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let k = self.safepoint(inst.bci);
+        let call = if indexable {
+            let n = self.val(args[0])?;
+            let stub = self.layout.stubs.ir_new_indexable;
+            stub_calls::call(
+                &mut self.b,
+                &mut self.sigs.stubs,
+                stub,
+                &[self.act.vm, recv, n],
+            )
+        } else {
+            let stub = self.layout.stubs.ir_new_instance;
+            stub_calls::call(
+                &mut self.b,
+                &mut self.sigs.stubs,
+                stub,
+                &[self.act.vm, recv],
+            )
+        };
+        self.tag(call, k);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    /// [`Lowerer::allocate`] with the allocation done in place first where `shape` allows it
+    /// (`alloc_in_place`); the stub is the cold way. Leaves when the stub fails.
+    pub(super) fn allocate_shaped(
+        &mut self,
+        indexable: bool,
+        recv: Value,
+        args: &[tally_ir::ValueId],
+        shape: &super::alloc::Shape,
+        inst: &Inst,
+    ) -> Result<Value, String> {
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        let made = self.b.append_block_param(join, I64);
+        match self.alloc_in_place(shape, slow) {
+            Some(fast) => {
+                self.b.ins().jump(join, &[fast.into()]);
+                self.b.switch_to_block(slow);
+                self.b.set_cold_block(slow);
+            }
+            None => {
+                self.b.ins().jump(slow, &[]);
+                self.b.switch_to_block(slow);
+            }
+        }
+        let v = self.allocate(indexable, recv, args, inst)?;
+        self.left_if_none(v, None)?;
+        self.b.ins().jump(join, &[v.into()]);
+        self.b.switch_to_block(join);
+        Ok(made)
+    }
+
+    /// A new instance of class object `class` through the allocation stub (a safepoint at
+    /// `bci`; an allocation that fails leaves, its error parked).
+    pub(super) fn new_instance(&mut self, class: Value, bci: u32) -> Result<Value, String> {
+        let stub = self.layout.stubs.ir_new_instance;
+        let made = self.safepoint_call(stub, &[self.act.vm, class], bci);
+        self.left_if_none(made, None)?;
+        Ok(made)
+    }
 }

@@ -9,7 +9,8 @@ use tally_heap::object::HEADER_BYTES;
 use tally_ir::{FloatOp, FrameStateId, IntCmp, ValueId};
 use tally_vm::jit::{DeoptReason, DoubleFn};
 
-use super::{flags, Lowerer, I64};
+use super::lowerer::Lowerer;
+use super::{flags, I64};
 use crate::numbers;
 
 const F64: types::Type = types::F64;
@@ -75,7 +76,7 @@ impl Lowerer<'_, '_> {
             DoubleFn::Sin => self.layout.stubs.double_sin,
             DoubleFn::Cos => self.layout.stubs.double_cos,
         };
-        let call = crate::stub_calls::call(&mut self.b, &mut self.sigs, f, &[x]);
+        let call = crate::stub_calls::call(&mut self.b, &mut self.sigs.stubs, f, &[x]);
         self.b.inst_results(call)[0]
     }
 
@@ -103,7 +104,7 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(slow);
         let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), d);
         let stub = self.layout.stubs.ir_box_double;
-        let boxed = self.safepoint_call(stub, &[self.vm, bits], bci);
+        let boxed = self.safepoint_call(stub, &[self.act.vm, bits], bci);
         self.left_if_none(boxed, None)?;
         self.b.ins().jump(join, &[boxed.into()]);
         self.b.switch_to_block(join);
@@ -134,14 +135,14 @@ impl Lowerer<'_, '_> {
             let d = self.val(v)?;
             let w = self.box_float(d, bci)?;
             self.b.declare_value_needs_stack_map(w);
-            self.exit_boxes.insert(v, w);
+            self.out.boxes.insert(v, w);
         }
         Ok(())
     }
 
     /// IR value `v` as a SOM value in an exit: a double the exit boxed, else its value.
     pub(super) fn word(&self, v: ValueId) -> Result<Value, String> {
-        match self.exit_boxes.get(&v) {
+        match self.out.boxes.get(&v) {
             Some(&w) => Ok(w),
             None => self.val(v),
         }

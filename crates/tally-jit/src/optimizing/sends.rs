@@ -10,8 +10,10 @@ use tally_vm::jit::Intrinsic;
 use tally_vm::objects::block;
 use tally_vm::runtime::IntOp as VmIntOp;
 
-use super::insts::{slot_offset, SYMBOL_TAG, UNCACHED_CLASS};
-use super::{flags, Lowerer, I32, I64, I8};
+use super::entry::Caller;
+use super::heap::{slot_offset, SYMBOL_TAG, UNCACHED_CLASS};
+use super::lowerer::Lowerer;
+use super::{flags, I32, I64, I8};
 use crate::stub_calls;
 
 impl Lowerer<'_, '_> {
@@ -37,7 +39,7 @@ impl Lowerer<'_, '_> {
             // path to spend code (and compile time) on. A speculation that it stays cold:
             // the version is compiled again when the stub's sends pile up there
             // (`Vm::stub_sends_piled_up`).
-            self.speculated.insert(site);
+            self.record.speculated.insert(site);
             return self.call(self.layout.stubs.ir_send, Some(site), receiver, args, inst);
         }
         let calls = &self.layout.calls;
@@ -88,7 +90,10 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(classed);
         let class = self.b.block_params(classed)[0];
         // The site's two entries.
-        let sites = self.b.ins().load(I64, flags(), self.vm, calls.sites_base);
+        let sites = self
+            .b
+            .ins()
+            .load(I64, flags(), self.act.vm, calls.sites_base);
         let entry = self.add_imm(sites, site as i64 * calls.site_size as i64);
         let found = self.b.create_block();
         self.b.append_block_param(found, I32);
@@ -135,8 +140,8 @@ impl Lowerer<'_, '_> {
         self.b.switch_to_block(fast);
         let k = self.safepoint(inst.bci);
         let sig = self.body_sig(args.len(), false);
-        let zero = self.iconst(I32, 0);
-        let mut call_args = vec![self.vm, zero, recv];
+        let direct_call = self.iconst(I32, Caller::Direct.code());
+        let mut call_args = vec![self.act.vm, direct_call, recv];
         for &a in args {
             call_args.push(self.val(a)?);
         }
@@ -155,7 +160,7 @@ impl Lowerer<'_, '_> {
 
     /// `isNil` (`is_nil`) or `notNil`: a comparison with nil while the core library's
     /// definitions stand (as the interpreter answers it), else the send stub.
-    fn nil_test(
+    pub(super) fn nil_test(
         &mut self,
         is_nil: bool,
         site: u32,
@@ -166,7 +171,7 @@ impl Lowerer<'_, '_> {
         let recv = self.val(receiver)?;
         let inline = crate::numbers::nil_tests_standard(
             &mut self.b,
-            self.vm,
+            self.act.vm,
             c.nil_tests_standard,
             c.nil_tests_redefined,
         );
@@ -190,7 +195,7 @@ impl Lowerer<'_, '_> {
     /// integers or immediate doubles, and `&&`/`||` of two Booleans (as the interpreter
     /// answers them, whatever the site's cache holds): the answer goes to `join`; anything else (an overflow, a result that
     /// needs a boxed double, other receivers) goes on in the block this leaves current.
-    fn numbers_in_place(
+    pub(super) fn numbers_in_place(
         &mut self,
         site: u32,
         recv: Value,
@@ -263,7 +268,7 @@ impl Lowerer<'_, '_> {
     /// done by compiled code where `Code::intrinsic` names it: its value passed to `join`;
     /// a case it cannot do goes to `slow`, a code that is no intrinsic to `other`.
     #[allow(clippy::too_many_arguments)]
-    fn intrinsic(
+    pub(super) fn intrinsic(
         &mut self,
         selector: &str,
         code: Value,
@@ -310,7 +315,7 @@ impl Lowerer<'_, '_> {
 
     /// Array's `at:`, `at:put:` or `length` of Array's own instances (elements from the
     /// first slot); other receivers, a non-integer index or one out of bounds go to `slow`.
-    fn array_intrinsic(
+    pub(super) fn array_intrinsic(
         &mut self,
         which: Intrinsic,
         class: Value,
@@ -351,86 +356,9 @@ impl Lowerer<'_, '_> {
         })
     }
 
-    /// `Class>>new` (or, `indexable`, `Array class>>new:` of `args[0]` elements) of the
-    /// class `recv` (its class, a metaclass, found the primitive): the allocation without
-    /// the send, through its stub (a safepoint; `Value::NONE` is an error, which leaves as
-    /// the send's would).
-    pub(super) fn allocate(
-        &mut self,
-        indexable: bool,
-        recv: Value,
-        args: &[tally_ir::ValueId],
-        inst: &Inst,
-    ) -> Result<Value, String> {
-        let k = self.safepoint(inst.bci);
-        let call = if indexable {
-            let n = self.val(args[0])?;
-            let stub = self.layout.stubs.ir_new_indexable;
-            stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, recv, n])
-        } else {
-            let stub = self.layout.stubs.ir_new_instance;
-            stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, recv])
-        };
-        self.tag(call, k);
-        Ok(self.b.inst_results(call)[0])
-    }
-
-    /// [`Lowerer::allocate`] with the allocation done in place first where `shape` allows it
-    /// (`alloc_in_place`); the stub is the cold way. Leaves when the stub fails.
-    pub(super) fn allocate_shaped(
-        &mut self,
-        indexable: bool,
-        recv: Value,
-        args: &[tally_ir::ValueId],
-        shape: &super::alloc::Shape,
-        inst: &Inst,
-    ) -> Result<Value, String> {
-        let slow = self.b.create_block();
-        let join = self.b.create_block();
-        let made = self.b.append_block_param(join, I64);
-        match self.alloc_in_place(shape, slow) {
-            Some(fast) => {
-                self.b.ins().jump(join, &[fast.into()]);
-                self.b.switch_to_block(slow);
-                self.b.set_cold_block(slow);
-            }
-            None => {
-                self.b.ins().jump(slow, &[]);
-                self.b.switch_to_block(slow);
-            }
-        }
-        let v = self.allocate(indexable, recv, args, inst)?;
-        self.left_if_none(v, None)?;
-        self.b.ins().jump(join, &[v.into()]);
-        self.b.switch_to_block(join);
-        Ok(made)
-    }
-
-    /// A new instance of class object `class` through the allocation stub (a safepoint at
-    /// `bci`; an allocation that fails leaves, its error parked).
-    pub(super) fn new_instance(&mut self, class: Value, bci: u32) -> Result<Value, String> {
-        let stub = self.layout.stubs.ir_new_instance;
-        let made = self.safepoint_call(stub, &[self.vm, class], bci);
-        self.left_if_none(made, None)?;
-        Ok(made)
-    }
-
-    /// Calls `stub` with `args` as a safepoint at `bci`; answers its result.
-    pub(super) fn safepoint_call(
-        &mut self,
-        stub: tally_vm::jit::Stub,
-        args: &[Value],
-        bci: u32,
-    ) -> Value {
-        let k = self.safepoint(bci);
-        let call = stub_calls::call(&mut self.b, &mut self.sigs, stub, args);
-        self.tag(call, k);
-        self.b.inst_results(call)[0]
-    }
-
     /// Double's `sqrt` of an immediate double whose root is one too; a boxed receiver or
     /// result goes to `slow`.
-    fn double_sqrt(&mut self, recv: Value, slow: cranelift_codegen::ir::Block) -> Value {
+    pub(super) fn double_sqrt(&mut self, recv: Value, slow: cranelift_codegen::ir::Block) -> Value {
         let tag = self.and_imm(recv, 7);
         let is_float = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
         let float = self.b.create_block();
@@ -445,7 +373,7 @@ impl Lowerer<'_, '_> {
     /// (of an instance of String itself or a Symbol, as String's primitive answers it: a
     /// symbol equals only itself, and text is compared by the pure `string_equal` stub,
     /// which neither allocates nor fails); other receivers go to `slow`.
-    fn string_intrinsic(
+    pub(super) fn string_intrinsic(
         &mut self,
         which: Intrinsic,
         class: Value,
@@ -516,7 +444,12 @@ impl Lowerer<'_, '_> {
         }
         self.b.switch_to_block(text);
         let stub = self.layout.stubs.string_equal;
-        let call = stub_calls::call(&mut self.b, &mut self.sigs, stub, &[self.vm, string, other]);
+        let call = stub_calls::call(
+            &mut self.b,
+            &mut self.sigs.stubs,
+            stub,
+            &[self.act.vm, string, other],
+        );
         let equal = self.b.inst_results(call)[0];
         let equal = self.cmp_imm(IntCC::NotEqual, equal, 0);
         self.b.ins().jump(done, &[equal.into()]);
@@ -528,7 +461,7 @@ impl Lowerer<'_, '_> {
     /// what parsers compare most without the stub: `other` a string object too, and both of
     /// one byte (or of different lengths: unequal). The flag goes to `done`; anything else
     /// goes to `text`, which compares it in full.
-    fn one_byte_strings_equal(
+    pub(super) fn one_byte_strings_equal(
         &mut self,
         string: Value,
         other: Value,
@@ -579,7 +512,7 @@ impl Lowerer<'_, '_> {
 
     /// `value…` of the closure `closure` (its class is a block class): its block's body
     /// called directly when its arity matches and it has one, else `slow`.
-    fn block_value(
+    pub(super) fn block_value(
         &mut self,
         closure: Value,
         args: &[tally_ir::ValueId],
@@ -608,8 +541,8 @@ impl Lowerer<'_, '_> {
             .load(I64, flags(), closure, slot_offset(block::RECEIVER));
         let k = self.safepoint(inst.bci);
         let sig = self.body_sig(args.len(), true);
-        let zero = self.iconst(I32, 0);
-        let mut call_args = vec![self.vm, zero, recv];
+        let direct_call = self.iconst(I32, Caller::Direct.code());
+        let mut call_args = vec![self.act.vm, direct_call, recv];
         for &a in args {
             call_args.push(self.val(a)?);
         }
@@ -621,7 +554,7 @@ impl Lowerer<'_, '_> {
 
     /// The trivial method at `code` (an address) done in place, its value passed to `join`;
     /// anything else (not trivial, a hook due, a field the receiver lacks) goes to `slow`.
-    fn trivial_in_place(
+    pub(super) fn trivial_in_place(
         &mut self,
         selector: &str,
         code: Value,
@@ -694,7 +627,7 @@ impl Lowerer<'_, '_> {
     }
 
     /// Goes on in a new block while the yieldpoint flag is down, else to `slow`.
-    fn unless_flag_raised(&mut self, slow: cranelift_codegen::ir::Block) {
+    pub(super) fn unless_flag_raised(&mut self, slow: cranelift_codegen::ir::Block) {
         let flag = self.flag_bits(u8::MAX);
         let down = self.b.create_block();
         self.b.ins().brif(flag, slow, &[], down, &[]);

@@ -1,0 +1,217 @@
+//! Heap access: fields and slots, the VM's literal and global tables, class tests of a
+//! value, codes and closures, and every store into a heap object with its write barrier.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{InstBuilder, Value};
+use tally_heap::object::HEADER_BYTES;
+use tally_vm::objects::block;
+
+use super::lowerer::Lowerer;
+use super::{flags, I32, I64, I8};
+use crate::stub_calls;
+
+pub(super) const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
+pub(super) const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
+/// Symbols' tag (`tally_heap::value`).
+pub(super) const SYMBOL_TAG: i64 = 0b010;
+/// A class id no inline cache holds (not even an empty one's `NO_CLASS`): the receiver's
+/// class is not known inline.
+pub(super) const UNCACHED_CLASS: i64 = (u32::MAX - 1) as i64;
+
+pub(super) fn slot_offset(index: usize) -> i32 {
+    (HEADER_BYTES + index * 8) as i32
+}
+
+impl Lowerer<'_, '_> {
+    /// Entry `index` of the VM's literal or global table, whose first entry's address is at
+    /// `base` in the VM: read where used, since the table may have grown (its base moved)
+    /// and the collector may have moved the object since the last read.
+    pub(super) fn table_entry(&mut self, base: i32, index: u32) -> Result<Value, String> {
+        let first = self.b.ins().load(I64, flags(), self.act.vm, base);
+        let offset = i32::try_from(8 * u64::from(index))
+            .map_err(|_| format!("table entry {index} beyond the reach of an offset"))?;
+        Ok(self.b.ins().load(I64, flags(), first, offset))
+    }
+
+    /// Whether `x` is a heap object (tag 0, not `Value::NONE`).
+    pub(super) fn is_object(&mut self, x: Value) -> Value {
+        let tag = self.and_imm(x, 7);
+        let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
+        let not_none = self.cmp_imm(IntCC::NotEqual, x, 0);
+        self.b.ins().band(is_ref, not_none)
+    }
+
+    /// The address of the `Code` of id `id` (an I64), from the VM's table of codes, which
+    /// grows as classes load (so read each time).
+    pub(super) fn code_address(&mut self, id: Value) -> Value {
+        let codes = self
+            .b
+            .ins()
+            .load(I64, flags(), self.act.vm, self.layout.calls.codes_base);
+        let eight = self.iconst(I64, 8);
+        let offset = self.b.ins().imul(id, eight);
+        let entry = self.b.ins().iadd(codes, offset);
+        self.b.ins().load(I64, flags(), entry, 0)
+    }
+
+    /// The address of the `Code` of closure `closure`'s block.
+    pub(super) fn closure_code(&mut self, closure: Value) -> Value {
+        let id = self
+            .b
+            .ins()
+            .load(I64, flags(), closure, slot_offset(block::CODE));
+        let id = self.b.ins().sshr_imm_s(id, 1);
+        self.code_address(id)
+    }
+
+    /// `true` or `false` by the flag `f`.
+    pub(super) fn flag_to_bool(&mut self, f: Value) -> Value {
+        let t = self.iconst(I64, TRUE);
+        let e = self.iconst(I64, FALSE);
+        self.b.ins().select(f, t, e)
+    }
+
+    /// Whether `x` is an instance of `class`: a tag test for small integers and symbols, a
+    /// word compare for `nil`, `true` and `false` (their classes have no other instances), the
+    /// tag or the header for doubles, the header's class id for other heap objects.
+    pub(super) fn class_is(&mut self, x: Value, class: u32) -> Value {
+        let calls = &self.layout.calls;
+        if class == calls.integer_class {
+            let bit = self.and_imm(x, 1);
+            return self.cmp_imm(IntCC::NotEqual, bit, 0);
+        }
+        if class == calls.symbol_class {
+            let tag = self.and_imm(x, 7);
+            return self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
+        }
+        if let Some(&(_, word)) = calls.immediate_classes.iter().find(|(c, _)| *c == class) {
+            return self.cmp_imm(IntCC::Equal, x, word as i64);
+        }
+        if class != calls.double_class {
+            return self.heap_class_is(x, class);
+        }
+        let (other, join) = (self.b.create_block(), self.b.create_block());
+        self.b.append_block_param(join, I8);
+        let tag = self.and_imm(x, 7);
+        let small = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
+        self.b.ins().brif(small, join, &[small.into()], other, &[]);
+        self.b.switch_to_block(other);
+        let boxed = self.heap_class_is(x, class);
+        self.b.ins().jump(join, &[boxed.into()]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
+    /// Whether `x` is a heap object (tag 0, not NONE) whose header names `class`.
+    pub(super) fn heap_class_is(&mut self, x: Value, class: u32) -> Value {
+        let object = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.append_block_param(join, I8);
+        let is_object = self.is_object(x);
+        let no = self.iconst(I8, 0);
+        self.b
+            .ins()
+            .brif(is_object, object, &[], join, &[no.into()]);
+        self.b.switch_to_block(object);
+        let actual = self.b.ins().load(I32, flags(), x, 4);
+        let same = self.cmp_imm(IntCC::Equal, actual, class as i64);
+        self.b.ins().jump(join, &[same.into()]);
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
+    }
+
+    /// The address of element `index` (a small integer, 1-based) of Array `array`; an index
+    /// out of bounds hands the frame to the interpreter in `state` (which raises the error).
+    pub(super) fn element_address(
+        &mut self,
+        array: Value,
+        index: Value,
+        state: tally_ir::FrameStateId,
+    ) -> Result<Value, String> {
+        let one = self.iconst(I64, 1);
+        let n = self.b.ins().sshr(index, one);
+        let zero_based = self.add_imm(n, -1);
+        let len = self.b.ins().uload32(flags(), array, 8);
+        let within = self.b.ins().icmp(IntCC::UnsignedLessThan, zero_based, len);
+        self.check(within, state)?;
+        Ok(self.slot_address(array, zero_based))
+    }
+
+    /// The address of slot `index` (an I64, from 0) of heap object `object`.
+    pub(super) fn slot_address(&mut self, object: Value, index: Value) -> Value {
+        let eight = self.iconst(I64, 8);
+        let byte = self.b.ins().imul(index, eight);
+        let address = self.b.ins().iadd(object, byte);
+        self.add_imm(address, HEADER_BYTES as i64)
+    }
+
+    /// The yieldpoint flag's byte masked by `bits` (an I32): nonzero when one of them is up.
+    pub(super) fn flag_bits(&mut self, bits: u8) -> Value {
+        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
+        let flag = self.b.ins().uload8(I32, flags(), address, 0);
+        if bits == u8::MAX {
+            return flag;
+        }
+        self.and_imm(flag, i64::from(bits))
+    }
+
+    /// Stores `v` into `object` at `offset` (or at `address`, inside it) with the write
+    /// barrier of the generational plans: a reference stored into an old object not yet
+    /// remembered calls `write_barrier` (which neither allocates nor touches frames).
+    /// The constant Cranelift value `v` is, if it is an `iconst`.
+    pub(super) fn constant(&self, v: Value) -> Option<i64> {
+        let inst = self.b.func.dfg.value_def(v).inst()?;
+        match self.b.func.dfg.insts[inst] {
+            cranelift_codegen::ir::InstructionData::UnaryImm {
+                opcode: cranelift_codegen::ir::Opcode::Iconst,
+                imm,
+            } => Some(imm.bits()),
+            _ => None,
+        }
+    }
+
+    pub(super) fn store_into(
+        &mut self,
+        object: Value,
+        offset: i32,
+        address: Option<Value>,
+        v: Value,
+    ) {
+        match address {
+            Some(a) => self.b.ins().store(flags(), v, a, 0),
+            None => self.b.ins().store(flags(), v, object, offset),
+        };
+        let Some(table) = self.layout.unlog_table else {
+            return;
+        };
+        // Immediates (a non-zero tag) cannot make an old object point to a young one.
+        if self.constant(v).is_some_and(|c| c & 7 != 0) {
+            return;
+        }
+        let check = self.b.create_block();
+        let remember = self.b.create_block();
+        let done = self.b.create_block();
+        let tag = self.and_imm(v, 7);
+        self.b.ins().brif(tag, done, &[], check, &[]);
+        self.b.switch_to_block(check);
+        let granule = self.b.ins().ushr_imm_u(object, 6);
+        let byte_address = self.add_imm(granule, table as i64);
+        let byte = self.b.ins().uload8(I64, flags(), byte_address, 0);
+        let shift = self.b.ins().ushr_imm_u(object, 3);
+        let shift = self.and_imm(shift, 7);
+        let bits = self.b.ins().ushr(byte, shift);
+        let unlogged = self.and_imm(bits, 1);
+        self.b.ins().brif(unlogged, remember, &[], done, &[]);
+        self.b.set_cold_block(remember);
+        self.b.switch_to_block(remember);
+        let stub = self.layout.stubs.write_barrier;
+        stub_calls::call(
+            &mut self.b,
+            &mut self.sigs.stubs,
+            stub,
+            &[self.act.vm, object],
+        );
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+    }
+}
