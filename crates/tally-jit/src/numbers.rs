@@ -5,6 +5,7 @@
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Block, InstBuilder, MemFlagsData, Value};
 use cranelift_frontend::FunctionBuilder;
+use tally_vm::jit::CallLayout;
 use tally_vm::runtime::IntOp;
 
 const I64: types::Type = types::I64;
@@ -81,19 +82,33 @@ pub(crate) fn has_int_form(op: IntOp) -> bool {
 
 /// Whether `isNil` and `notNil` may be answered by a comparison with nil: the core
 /// library's four definitions stand and no class redefined them (`Runtime::nil_tests`, read
-/// through `vm` at the offsets `standard_at` and `redefined_at`).
-pub(crate) fn nil_tests_standard(
-    b: &mut FunctionBuilder,
-    vm: Value,
-    standard_at: i32,
-    redefined_at: i32,
-) -> Value {
+/// through `vm` where `calls` says).
+pub(crate) fn nil_tests_standard(b: &mut FunctionBuilder, vm: Value, calls: &CallLayout) -> Value {
     let flags = MemFlagsData::trusted();
-    let standard = b.ins().uload8(types::I32, flags, vm, standard_at);
-    let redefined = b.ins().uload8(types::I32, flags, vm, redefined_at);
+    let standard = b
+        .ins()
+        .uload8(types::I32, flags, vm, calls.nil_tests_standard);
+    let redefined = b
+        .ins()
+        .uload8(types::I32, flags, vm, calls.nil_tests_redefined);
     let all_four = cmp_imm(b, IntCC::Equal, standard, 0b1111);
     let kept = cmp_imm(b, IntCC::Equal, redefined, 0);
     b.ins().band(all_four, kept)
+}
+
+/// Goes to `fast` while `isNil` and `notNil` may be answered by a comparison with nil
+/// ([`nil_tests_standard`]), else to `slow`, which is cold (a class redefined one: the
+/// send is made).
+pub(crate) fn branch_on_nil_tests(
+    b: &mut FunctionBuilder,
+    vm: Value,
+    calls: &CallLayout,
+    fast: Block,
+    slow: Block,
+) {
+    let standard = nil_tests_standard(b, vm, calls);
+    b.set_cold_block(slow);
+    b.ins().brif(standard, fast, &[], slow, &[]);
 }
 
 /// The Boolean `isNil` (`is_nil`) or `notNil` answers for `v`.

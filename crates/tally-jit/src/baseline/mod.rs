@@ -310,6 +310,77 @@ impl<'a> Translator<'a, '_> {
     }
 }
 
+impl Translator<'_, '_> {
+    /// Pushes global `slot`'s value at height `h`, or hands over to the interpreter at `i`
+    /// (which sends `unknownGlobal:`).
+    fn push_global(&mut self, slot: u32, h: i32, i: usize) {
+        let index = self.b.ins().iconst(I32, slot as i64);
+        let v = self.call_stub(self.layout.stubs.global, &[index]);
+        let undefined = cmp_imm(&mut self.b, IntCC::Equal, v, 0);
+        let defined = self.b.create_block();
+        let unknown = self.interpret_block(i, h);
+        self.b.ins().brif(undefined, unknown, &[], defined, &[]);
+        self.b.switch_to_block(defined);
+        self.set_slot(h, v);
+    }
+
+    /// Stores the value on top of the `h` into slot `index` of the context `level` out.
+    fn store_context(&mut self, level: u8, index: u16, h: i32) {
+        let ctx = self.context(level);
+        let v = self.slot(h - 1);
+        let address = add_imm(&mut self.b, ctx, Self::context_slot_offset(index) as i64);
+        self.store_into_heap(
+            v,
+            HeapSlot {
+                object: ctx,
+                address,
+            },
+        );
+    }
+
+    /// A loop's back-edge to `to` (instruction `t`, `h` values on the stack): on to the
+    /// loop head, through the `back_edge` stub when the yieldpoint flag has a bit raised.
+    fn back_edge(&mut self, t: usize, to: Block, h: i32) {
+        if self.layout.count_calls {
+            crate::counters::count_loop(&mut self.b, self.s.request.code, TIER_COLUMN);
+        }
+        let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
+        let bits = self
+            .b
+            .ins()
+            .uload8(I32, MemFlagsData::trusted(), address, 0);
+        let raised = and_imm(&mut self.b, bits, self.layout.yieldpoint_bits as i64);
+        let yieldpoint = self.b.create_block();
+        self.b.set_cold_block(yieldpoint);
+        self.b.ins().brif(raised, yieldpoint, &[], to, &[]);
+        self.b.switch_to_block(yieldpoint);
+        self.sync(h, t);
+        let status = self.call_stub(self.layout.stubs.back_edge, &[]);
+        self.continue_or_leave(status, to);
+    }
+
+    /// `isNil` (`is_nil`) or `notNil` of the value on top of the `h` at instruction `i`:
+    /// answered by a comparison with nil while the core library's definitions stand (as the
+    /// interpreter does), else sent through the stub; then on to `next`.
+    fn nil_test(&mut self, site: u32, is_nil: bool, h: i32, i: usize, next: Block) {
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        numbers::branch_on_nil_tests(&mut self.b, self.vm, &self.layout.calls, fast, slow);
+        self.b.switch_to_block(fast);
+        let v = self.slot(h - 1);
+        let answer = numbers::nil_test(&mut self.b, is_nil, v);
+        self.set_slot(h - 1, answer);
+        self.jump(next);
+        self.b.switch_to_block(slow);
+        self.sync(h, i + 1);
+        let site = self.b.ins().iconst(I32, site as i64);
+        let is_nil = self.b.ins().iconst(I32, is_nil as i64);
+        let stub = self.layout.stubs.send_nil_test;
+        let status = self.call_stub(stub, &[site, is_nil]);
+        self.continue_or_leave(status, next);
+    }
+}
+
 fn mul_imm(b: &mut FunctionBuilder, x: Value, imm: i64) -> Value {
     let ty = b.func.dfg.value_type(x);
     let c = b.ins().iconst(ty, imm);
@@ -419,16 +490,7 @@ impl Translator<'_, '_> {
                 self.jump(next_block(next)?);
             }
             Op::StoreCtx { level, index } | Op::PopCtx { level, index } => {
-                let ctx = self.context(level);
-                let v = self.slot(h - 1);
-                let address = add_imm(&mut self.b, ctx, Self::context_slot_offset(index) as i64);
-                self.store_into_heap(
-                    v,
-                    HeapSlot {
-                        object: ctx,
-                        address,
-                    },
-                );
+                self.store_context(level, index, h);
                 self.jump(next_block(next)?);
             }
             Op::PushField(k) => {
@@ -454,14 +516,7 @@ impl Translator<'_, '_> {
                 self.jump(next_block(next)?);
             }
             Op::PushGlobal(slot) => {
-                let index = self.b.ins().iconst(I32, slot as i64);
-                let v = self.call_stub(self.layout.stubs.global, &[index]);
-                let undefined = cmp_imm(&mut self.b, IntCC::Equal, v, 0);
-                let defined = self.b.create_block();
-                let unknown = self.interpret_block(i, h);
-                self.b.ins().brif(undefined, unknown, &[], defined, &[]);
-                self.b.switch_to_block(defined);
-                self.set_slot(h, v);
+                self.push_global(slot, h, i);
                 self.jump(next_block(next)?);
             }
             Op::PushBlock(code) => {
@@ -480,34 +535,8 @@ impl Translator<'_, '_> {
             Op::SuperSend(site) => self.send_stub(self.layout.stubs.super_send, site, h, i)?,
             Op::SendBinary(site) => self.send_binary(site, h, i)?,
             Op::SendIsNil(site) | Op::SendNotNil(site) => {
-                // Answered by a comparison with nil while the core library's definitions
-                // stand (as the interpreter does), else sent through the stub.
-                let c = &self.layout.calls;
-                let inline = numbers::nil_tests_standard(
-                    &mut self.b,
-                    self.vm,
-                    c.nil_tests_standard,
-                    c.nil_tests_redefined,
-                );
-                let fast = self.b.create_block();
-                let slow = self.b.create_block();
-                self.b.set_cold_block(slow);
-                self.b.ins().brif(inline, fast, &[], slow, &[]);
-                self.b.switch_to_block(fast);
-                let v = self.slot(h - 1);
-                let answer = numbers::nil_test(&mut self.b, matches!(op, Op::SendIsNil(_)), v);
-                self.set_slot(h - 1, answer);
-                self.jump(next_block(next)?);
-                self.b.switch_to_block(slow);
-                self.sync(h, i + 1);
-                let site = self.b.ins().iconst(I32, site as i64);
-                let is_nil = self
-                    .b
-                    .ins()
-                    .iconst(I32, matches!(op, Op::SendIsNil(_)) as i64);
-                let stub = self.layout.stubs.send_nil_test;
-                let status = self.call_stub(stub, &[site, is_nil]);
-                self.continue_or_leave(status, next_block(next)?);
+                let is_nil = matches!(op, Op::SendIsNil(_));
+                self.nil_test(site, is_nil, h, i, next_block(next)?);
             }
             Op::Return => self.return_top(h, i),
             Op::ReturnSelf | Op::ReturnLocal(_) => {
@@ -534,22 +563,7 @@ impl Translator<'_, '_> {
             }
             Op::JumpBack(t) => {
                 let to = self.block(t as usize)?;
-                if self.layout.count_calls {
-                    crate::counters::count_loop(&mut self.b, self.s.request.code, TIER_COLUMN);
-                }
-                let address = self.b.ins().iconst(I64, self.layout.yieldpoint_flag as i64);
-                let bits = self
-                    .b
-                    .ins()
-                    .uload8(I32, MemFlagsData::trusted(), address, 0);
-                let raised = and_imm(&mut self.b, bits, self.layout.yieldpoint_bits as i64);
-                let yieldpoint = self.b.create_block();
-                self.b.set_cold_block(yieldpoint);
-                self.b.ins().brif(raised, yieldpoint, &[], to, &[]);
-                self.b.switch_to_block(yieldpoint);
-                self.sync(h, t as usize);
-                let status = self.call_stub(self.layout.stubs.back_edge, &[]);
-                self.continue_or_leave(status, to);
+                self.back_edge(t as usize, to, h);
             }
             Op::JumpIfTrue(t) => self.conditional_jump(t, true, h, i)?,
             Op::JumpIfFalse(t) => self.conditional_jump(t, false, h, i)?,

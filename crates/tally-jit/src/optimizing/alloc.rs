@@ -10,7 +10,7 @@ use tally_heap::object::{header_word0, header_word1, HASH_BITS, HASH_SHIFT, HEAD
 use tally_vm::jit::AllocLayout;
 
 use super::heap::slot_offset;
-use tally_ir::Inst;
+use tally_ir::{Inst, InstKind};
 
 use super::lowerer::Lowerer;
 use super::{flags, I32, I64, NIL};
@@ -30,6 +30,73 @@ pub(super) enum Shape {
 }
 
 impl Lowerer<'_, '_> {
+    /// Lowers an allocation of an object (its result).
+    pub(super) fn alloc_inst(&mut self, inst: &Inst) -> Result<Option<Value>, String> {
+        Ok(match &inst.kind {
+            InstKind::NewInstance(class) => {
+                let class = self.val(*class)?;
+                let v = self.allocate(false, class, &[], inst)?;
+                self.left_if_none(v, None)?;
+                Some(v)
+            }
+            InstKind::NewArray { class, length } => {
+                let class = self.val(*class)?;
+                let shape = super::alloc::Shape::Array {
+                    class: self.layout.array_class,
+                    length: self.val(*length)?,
+                };
+                Some(self.allocate_shaped(true, class, &[*length], &shape, inst)?)
+            }
+            InstKind::NewObject { class, shape } => {
+                let class = self.val(*class)?;
+                let shape = super::alloc::Shape::Plain {
+                    class: shape.class,
+                    fields: shape.fields,
+                };
+                Some(self.allocate_shaped(false, class, &[], &shape, inst)?)
+            }
+            InstKind::Materialize {
+                class,
+                shape,
+                fields,
+            } => {
+                let class = self.val(*class)?;
+                let set: Vec<(usize, Value)> = fields
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &f)| self.ir.const_value(f) != Some(tally_heap::Value::NIL))
+                    .map(|(k, &f)| Ok((k, self.val(f)?)))
+                    .collect::<Result<_, String>>()?;
+                let shape = super::alloc::Shape::Plain {
+                    class: shape.class,
+                    fields: shape.fields,
+                };
+                let slow = self.b.create_block();
+                let join = self.b.create_block();
+                let made = self.b.append_block_param(join, I64);
+                if let Some(fast) = self.alloc_in_place(&shape, slow) {
+                    // A new object in the nursery: its stores need no write barrier.
+                    for &(k, x) in &set {
+                        self.b.ins().store(flags(), x, fast, slot_offset(k));
+                    }
+                    self.b.ins().jump(join, &[fast.into()]);
+                    self.b.set_cold_block(slow);
+                } else {
+                    self.b.ins().jump(slow, &[]);
+                }
+                self.b.switch_to_block(slow);
+                let made_slowly = self.new_instance(class, inst.bci)?;
+                for &(k, x) in &set {
+                    self.store_into(made_slowly, slot_offset(k), None, x);
+                }
+                self.b.ins().jump(join, &[made_slowly.into()]);
+                self.b.switch_to_block(join);
+                Some(made)
+            }
+            other => return Err(format!("{other:?} is no allocation")),
+        })
+    }
+
     /// Starts an allocation of `shape` in place: answers the new object, every slot nil, in
     /// the current block, or `None` when the layout or the shape rules it out (the caller
     /// then calls the stub alone). `slow` is where the current block goes when the object

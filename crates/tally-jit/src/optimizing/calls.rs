@@ -6,7 +6,7 @@
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, SigRef, Value};
 use cranelift_frontend::FunctionBuilder;
-use tally_ir::Inst;
+use tally_ir::{Inst, InstKind};
 use tally_vm::jit::Stub;
 use tally_vm::objects::block;
 
@@ -14,6 +14,7 @@ use super::driver::body_signature;
 use super::entry::Caller;
 use super::exits::ExitKind;
 use super::heap::slot_offset;
+use super::insts::state_of;
 use super::lowerer::Lowerer;
 use super::{flags, I32, I64};
 use crate::stub_calls::{self, StubSignatures};
@@ -52,6 +53,79 @@ pub(super) fn call_with_operands(
 }
 
 impl Lowerer<'_, '_> {
+    /// Lowers a call, an allocation through a stub the frame's state goes with, or a hook or yieldpoint (its result, if any).
+    pub(super) fn call_inst(&mut self, inst: &Inst) -> Result<Option<Value>, String> {
+        Ok(match &inst.kind {
+            InstKind::Send {
+                site,
+                receiver,
+                args,
+            }
+            | InstKind::SuperSend {
+                site,
+                receiver,
+                args,
+            } => {
+                let stub = if matches!(inst.kind, InstKind::SuperSend { .. }) {
+                    self.layout.stubs.ir_super_send
+                } else {
+                    self.layout.stubs.ir_send
+                };
+                let v = if matches!(inst.kind, InstKind::SuperSend { .. }) {
+                    self.call(stub, Some(*site), *receiver, args, inst)?
+                } else {
+                    self.send_through_cache(*site, *receiver, args, inst)?
+                };
+                // Only `Block>>restart` restarts its sender's frame (never inlined code's:
+                // a method that sends it is not inlined).
+                let restarts =
+                    self.map.scope.0 == 0 && self.request.selector(*site) == Some("#restart");
+                self.left_if_none(v, inst.state.filter(|_| restarts))?;
+                Some(v)
+            }
+            InstKind::CallMethod {
+                code,
+                receiver,
+                args,
+            } => Some(self.call_direct(Some(*code), *receiver, args, inst)?),
+            InstKind::CallBlock { closure, args } => {
+                Some(self.call_direct(None, *closure, args, inst)?)
+            }
+            InstKind::MakeBlock {
+                code,
+                receiver,
+                ctx,
+            } => {
+                let v = self.make_block(*code, *receiver, *ctx, inst.bci)?;
+                self.left_if_none(v, None)?;
+                Some(v)
+            }
+            InstKind::NewContext { size, outer } if self.map.scope.0 != 0 => {
+                Some(self.inlined_context(*size, *outer, inst.bci)?)
+            }
+            InstKind::NewContext { .. } => Some(self.new_context(inst.bci)),
+            InstKind::Yieldpoint => {
+                self.yieldpoint(state_of(inst)?, inst.bci)?;
+                None
+            }
+            InstKind::CallHook(code) => {
+                self.call_hook(*code, inst.bci);
+                None
+            }
+            InstKind::EnterInlined(code) => {
+                if self.layout.count_calls {
+                    let callee = self.request.callee(*code).ok_or_else(|| {
+                        format!("an inlined code {code}, which the request does not name")
+                    })?;
+                    crate::counters::count_call(&mut self.b, callee, super::TIER_COLUMN);
+                }
+                self.call_hook(*code, inst.bci);
+                None
+            }
+            other => return Err(format!("{other:?} is no call")),
+        })
+    }
+
     /// The signature of a body taking `argc` arguments (and a closure).
     pub(super) fn body_sig(&mut self, argc: usize, is_block: bool) -> SigRef {
         if let Some(&s) = self.sigs.bodies.get(&(argc, is_block)) {

@@ -6,9 +6,10 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::Ieee64;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use tally_heap::object::HEADER_BYTES;
-use tally_ir::{FloatOp, FrameStateId, IntCmp, ValueId};
+use tally_ir::{FloatOp, FrameStateId, Inst, InstKind, IntCmp, ValueId};
 use tally_vm::jit::{DeoptReason, DoubleFn};
 
+use super::insts::state_of;
 use super::lowerer::Lowerer;
 use super::{flags, I64};
 use crate::numbers;
@@ -16,6 +17,38 @@ use crate::numbers;
 const F64: types::Type = types::F64;
 
 impl Lowerer<'_, '_> {
+    /// Lowers an instruction on doubles (its result).
+    pub(super) fn float_inst(&mut self, inst: &Inst) -> Result<Option<Value>, String> {
+        Ok(match &inst.kind {
+            InstKind::FloatConst(bits) => Some(self.float_const(*bits)),
+            InstKind::UnboxFloat {
+                value,
+                accept_int,
+                reason,
+            } => {
+                let x = self.val(*value)?;
+                Some(self.unbox_float(x, *accept_int, state_of(inst)?, *reason)?)
+            }
+            InstKind::FloatBinary { op, lhs, rhs } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                Some(self.float_binary(*op, a, b))
+            }
+            InstKind::FloatUnary { op, value } => {
+                let x = self.val(*value)?;
+                Some(self.float_unary(*op, x))
+            }
+            InstKind::FloatCompare { op, lhs, rhs } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                Some(self.float_compare(*op, a, b))
+            }
+            InstKind::BoxFloat(v) => {
+                let d = self.val(*v)?;
+                Some(self.box_float(d, inst.bci)?)
+            }
+            other => return Err(format!("{other:?} is no instruction on doubles")),
+        })
+    }
+
     pub(super) fn float_const(&mut self, bits: u64) -> Value {
         self.b.ins().f64const(Ieee64::with_bits(bits))
     }

@@ -4,8 +4,10 @@
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use tally_heap::object::HEADER_BYTES;
-use tally_vm::objects::block;
+use tally_ir::{Inst, InstKind};
+use tally_vm::objects::{block, context};
 
+use super::insts::state_of;
 use super::lowerer::Lowerer;
 use super::{flags, I32, I64, I8};
 use crate::stub_calls;
@@ -23,6 +25,90 @@ pub(super) fn slot_offset(index: usize) -> i32 {
 }
 
 impl Lowerer<'_, '_> {
+    /// Lowers an instruction that reads or writes the heap or the VM's tables (its result, if any).
+    pub(super) fn heap_inst(&mut self, inst: &Inst) -> Result<Option<Value>, String> {
+        Ok(match &inst.kind {
+            InstKind::Literal(n) => Some(self.table_entry(self.layout.calls.literals_base, *n)?),
+            InstKind::Global(slot) => {
+                // A global may be assigned: read where used, as a literal is.
+                let v = self.table_entry(self.layout.calls.globals_base, *slot)?;
+                // Undefined: the interpreter sends `unknownGlobal:`.
+                let defined = self.cmp_imm(IntCC::NotEqual, v, 0);
+                self.check(defined, state_of(inst)?)?;
+                Some(v)
+            }
+            InstKind::LoadField { obj, index } => {
+                let o = self.val(*obj)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), o, slot_offset(*index as usize)),
+                )
+            }
+            InstKind::StoreField { obj, index, value } => {
+                let (o, v) = (self.val(*obj)?, self.val(*value)?);
+                self.store_into(o, slot_offset(*index as usize), None, v);
+                None
+            }
+            InstKind::ContextOuter(c) => {
+                let c = self.val(*c)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), c, slot_offset(context::OUTER)),
+                )
+            }
+            InstKind::ClosureContext(c) => {
+                let c = self.val(*c)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), c, slot_offset(block::CONTEXT)),
+                )
+            }
+            InstKind::LoadContext { ctx, index } => {
+                let c = self.val(*ctx)?;
+                Some(
+                    self.b
+                        .ins()
+                        .load(I64, flags(), c, slot_offset(*index as usize)),
+                )
+            }
+            InstKind::StoreContext { ctx, index, value } => {
+                let (c, v) = (self.val(*ctx)?, self.val(*value)?);
+                self.store_into(c, slot_offset(*index as usize), None, v);
+                None
+            }
+            InstKind::ArrayAt { array, index } => {
+                let (a, i) = (self.val(*array)?, self.val(*index)?);
+                let address = self.element_address(a, i, state_of(inst)?)?;
+                Some(self.b.ins().load(I64, flags(), address, 0))
+            }
+            InstKind::ArrayAtPut {
+                array,
+                index,
+                value,
+            } => {
+                let (a, i, v) = (self.val(*array)?, self.val(*index)?, self.val(*value)?);
+                let address = self.element_address(a, i, state_of(inst)?)?;
+                self.store_into(a, 0, Some(address), v);
+                None
+            }
+            InstKind::ArrayLength(a) => {
+                let a = self.val(*a)?;
+                let len = self.b.ins().uload32(flags(), a, 8);
+                let one = self.iconst(I64, 1);
+                let shifted = self.b.ins().ishl(len, one);
+                Some(self.b.ins().bor(shifted, one))
+            }
+            InstKind::StringEqual { lhs, rhs, symbol } => {
+                let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);
+                Some(self.text_equal(a, b, *symbol))
+            }
+            other => return Err(format!("{other:?} is no heap access")),
+        })
+    }
+
     /// Entry `index` of the VM's literal or global table, whose first entry's address is at
     /// `base` in the VM: read where used, since the table may have grown (its base moved)
     /// and the collector may have moved the object since the last read.

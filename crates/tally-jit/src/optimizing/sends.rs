@@ -167,20 +167,13 @@ impl Lowerer<'_, '_> {
         receiver: tally_ir::ValueId,
         inst: &Inst,
     ) -> Result<Value, String> {
-        let c = &self.layout.calls;
         let recv = self.val(receiver)?;
-        let inline = crate::numbers::nil_tests_standard(
-            &mut self.b,
-            self.act.vm,
-            c.nil_tests_standard,
-            c.nil_tests_redefined,
-        );
         let fast = self.b.create_block();
         let slow = self.b.create_block();
         let join = self.b.create_block();
+        let vm = self.act.vm;
+        crate::numbers::branch_on_nil_tests(&mut self.b, vm, &self.layout.calls, fast, slow);
         let result = self.b.append_block_param(join, I64);
-        self.b.set_cold_block(slow);
-        self.b.ins().brif(inline, fast, &[], slow, &[]);
         self.b.switch_to_block(fast);
         let answer = crate::numbers::nil_test(&mut self.b, is_nil, recv);
         self.b.ins().jump(join, &[answer.into()]);
