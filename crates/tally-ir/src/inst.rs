@@ -476,14 +476,24 @@ impl InstKind {
 mod tests {
     use super::*;
 
+    const A: ValueId = ValueId(1);
+    const B: ValueId = ValueId(2);
+    const C: ValueId = ValueId(3);
+    const SHAPE: PlainShape = PlainShape {
+        class: 7,
+        fields: 2,
+    };
+
     /// One instruction of each kind, its fields off their defaults where they have one.
     fn one_of_each() -> Vec<InstKind> {
+        let mut all = values_and_contexts();
+        all.extend(guards_arithmetic_and_calls());
+        all
+    }
+
+    fn values_and_contexts() -> Vec<InstKind> {
         use InstKind::*;
-        let (a, b, c) = (ValueId(1), ValueId(2), ValueId(3));
-        let shape = PlainShape {
-            class: 7,
-            fields: 2,
-        };
+        let (a, b) = (A, B);
         vec![
             Const(Value::from_small_int(-3)),
             Const(Value::from_symbol(4)),
@@ -530,6 +540,13 @@ mod tests {
                 receiver: a,
                 ctx: None,
             },
+        ]
+    }
+
+    fn guards_arithmetic_and_calls() -> Vec<InstKind> {
+        use InstKind::*;
+        let (a, b, c, shape) = (A, B, C, SHAPE);
+        vec![
             GuardInt {
                 value: a,
                 reason: DeoptReason::NotSmallInts,
