@@ -17,7 +17,11 @@ use cranelift_codegen::Context;
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Module};
-use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCode, Tier};
+use std::time::Instant;
+
+use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCode, Stage, Tier};
+
+use crate::diagnostics::{CraneliftTiming, Diagnostics};
 
 /// A compiler for one tier: one Cranelift JIT module holding every function it made.
 pub struct Compiler {
@@ -28,6 +32,8 @@ pub struct Compiler {
     listing_parts: ListingParts,
     /// The adapters shared by the bodies without loop-head entries, by shape.
     shared_adapters: std::collections::HashMap<AdapterShape, FuncId>,
+    /// `--print-ir-after` and `--time-passes`.
+    diagnostics: Diagnostics,
 }
 
 /// What [`CodeGenerator::listing`] shows (`tally disasm --show`): machine code differs from
@@ -91,6 +97,7 @@ impl Compiler {
             context,
             builder_context: FunctionBuilderContext::new(),
             shared_adapters: std::collections::HashMap::new(),
+            diagnostics: Diagnostics::default(),
             listing_parts: ListingParts {
                 tally_ir: true,
                 ir: true,
@@ -103,6 +110,25 @@ impl Compiler {
     pub fn set_listing_parts(&mut self, parts: ListingParts) {
         self.listing_parts = parts;
     }
+
+    /// Makes later compiles (and listings) report what `diagnostics` asks.
+    pub fn set_diagnostics(&mut self, diagnostics: Diagnostics) {
+        self.diagnostics = diagnostics;
+    }
+
+    /// Defines `id` from the context's function (Cranelift compiles it, the module takes its
+    /// code); the module's own part is timed apart from Cranelift's passes.
+    fn define(&mut self, id: FuncId) -> Result<(), String> {
+        let cranelift_before = CraneliftTiming::so_far();
+        let started = Instant::now();
+        self.module
+            .define_function(id, &mut self.context)
+            .map_err(|e| format!("{e:?}"))?;
+        let cranelift = CraneliftTiming::so_far().saturating_sub(cranelift_before);
+        let module = started.elapsed().saturating_sub(cranelift);
+        self.diagnostics.add(Stage::Module, "define", module);
+        Ok(())
+    }
 }
 
 /// What writing a function made besides it.
@@ -113,7 +139,8 @@ enum Built {
     Lowered(Box<tally_ir::Function>, crate::optimizing::Lowered),
 }
 
-/// Writes `code`'s function into `context` (signature, name, body).
+/// Writes `code`'s function into `context` (signature, name, body), timing and printing
+/// what `diagnostics` asks.
 fn build(
     tier: Tier,
     module: &JITModule,
@@ -121,22 +148,28 @@ fn build(
     context: &mut Context,
     request: &CompileRequest,
     layout: &Layout,
+    diagnostics: &Diagnostics,
 ) -> Result<Built, String> {
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
     if tier == Tier::Opt {
-        let ir = crate::optimizing::ir_of(request)?;
-        let lowered = crate::optimizing::lower(
-            &mut context.func,
-            builder_context,
-            module,
-            request,
-            layout,
-            &ir,
-        )?;
+        let ir = crate::optimizing::ir_of(request, diagnostics)?;
+        let lowered = diagnostics.timed(Stage::Lowering, "lower", || {
+            crate::optimizing::lower(
+                &mut context.func,
+                builder_context,
+                module,
+                request,
+                layout,
+                &ir,
+            )
+        })?;
         return Ok(Built::Lowered(Box::new(ir), lowered));
     }
-    crate::baseline::translate(&mut context.func, builder_context, module, request, layout)
+    diagnostics
+        .timed(Stage::Translation, "translate", || {
+            crate::baseline::translate(&mut context.func, builder_context, module, request, layout)
+        })
         .map(|()| Built::Translated)
 }
 
@@ -201,6 +234,7 @@ impl Compiler {
             }
             AdapterBody::OfFrame => AdapterBody::OfFrame,
         };
+        let started = Instant::now();
         crate::optimizing::lower_adapter(
             &mut self.context.func,
             &mut self.builder_context,
@@ -211,13 +245,13 @@ impl Compiler {
             self.module.target_config(),
             self.module.isa().default_call_conv(),
         );
+        self.diagnostics
+            .add(Stage::Lowering, "adapter", started.elapsed());
         let adapter = self
             .module
             .declare_anonymous_function(&self.context.func.signature.clone())
             .map_err(|e| e.to_string())?;
-        self.module
-            .define_function(adapter, &mut self.context)
-            .map_err(|e| format!("{e:?}"))?;
+        self.define(adapter)?;
         Ok(adapter)
     }
 }
@@ -243,6 +277,7 @@ impl CodeGenerator for Compiler {
     }
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
+        let _timing = self.diagnostics.time_cranelift();
         self.module.clear_context(&mut self.context);
         let built = build(
             self.tier,
@@ -251,6 +286,7 @@ impl CodeGenerator for Compiler {
             &mut self.context,
             request,
             layout,
+            &self.diagnostics,
         )
         .inspect_err(|_| {
             // A lowering that stopped half way leaves the builder's state behind: the next
@@ -262,9 +298,8 @@ impl CodeGenerator for Compiler {
             .module
             .declare_anonymous_function(&sig)
             .map_err(|e| e.to_string())?;
-        self.module
-            .define_function(id, &mut self.context)
-            .map_err(|e| format!("{e:?}"))?;
+        self.define(id)?;
+        let started = Instant::now();
         let (size, pc_map) = match self.context.compiled_code() {
             Some(c) => {
                 if let Built::Lowered(_, lowered) = &built {
@@ -274,6 +309,8 @@ impl CodeGenerator for Compiler {
             }
             None => return Err("Cranelift kept no compiled code".into()),
         };
+        self.diagnostics
+            .add(Stage::Module, "pc map and stack maps", started.elapsed());
         // The optimizing tier's body is called directly by native code; the dispatcher enters
         // it through an adapter with the `EntryPoint` signature.
         let osr_entries: Vec<u32> = match &built {
@@ -293,9 +330,12 @@ impl CodeGenerator for Compiler {
             }
             Built::Translated => None,
         };
+        let started = Instant::now();
         self.module
             .finalize_definitions()
             .map_err(|e| e.to_string())?;
+        self.diagnostics
+            .add(Stage::Module, "finalize", started.elapsed());
         let address = self.module.get_finalized_function(id);
         let (entry_address, direct) = match adapter {
             Some(a) => (
@@ -335,6 +375,7 @@ impl CodeGenerator for Compiler {
         use std::fmt::Write as _;
         let parts = self.listing_parts;
         let tier = self.tier.name();
+        let _timing = self.diagnostics.time_cranelift();
         let mut context = self.module.make_context();
         context.set_disasm(parts.machine);
         let built = build(
@@ -344,6 +385,7 @@ impl CodeGenerator for Compiler {
             &mut context,
             request,
             layout,
+            &self.diagnostics,
         )?;
         let names = address_names(layout);
         let mut out = String::new();

@@ -5,12 +5,14 @@
 mod baseline;
 mod compiler;
 mod counters;
+mod diagnostics;
 mod numbers;
 mod optimizing;
 mod pc_map;
 mod stub_calls;
 
 pub use compiler::{Compiler, ListingParts};
+pub use diagnostics::{phase_names, Diagnostics, PrintIrAfter};
 
 use tally_vm::jit::{AdaptiveConfig, CodeGenerator, Tier};
 use tally_vm::tally_controller::CostModel;
@@ -20,11 +22,14 @@ use tally_vm::tally_controller::CostModel;
 /// noise of a benchmark (the samples are taken in the signal handler, one frame deep).
 pub const ADAPTIVE_SAMPLE_RATE: u32 = 1000;
 
-/// `--tier=adaptive` with this crate's compilers and `model`'s figures.
-pub fn adaptive_config(model: CostModel) -> AdaptiveConfig {
+/// `--tier=adaptive` with this crate's compilers, reporting what `diagnostics` asks, and
+/// `model`'s figures.
+pub fn adaptive_config(model: CostModel, diagnostics: Diagnostics) -> AdaptiveConfig {
     AdaptiveConfig {
-        generators: Box::new(|tier| -> Result<Box<dyn CodeGenerator>, String> {
-            Ok(Box::new(Compiler::new(tier)?))
+        generators: Box::new(move |tier| -> Result<Box<dyn CodeGenerator>, String> {
+            let mut compiler = Compiler::new(tier)?;
+            compiler.set_diagnostics(diagnostics.clone());
+            Ok(Box::new(compiler))
         }),
         tiers: vec![Tier::Baseline, Tier::Opt],
         model,

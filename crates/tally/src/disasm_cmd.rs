@@ -39,6 +39,14 @@ struct DisasmArgs {
     /// genimmix) every store into the heap carries the write barrier
     #[arg(long = "gc", value_name = "PLAN", default_value = "genimmix", value_parser = crate::parse_gc_plan)]
     gc_plan: tally_vm::GcPlan,
+    /// With `--tier=opt`: print the Tally IR on stderr after the named phases of each
+    /// compile (`build`, a pass's name, several separated by commas, or `all`; see
+    /// `tally --help`)
+    #[arg(long, value_name = "PHASE|all")]
+    print_ir_after: Option<String>,
+    /// Print on stderr how long each phase of compilation took, summed over the listings
+    #[arg(long)]
+    time_passes: bool,
 }
 
 /// A part of `tally disasm`'s output (`--show`).
@@ -75,6 +83,18 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         say!("error: --show=tally-ir is the optimizing tier's IR; it needs --tier=opt");
         return ExitCode::from(2);
     }
+    if args.print_ir_after.is_some() && args.tier != crate::TierChoice::Opt {
+        say!("error: --print-ir-after prints the optimizing tier's IR; it needs --tier=opt");
+        return ExitCode::from(2);
+    }
+    let diagnostics =
+        match crate::compile_diagnostics(args.print_ir_after.as_deref(), args.time_passes) {
+            Ok(d) => d,
+            Err(e) => {
+                say!("error: --print-ir-after: {e}");
+                return ExitCode::from(2);
+            }
+        };
     let run = |mut vm: Vm| match args.tier {
         crate::TierChoice::Interp => vm.disassemble(&args.method, true, None),
         tier => {
@@ -85,6 +105,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             };
             let mut generator = tally_jit::Compiler::new(tier)
                 .map_err(|e| tally_vm::VmError::Fatal(format!("--tier={}: {e}", tier.name())))?;
+            generator.set_diagnostics(diagnostics.clone());
             generator.set_listing_parts(tally_jit::ListingParts {
                 tally_ir: shows(Part::TallyIr),
                 ir: shows(Part::Ir),
@@ -95,7 +116,11 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             vm.disassemble(&args.method, shows(Part::Bytecode), generator)
         }
     };
-    match Vm::new(options).and_then(run) {
+    let outcome = Vm::new(options).and_then(run);
+    if let Some(times) = &diagnostics.times {
+        say!("{}", times.report().trim_end());
+    }
+    match outcome {
         Ok(text) => {
             print!("{text}");
             ExitCode::SUCCESS

@@ -362,6 +362,24 @@ struct Cli {
     #[arg(long, value_name = "PATTERN")]
     print_code: Option<String>,
 
+    /// Print the optimizing tier's IR (Tally IR, with its frame states) on stderr after the
+    /// named phases of every compile: `build` (the IR as made from bytecode) or a pass —
+    /// trim-states, prune-params, fold, check-entries, eliminate-guards, forward-loads, dce,
+    /// unbox-floats, sink-closures, virtualize-closures, virtualize-contexts,
+    /// virtualize-objects — several separated by commas, or `all`. A pass the pipeline runs
+    /// more than once prints each time. `tally disasm` takes it too.
+    #[arg(long, value_name = "PHASE|all")]
+    print_ir_after: Option<String>,
+
+    /// At exit, print on stderr how long each phase of compilation took, summed over the
+    /// run (each phase's own time, so the rows add up): the optimizing tier's IR build and
+    /// each of its passes, lowering (or the baseline tier's translation), each of
+    /// Cranelift's passes, the code module's work (code into memory, pc map and stack maps)
+    /// and installation by the VM. Listings made by --print-code compile again and count
+    /// too. `tally disasm` takes it too.
+    #[arg(long)]
+    time_passes: bool,
+
     /// Write perf's jitdump file jit-PID.dump into DIR (default: the current directory) as
     /// methods are compiled: each function's machine code, name (with its tier) and source
     /// lines. Record with `perf record -k mono`, then `perf inject --jit` makes the symbols.
@@ -787,6 +805,20 @@ fn class_path(values: &[String]) -> Vec<PathBuf> {
 /// touched as the stack grows).
 const VM_THREAD_STACK: usize = 256 << 20;
 
+/// What compiles report besides their code (`--print-ir-after`, `--time-passes`).
+pub(crate) fn compile_diagnostics(
+    print_ir_after: Option<&str>,
+    time_passes: bool,
+) -> Result<tally_jit::Diagnostics, String> {
+    Ok(tally_jit::Diagnostics {
+        print_ir_after: match print_ir_after {
+            Some(phases) => tally_jit::PrintIrAfter::parse(phases)?,
+            None => tally_jit::PrintIrAfter::Nothing,
+        },
+        times: time_passes.then(|| std::sync::Arc::new(tally_vm::jit::PhaseTimes::default())),
+    })
+}
+
 fn main() -> ExitCode {
     tally_output::report_size_limit_as_error();
     // `tally bench` starts the VMs it measures through a copy of this binary (their peak
@@ -950,6 +982,8 @@ fn main_on_vm_thread() -> ExitCode {
     if tier == TierChoice::Interp {
         let compiled_only = [
             ("--print-code", cli.print_code.is_some()),
+            ("--print-ir-after", cli.print_ir_after.is_some()),
+            ("--time-passes", cli.time_passes),
             ("--perf-map", cli.perf_map),
             ("--jitdump", cli.jitdump.is_some()),
             ("--tier-log", cli.tier_log),
@@ -1022,17 +1056,26 @@ fn main_on_vm_thread() -> ExitCode {
         },
         _ => None,
     };
+    let diagnostics = match compile_diagnostics(cli.print_ir_after.as_deref(), cli.time_passes) {
+        Ok(d) => d,
+        Err(e) => {
+            say!("error: --print-ir-after: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = Vm::new(options).and_then(|mut vm| {
         match tier {
             TierChoice::Interp => {}
             TierChoice::Baseline => {
-                let generator = tally_jit::Compiler::baseline()
+                let mut generator = tally_jit::Compiler::baseline()
                     .map_err(|e| VmError::Fatal(format!("--tier=baseline: {e}")))?;
+                generator.set_diagnostics(diagnostics.clone());
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
             TierChoice::Opt => {
-                let generator = tally_jit::Compiler::optimizing()
+                let mut generator = tally_jit::Compiler::optimizing()
                     .map_err(|e| VmError::Fatal(format!("--tier=opt: {e}")))?;
+                generator.set_diagnostics(diagnostics.clone());
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
             TierChoice::Adaptive => {
@@ -1044,7 +1087,10 @@ fn main_on_vm_thread() -> ExitCode {
                     ),
                 }
                 vm.set_adaptive(
-                    tally_jit::adaptive_config(model.clone().unwrap_or_default()),
+                    tally_jit::adaptive_config(
+                        model.clone().unwrap_or_default(),
+                        diagnostics.clone(),
+                    ),
                     cli.tier_log,
                 )?;
             }
@@ -1071,6 +1117,12 @@ fn main_on_vm_thread() -> ExitCode {
         }
         if let Some(pattern) = &cli.print_code {
             vm.print_code(pattern);
+        }
+        if diagnostics.print_ir_after != tally_jit::PrintIrAfter::Nothing {
+            vm.compiles_write_stderr();
+        }
+        if let Some(times) = &diagnostics.times {
+            vm.time_installations(times.clone());
         }
         if let Some(dir) = &cli.jitdump {
             vm.write_jitdump(dir)?;
@@ -1155,6 +1207,9 @@ fn main_on_vm_thread() -> ExitCode {
                 say!("{line}");
             }
         }
+        if let Some(times) = &diagnostics.times {
+            say!("{}", times.report().trim_end());
+        }
         if succeeded && !unwritten.is_empty() {
             let said: Vec<String> = unwritten.iter().map(ToString::to_string).collect();
             return Err(VmError::Output(said.join("\n")));
@@ -1177,6 +1232,16 @@ fn main_on_vm_thread() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::{normalize_args, parse_duration_ns};
+
+    #[test]
+    fn the_help_names_every_phase_print_ir_after_takes() {
+        let help = <super::Cli as clap::CommandFactory>::command()
+            .render_long_help()
+            .to_string();
+        for phase in tally_jit::phase_names() {
+            assert!(help.contains(phase), "--help does not name {phase}");
+        }
+    }
 
     #[test]
     fn durations_read_with_their_units() {

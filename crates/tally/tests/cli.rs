@@ -409,3 +409,71 @@ fn disasm_show_picks_the_parts_and_names_stubs_and_the_flag() {
         stderr(&out)
     );
 }
+
+/// `Loop>>run` sums a loop the optimizing tier compiles with on-stack-replacement entries.
+const LOOP: &[u8] =
+    b"Loop = ( run = ( | s | s := 0. 1 to: 2000 do: [:i | s := s + i]. s println ) )";
+
+#[test]
+fn time_passes_prints_every_phase_of_compilation_at_exit() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Loop.som", LOOP);
+    let o = tally(d.path(), &["--tier=opt", "--time-passes", "Loop.som"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2001000\n");
+    let e = stderr(&o);
+    let table = e
+        .split_once("--time-passes: ")
+        .map(|(_, t)| t)
+        .unwrap_or_else(|| panic!("no table: {e}"));
+    for phase in [
+        "tally-ir  build",
+        "tally-ir  trim-states",
+        "tally-ir  fold",
+        "tally-ir  dce",
+        "lowering  lower",
+        "cranelift Register allocation",
+        "module    define",
+        "module    finalize",
+        "vm        install",
+    ] {
+        assert!(table.contains(phase), "{phase} missing: {table}");
+    }
+}
+
+#[test]
+fn print_ir_after_prints_the_ir_after_the_passes_named() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Loop.som", LOOP);
+    let args = [
+        "disasm",
+        "-cp",
+        ".",
+        "--tier=opt",
+        "--show=tally-ir",
+        "--print-ir-after=build,virtualize-contexts",
+        "Loop>>run",
+    ];
+    let o = tally(d.path(), &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--- Tally IR of Loop>>run after build (step 0)\nfunction Loop>>run: "),
+        "{e}"
+    );
+    assert!(
+        e.contains("--- Tally IR of Loop>>run after virtualize-contexts (step "),
+        "{e}"
+    );
+    assert!(!e.contains("after fold"), "{e}");
+    let o = tally(
+        d.path(),
+        &["--tier=opt", "--print-ir-after=folding", "Loop.som"],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no phase is called `folding`; the phases are build, trim-states,"),
+        "{}",
+        stderr(&o)
+    );
+}

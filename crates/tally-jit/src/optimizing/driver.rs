@@ -14,18 +14,28 @@ use tally_vm::jit::{CompileRequest, Layout, SafepointMap, SafepointTable, Stub};
 use super::entry::enter;
 use super::lowerer::{IrMap, Lowerer, Recorded, Signatures, WaysOut};
 use super::{I32, I64};
+use crate::diagnostics::{Diagnostics, PassWatch, BUILD_PHASE};
 use crate::stub_calls::StubSignatures;
+use tally_vm::jit::Stage;
 
 /// The IR of `request`'s code, optimized: what the tier lowers, and what listings show.
-pub(crate) fn ir_of(request: &CompileRequest) -> Result<tally_ir::Function, String> {
+/// `diagnostics` times the build and each pass, and prints the IR after the phases it names.
+pub(crate) fn ir_of(
+    request: &CompileRequest,
+    diagnostics: &Diagnostics,
+) -> Result<tally_ir::Function, String> {
     let code = request.code;
-    let mut f = tally_ir::build::build(code, &request.name, request, request.osr)?;
-    tally_ir::passes::optimize(
-        &mut f,
-        code,
-        &|id| request.callee(id),
-        &mut tally_ir::passes::Unobserved,
-    )?;
+    let mut f = diagnostics.timed(Stage::IrBuild, BUILD_PHASE, || {
+        tally_ir::build::build(code, &request.name, request, request.osr)
+    })?;
+    diagnostics.after_phase(BUILD_PHASE, 0, request, &f);
+    let mut watch = PassWatch {
+        diagnostics,
+        request,
+        started: None,
+        steps: 0,
+    };
+    tally_ir::passes::optimize(&mut f, code, &|id| request.callee(id), &mut watch)?;
     Ok(f)
 }
 
