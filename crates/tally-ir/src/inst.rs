@@ -416,6 +416,10 @@ instructions! {
     ArrayAtPut { array: ValueId, index: ValueId, value: ValueId }
         "array_at_put {array}, {index}, {value}" => none, before, deopts, writes_fields;
     ArrayLength(array: ValueId) "array_length {array}" => Int, removable;
+    /// String's primitive `length` on a String (class guarded): the byte length of a string
+    /// of one-byte characters; any other deoptimizes (`not_ascii`: the interpreter counts
+    /// its characters, and the site is not speculated on again).
+    StringLength(string: ValueId) "string_length {string}" => Int, before, deopts, removable;
     /// String's primitive `=` of `lhs`, a String or (`symbol`) a Symbol (class guarded), and
     /// any `rhs`: whether their text is the same. Neither collects nor fails.
     StringEqual { lhs: ValueId, rhs: ValueId, symbol: bool }
@@ -631,6 +635,7 @@ mod tests {
                 value: c,
             },
             ArrayLength(a),
+            StringLength(a),
             StringEqual {
                 lhs: a,
                 rhs: b,

@@ -553,6 +553,7 @@ named!(
         DeoptReason::LoopEntry,
         DeoptReason::NotDoubles,
         DeoptReason::NilTests,
+        DeoptReason::NotAscii,
     ],
     reason_name
 );
@@ -567,6 +568,7 @@ fn reason_name(r: DeoptReason) -> &'static str {
         DeoptReason::LoopEntry => "loop_entry",
         DeoptReason::NotDoubles => "not_doubles",
         DeoptReason::NilTests => "nil_tests",
+        DeoptReason::NotAscii => "not_ascii",
     }
 }
 

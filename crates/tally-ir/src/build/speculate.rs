@@ -308,6 +308,7 @@ impl Builder<'_> {
             ExpectedTarget::ArrayAt
             | ExpectedTarget::ArrayAtPut
             | ExpectedTarget::ArrayLength
+            | ExpectedTarget::StringLength
             | ExpectedTarget::BlockValue
             | ExpectedTarget::Identical
             | ExpectedTarget::StringEqual { .. }
@@ -376,6 +377,10 @@ impl Builder<'_> {
                 args[1]
             }
             ExpectedTarget::ArrayLength => self.value(s, InstKind::ArrayLength(receiver), i, None),
+            ExpectedTarget::StringLength => {
+                let kind = InstKind::StringLength(receiver);
+                self.value(s, kind, i, Some(guard_state))
+            }
             ExpectedTarget::BlockValue => {
                 if let Some(v) = self.inline_block(s, receiver, args, i)? {
                     return Ok(v);

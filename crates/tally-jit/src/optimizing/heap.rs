@@ -5,6 +5,7 @@ use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{InstBuilder, Value};
 use tally_heap::object::HEADER_BYTES;
 use tally_ir::{Inst, InstKind};
+use tally_vm::jit::DeoptReason;
 use tally_vm::objects::{block, context};
 
 use super::insts::state_of;
@@ -100,6 +101,14 @@ impl Lowerer<'_, '_> {
                 let one = self.iconst(I64, 1);
                 let shifted = self.b.ins().ishl(len, one);
                 Some(self.b.ins().bor(shifted, one))
+            }
+            InstKind::StringLength(s) => {
+                let s = self.val(*s)?;
+                // Another string's characters are counted by the interpreter, and the
+                // site's next version sends `length`.
+                let one_byte = self.is_ascii_string(s);
+                self.guard(one_byte, state_of(inst)?, DeoptReason::NotAscii)?;
+                Some(self.byte_length(s))
             }
             InstKind::StringEqual { lhs, rhs, symbol } => {
                 let (a, b) = (self.val(*lhs)?, self.val(*rhs)?);

@@ -44,6 +44,7 @@ impl Lowerer<'_, '_> {
             | ArrayAt { .. }
             | ArrayAtPut { .. }
             | ArrayLength(_)
+            | StringLength(_)
             | StringEqual { .. } => self.heap_inst(inst)?,
             FloatConst(_)
             | UnboxFloat { .. }

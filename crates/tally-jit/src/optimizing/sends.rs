@@ -399,18 +399,29 @@ impl Lowerer<'_, '_> {
         }
         self.b.ins().brif(is_string, string, &[], slow, &[]);
         self.b.switch_to_block(string);
-        // The kind is bits 9..2 of header word 0.
-        let word0 = self.b.ins().load(I64, flags(), recv, 0);
-        let kind = self.b.ins().ushr_imm_u(word0, 2);
-        let kind = self.and_imm(kind, 0xff);
-        let ascii = self.cmp_imm(IntCC::Equal, kind, self.layout.ascii_string_kind as i64);
+        let ascii = self.is_ascii_string(recv);
         let bytes = self.b.create_block();
         self.b.ins().brif(ascii, bytes, &[], slow, &[]);
         self.b.switch_to_block(bytes);
-        let len = self.b.ins().uload32(flags(), recv, 12);
+        Ok(self.byte_length(recv))
+    }
+
+    /// Whether the String `string` holds one-byte characters (its length is its byte
+    /// length): the kind, bits 9..2 of header word 0, is the ASCII strings'.
+    pub(super) fn is_ascii_string(&mut self, string: Value) -> Value {
+        let word0 = self.b.ins().load(I64, flags(), string, 0);
+        let kind = self.b.ins().ushr_imm_u(word0, 2);
+        let kind = self.and_imm(kind, 0xff);
+        self.cmp_imm(IntCC::Equal, kind, self.layout.ascii_string_kind as i64)
+    }
+
+    /// The byte length of String `string`, as a small integer (its header's second word's
+    /// high half).
+    pub(super) fn byte_length(&mut self, string: Value) -> Value {
+        let len = self.b.ins().uload32(flags(), string, 12);
         let one = self.iconst(I64, 1);
         let shifted = self.b.ins().ishl(len, one);
-        Ok(self.b.ins().bor(shifted, one))
+        self.b.ins().bor(shifted, one)
     }
 
     /// String's primitive `=` of `string`, a String or (`symbol`) a Symbol, and any `other`,

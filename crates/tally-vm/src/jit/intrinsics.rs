@@ -45,6 +45,7 @@ pub(crate) enum Speculated {
     DoubleMath(super::DoubleFn),
     NewInstance,
     NewArray,
+    StringLength,
 }
 
 /// The class defining an intrinsic's primitive.
@@ -132,7 +133,13 @@ const TABLE: &[Entry] = {
             I::ArrayLength,
             Some((S::ArrayLength, R::Holder)),
         ),
-        entry("length", H::String, 0, I::StringLength, None),
+        entry(
+            "length",
+            H::String,
+            0,
+            I::StringLength,
+            Some((S::StringLength, R::Holder)),
+        ),
         entry(
             "=",
             H::String,

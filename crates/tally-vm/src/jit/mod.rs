@@ -142,6 +142,9 @@ pub enum DeoptReason {
     /// `isNil` or `notNil`, answered by comparing with nil, has been redefined since the
     /// compile (a class loaded that defines one of them).
     NilTests = 7,
+    /// A String's `length`, read from its header, found characters of more than one byte
+    /// (their count is the interpreter's).
+    NotAscii = 8,
 }
 
 /// `Layout::deopt_site` of a deoptimization no send site's guard made (`LoopEntry`).
@@ -157,6 +160,7 @@ impl DeoptReason {
             5 => DeoptReason::LoopEntry,
             6 => DeoptReason::NotDoubles,
             7 => DeoptReason::NilTests,
+            8 => DeoptReason::NotAscii,
             _ => return None,
         })
     }
@@ -172,6 +176,7 @@ impl DeoptReason {
             }
             DeoptReason::NotDoubles => "double guard failed",
             DeoptReason::NilTests => "isNil or notNil redefined",
+            DeoptReason::NotAscii => "a string's length found characters of more than a byte",
         }
     }
 }

@@ -145,6 +145,9 @@ pub enum ExpectedTarget {
     },
     /// Array's primitive `new:` on Array itself: a new Array, made without the send.
     NewArray,
+    /// String's primitive `length` on String itself: the length of a string of one-byte
+    /// characters read from its header (others are counted by the interpreter).
+    StringLength,
     /// Any other primitive: called through the call stub, without the send's lookup.
     Primitive(&'static Code),
     /// Double's primitive `sqrt`, `sin` or `cos` on a Double: computed on the unboxed double.
@@ -204,6 +207,7 @@ impl std::fmt::Debug for ExpectedTarget {
                 write!(f, "NewInstance {{ plain: {plain:?} }}")
             }
             ExpectedTarget::NewArray => f.write_str("NewArray"),
+            ExpectedTarget::StringLength => f.write_str("StringLength"),
             ExpectedTarget::Primitive(code) => write!(f, "Primitive({:p})", *code),
             ExpectedTarget::DoubleMath(op) => write!(f, "DoubleMath({op:?})"),
         }
@@ -669,6 +673,7 @@ fn speculated_target(
             ExpectedTarget::NewInstance { plain }
         }
         S::NewArray => ExpectedTarget::NewArray,
+        S::StringLength => ExpectedTarget::StringLength,
     }
 }
 
