@@ -121,24 +121,12 @@ impl Lowerer<'_, '_> {
     /// answers `Status::Returned` (the dispatcher pops the frame); a direct call pops its
     /// frame.
     pub(super) fn fill_ret(&mut self, ret: Block, bci: u32) {
-        let layout = self.layout;
         self.b.switch_to_block(ret);
         self.b.set_srcloc(SourceLoc::new(bci));
         let v = self.b.block_params(ret)[0];
         let (framed, direct) = self.leave_by_caller();
         self.b.switch_to_block(direct);
-        let frame_stack = self
-            .b
-            .ins()
-            .load(I64, flags(), self.act.vm, layout.frame_stack);
-        let depth = self
-            .b
-            .ins()
-            .load(I64, flags(), frame_stack, layout.frames_len);
-        let depth = self.add_imm(depth, -1);
-        self.b
-            .ins()
-            .store(flags(), depth, frame_stack, layout.frames_len);
+        self.add_to_depth(-1);
         self.return_(v);
         self.b.switch_to_block(framed);
         self.return_(v);

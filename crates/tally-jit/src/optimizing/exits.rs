@@ -387,19 +387,8 @@ impl Lowerer<'_, '_> {
         self.b
             .ins()
             .store(flags(), len, self.act.vm, layout.stack_len);
-        let frame_stack = self
-            .b
-            .ins()
-            .load(I64, flags(), self.act.vm, layout.frame_stack);
-        let depth = self
-            .b
-            .ins()
-            .load(I64, flags(), frame_stack, layout.frames_len);
         // The exit's own frame and those of the chain beyond the frame's own.
-        let depth = self.add_imm(depth, chain.len() as i64);
-        self.b
-            .ins()
-            .store(flags(), depth, frame_stack, layout.frames_len);
+        self.add_to_depth(chain.len() as i64);
         let hand_over = self.hand_over();
         self.b.ins().jump(hand_over, &[status.into()]);
         Ok(())
@@ -460,5 +449,22 @@ impl Lowerer<'_, '_> {
         self.b.set_cold_block(leave);
         self.out.leave = Some(leave);
         leave
+    }
+
+    /// Pushes (or, `n` negative, pops) `n` frames: the frame stack's depth changes by `n`.
+    pub(super) fn add_to_depth(&mut self, n: i64) {
+        let layout = self.layout;
+        let frame_stack = self
+            .b
+            .ins()
+            .load(I64, flags(), self.act.vm, layout.frame_stack);
+        let depth = self
+            .b
+            .ins()
+            .load(I64, flags(), frame_stack, layout.frames_len);
+        let depth = self.add_imm(depth, n);
+        self.b
+            .ins()
+            .store(flags(), depth, frame_stack, layout.frames_len);
     }
 }

@@ -3,7 +3,8 @@
 //! `VirtualBlock`), each with what the exit's own state says it holds.
 
 use cranelift_codegen::ir::InstBuilder;
-use tally_ir::FrameStateId;
+use cranelift_codegen::ir::Value;
+use tally_ir::{FrameStateId, ValueId};
 
 use super::heap::slot_offset;
 use super::lowerer::Lowerer;
@@ -75,12 +76,7 @@ impl Lowerer<'_, '_> {
             else {
                 continue;
             };
-            let fields = self.ir.states[innermost.index()]
-                .virtuals
-                .iter()
-                .find(|(v, _)| *v == o)
-                .map(|(_, s)| s.clone())
-                .ok_or_else(|| format!("{innermost} does not name what {o}'s fields hold"))?;
+            let fields = self.virtual_slots(innermost, o)?;
             let class = self.val(class)?;
             let made = self.new_instance(class, bci)?;
             self.define(o, made);
@@ -88,13 +84,7 @@ impl Lowerer<'_, '_> {
         }
         for (o, fields) in made_objects {
             let made = self.val(o)?;
-            for (k, &field) in fields.iter().enumerate() {
-                if self.ir.const_value(field) == Some(tally_heap::Value::NIL) {
-                    continue;
-                }
-                let x = self.word(field)?;
-                self.store_into(made, slot_offset(k), None, x);
-            }
+            self.fill_made(made, &fields)?;
         }
         for c in contexts {
             let Some(tally_ir::InstKind::VirtualContext { size, outer }) =
@@ -102,12 +92,7 @@ impl Lowerer<'_, '_> {
             else {
                 continue;
             };
-            let slots = self.ir.states[innermost.index()]
-                .virtuals
-                .iter()
-                .find(|(v, _)| *v == c)
-                .map(|(_, s)| s.clone())
-                .ok_or_else(|| format!("{innermost} does not name what {c}'s slots hold"))?;
+            let slots = self.virtual_slots(innermost, c)?;
             let made = if home == Some(c) {
                 let code = self.iconst(I32, self.request.code.id as i64);
                 let stub = self.layout.stubs.ir_home_context;
@@ -117,13 +102,7 @@ impl Lowerer<'_, '_> {
             } else {
                 self.inlined_context(size, outer, bci)?
             };
-            for (k, &slot) in slots.iter().enumerate() {
-                if self.ir.const_value(slot) == Some(tally_heap::Value::NIL) {
-                    continue;
-                }
-                let x = self.word(slot)?;
-                self.store_into(made, slot_offset(k), None, x);
-            }
+            self.fill_made(made, &slots)?;
             self.define(c, made);
         }
         for v in virtuals {
@@ -141,6 +120,30 @@ impl Lowerer<'_, '_> {
             self.b.ins().brif(made, go_on, &[], leave, &[]);
             self.b.switch_to_block(go_on);
             self.define(v, made);
+        }
+        Ok(())
+    }
+
+    /// What state `innermost` says the slots (a context's) or fields (an object's) of the
+    /// virtual `v` hold.
+    fn virtual_slots(&self, innermost: FrameStateId, v: ValueId) -> Result<Vec<ValueId>, String> {
+        self.ir.states[innermost.index()]
+            .virtuals
+            .iter()
+            .find(|(x, _)| *x == v)
+            .map(|(_, slots)| slots.clone())
+            .ok_or_else(|| format!("{innermost} does not name what {v}'s slots hold"))
+    }
+
+    /// Stores `slots` into `made`, an object the exit just made (nil where the allocation
+    /// left nil).
+    fn fill_made(&mut self, made: Value, slots: &[ValueId]) -> Result<(), String> {
+        for (k, &slot) in slots.iter().enumerate() {
+            if self.ir.const_value(slot) == Some(tally_heap::Value::NIL) {
+                continue;
+            }
+            let x = self.word(slot)?;
+            self.store_into(made, slot_offset(k), None, x);
         }
         Ok(())
     }
