@@ -215,7 +215,7 @@ impl Compiler {
         Ok(id)
     }
 
-    /// Defines an adapter (`lower::lower_adapter`) calling `body` (a function of this
+    /// Defines an adapter (`optimizing::lower_adapter`) calling `body` (a function of this
     /// module, or the frame's), entering at the loop heads `osr`; `name` numbers it.
     fn define_adapter(
         &mut self,
