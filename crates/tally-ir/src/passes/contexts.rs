@@ -210,18 +210,15 @@ fn stays_inside(f: &Function, dom: &DomTree, c: &Candidate, kept: &HashSet<Value
         .any(|s| s.locals.iter().flatten().chain(&s.stack).any(|&x| x == v))
 }
 
-/// Whether an exit at state `s` would have to make `v`: a state of its chain has it as its
-/// context, or holds a virtual closure or context made over it.
+/// Whether an exit at state `s` would have to make `v`: a state of its chain holds it, or a
+/// closure or context made over it, anywhere: as its context or closure, or among its
+/// locals and operands (a block an inlined method made and answered, on its caller's
+/// operand stack after that method's region ended).
 fn chain_refers_to(f: &Function, s: FrameStateId, v: ValueId) -> bool {
     let mut next = Some(s);
     while let Some(k) = next {
         let state = &f.states[k.index()];
-        if state
-            .context
-            .iter()
-            .chain(state.closure.iter())
-            .any(|&x| reaches(f, x, v))
-        {
+        if state.values().any(|x| reaches(f, x, v)) {
             return true;
         }
         next = state.outer;
