@@ -71,8 +71,9 @@ enum Receivers {
     BlockOfArity,
     /// String and Symbol.
     Strings,
-    /// Anything but a small integer (`==`, which compares numbers by value).
-    NotInteger,
+    /// Anything but a number: `==` compares an Integer and a Double by value and two
+    /// Doubles by their bits, where compiled code compares words.
+    NotNumber,
     /// Any receiver the method is found for.
     Any,
 }
@@ -180,7 +181,7 @@ const TABLE: &[Entry] = {
             H::Object,
             1,
             I::None,
-            Some((S::Identical, R::NotInteger)),
+            Some((S::Identical, R::NotNumber)),
         ),
         entry(
             "sqrt",
@@ -272,7 +273,7 @@ pub(crate) fn speculated(rt: &Runtime, class: u32, code: &Code, argc: usize) -> 
         Receivers::Holder => class == e.holder.class(rt),
         Receivers::BlockOfArity => rt.block_classes.get(argc) == Some(&class),
         Receivers::Strings => class == rt.core.string || class == rt.core.symbol,
-        Receivers::NotInteger => class != rt.core.integer,
+        Receivers::NotNumber => class != rt.core.integer && class != rt.core.double,
         Receivers::Any => true,
     };
     (applies && usize::from(e.argc) == argc).then_some(what)
