@@ -16,7 +16,8 @@ use crate::sample::{Origin, Sample, SampleFlags};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot read the profile: {0}")]
+    /// Callers name the file ("cannot read the profile PATH: …"), so this says only why.
+    #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("not a Tally profile (bad magic number)")]
     NotAProfile,
