@@ -386,7 +386,9 @@ struct Cli {
     #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = ".")]
     jitdump: Option<PathBuf>,
 
-    /// Deepest SOM call stack before "stack overflow" is reported.
+    /// Deepest SOM call stack before "stack overflow" is reported. Counts the frames the VM
+    /// keeps records of: methods and blocks the optimizing tier inlined take none, so
+    /// compiled recursion may go a few frames deeper than interpreted.
     #[arg(long, value_name = "FRAMES", default_value_t = 100_000)]
     max_stack_depth: usize,
 
