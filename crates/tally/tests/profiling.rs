@@ -711,26 +711,43 @@ fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
             'done' println ) )",
     )
     .unwrap();
-    let o = run_in(
-        d.path(),
-        &[
-            "--profile=churn.profile",
-            "--heap-size",
-            "8M",
-            "--cbs",
-            "off",
-            "--sampler",
-            "timer",
-            // A rate the CPU-time timer delivers (the kernel tick), whatever the tier's
-            // default: merged expiries would make the comparison rougher.
-            "--rate",
-            "250",
-            "Churn.som",
-        ],
-    );
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let r = run_in(d.path(), &["report", "churn.profile"]);
-    let report = text(&r.stdout);
+    // The CPU-time timer loses the ticks that find the VM thread waiting for a CPU (the
+    // report counts them): a run the machine's load left with few samples is measured again,
+    // as often as three times.
+    let mut attempts = 0;
+    let (report, taken) = loop {
+        attempts += 1;
+        let o = run_in(
+            d.path(),
+            &[
+                "--profile=churn.profile",
+                "--force",
+                "--heap-size",
+                "8M",
+                "--cbs",
+                "off",
+                "--sampler",
+                "timer",
+                // A rate the CPU-time timer delivers (the kernel tick), whatever the tier's
+                // default: merged expiries would make the comparison rougher.
+                "--rate",
+                "250",
+                "Churn.som",
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let r = run_in(d.path(), &["report", "churn.profile"]);
+        let report = text(&r.stdout);
+        let taken: f64 = report
+            .lines()
+            .find_map(|l| l.strip_prefix("samples: "))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no sample count in:\n{report}"));
+        if taken >= 200.0 || attempts == 3 {
+            break (report, taken);
+        }
+    };
     let percent_before = |line: &str, marker: &str| -> f64 {
         let head = &line[..line.find(marker).unwrap()];
         let start = head
@@ -750,12 +767,21 @@ fn gc_pauses_appear_as_gc_samples_in_proportion_to_the_gc_events() {
     let from_events = percent_before(events, "% of the run");
     let from_samples = percent_before(samples, "%)");
     assert!(from_events > 1.0, "too little GC to compare: {events}");
+    // 3 points on a machine of its own (the issue's bound, measured on DeltaBlue); the
+    // margin is wider here because other tests share the CPU, and a VM thread that waits
+    // for a CPU takes fewer CPU-time samples while its pauses keep their wall duration. Where
+    // three runs in a row were starved of samples, three standard errors of a share measured
+    // with that few.
+    let share = from_events / 100.0;
+    let margin = if taken >= 200.0 {
+        6.0
+    } else {
+        f64::max(6.0, 300.0 * (share * (1.0 - share) / taken).sqrt())
+    };
     assert!(
-        // 3 points on a machine of its own (the issue's bound, measured on DeltaBlue); the
-        // margin is wider here because other tests share the CPU, and a VM thread that waits
-        // for a CPU takes fewer CPU-time samples while its pauses keep their wall duration.
-        (from_events - from_samples).abs() <= 6.0,
-        "events {from_events} % against samples {from_samples} %:\n{report}"
+        (from_events - from_samples).abs() <= margin,
+        "events {from_events} % against samples {from_samples} % ({taken} samples, \
+         {attempts} runs):\n{report}"
     );
     let folded = run_in(d.path(), &["export", "folded", "churn.profile", "-o", "-"]);
     assert!(
