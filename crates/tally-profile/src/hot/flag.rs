@@ -111,8 +111,16 @@ impl YieldpointFlag {
     /// trips the attached words. Async-signal-safe: atomics only.
     #[inline]
     pub fn raise(&self, bits: u8) -> u8 {
+        self.raise_around(bits, || {})
+    }
+
+    /// `raise`, with `between` run after the bits are set and before the words are tripped:
+    /// the window in which another thread may serve and clear them, which tests widen.
+    #[inline(always)]
+    fn raise_around(&self, bits: u8, between: impl FnOnce()) -> u8 {
         let previous = self.bits.fetch_or(bits, Ordering::SeqCst);
-        self.trip_words();
+        between();
+        self.trip_words_unless_idle();
         previous
     }
 
@@ -123,10 +131,7 @@ impl YieldpointFlag {
     pub fn clear(&self, bits: u8) -> u8 {
         let previous = self.bits.fetch_and(!bits, Ordering::SeqCst);
         if previous & !bits == 0 {
-            self.for_each_word(TripWord::rearm);
-            if self.bits.load(Ordering::SeqCst) != 0 {
-                self.trip_words();
-            }
+            self.rearm_words();
         }
         previous
     }
@@ -152,6 +157,9 @@ impl YieldpointFlag {
             {
                 if self.bits.load(Ordering::SeqCst) != 0 {
                     word.trip();
+                    if self.bits.load(Ordering::SeqCst) == 0 {
+                        self.rearm_words();
+                    }
                 }
                 return Ok(());
             }
@@ -173,6 +181,28 @@ impl YieldpointFlag {
 
     fn trip_words(&self) {
         self.for_each_word(TripWord::trip);
+    }
+
+    /// The second half of a raise. The bits may have been cleared between the raise's
+    /// `fetch_or` and its trips (the VM thread reads the byte at back-edges, so it can serve
+    /// and clear a request before the raising thread has tripped the words): the clear's
+    /// re-arm then came first, and the trips would stay with no bit up. The VM's slow paths
+    /// find nothing to serve and re-arm nothing, so every call and return of the rest of the
+    /// run would take them. Hence the check after the trips, with the re-arm `clear` does.
+    fn trip_words_unless_idle(&self) {
+        self.trip_words();
+        if self.bits.load(Ordering::SeqCst) == 0 {
+            self.rearm_words();
+        }
+    }
+
+    /// Re-arms every word after the bits were seen all clear; trips them again if a bit
+    /// turned up meanwhile (that raise's own trip may have landed before this re-arm).
+    fn rearm_words(&self) {
+        self.for_each_word(TripWord::rearm);
+        if self.bits.load(Ordering::SeqCst) != 0 {
+            self.trip_words();
+        }
     }
 
     fn for_each_word(&self, f: impl Fn(&TripWord)) {
@@ -208,12 +238,12 @@ impl std::error::Error for AttachError {}
 /// the VM's comparison fails and its slow path serves the flag.
 ///
 /// The word's one state is its value: it is tripped exactly when it reads
-/// `tripped` (which no armed value may equal). Raising threads only ever store
-/// `tripped`; the VM thread stores armed values, and only over a value that is
-/// not `tripped` (a compare-and-swap), so a trip is never overwritten except by
-/// [`YieldpointFlag::clear`]'s re-arm (on whichever thread clears the last
-/// bit), which checks the bits again afterwards and stores the armed value
-/// again if the VM thread changed it meanwhile.
+/// `tripped` (which no armed value may equal). The VM thread stores armed
+/// values, and only over a value that is not `tripped` (a compare-and-swap), so
+/// a trip is only ever overwritten by the flag's re-arm, run by whichever
+/// thread saw no bit up (the one clearing the last bit, or a raiser whose bit
+/// was cleared before its trips landed), which checks the bits again afterwards
+/// and stores the armed value again if the VM thread changed it meanwhile.
 /// A word cannot be left marked tripped while reading an old armed value, which
 /// would hide every later [`TripWord::set_armed`] until the next re-arm.
 pub struct TripWord {
@@ -430,6 +460,41 @@ mod tests {
         raiser.join().unwrap();
         f.detach_all();
         assert_eq!(stale, 0, "the word read an old armed value");
+    }
+
+    /// The VM thread reads the flag's byte at back-edges, so it can serve and clear a
+    /// request between the raising thread's `fetch_or` and its trips. The trips must not
+    /// outlive the bit: the VM's slow paths find nothing to serve and re-arm nothing, so
+    /// every call and return would take them until the next raise, which a program that
+    /// has nothing left to compile may never see.
+    #[test]
+    fn a_bit_cleared_before_its_raise_trips_the_words_leaves_them_armed() {
+        let f = YieldpointFlag::new();
+        let limit = TripWord::new(1000, 0);
+        let exit = TripWord::new(3, usize::MAX);
+        // SAFETY: both words outlive the flag's use in this test; detached below.
+        unsafe {
+            f.attach(&limit).unwrap();
+            f.attach(&exit).unwrap();
+        }
+        f.raise_around(CONTROLLER, || {
+            f.clear(CONTROLLER);
+        });
+        assert_eq!(f.load(), 0);
+        assert_eq!(
+            (limit.get(), exit.get()),
+            (1000, 3),
+            "tripped with no bit up"
+        );
+        // A bit still up when the trips land keeps them.
+        f.raise_around(CONTROLLER, || {
+            f.raise(SAMPLE);
+            f.clear(CONTROLLER);
+        });
+        assert_eq!((limit.get(), exit.get()), (0, usize::MAX));
+        f.clear(SAMPLE);
+        assert_eq!((limit.get(), exit.get()), (1000, 3));
+        f.detach_all();
     }
 
     #[test]
