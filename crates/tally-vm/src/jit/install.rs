@@ -314,8 +314,12 @@ impl Installer {
                 ),
             };
             let inlined = inlined_summary(request, &native.scopes) + &never_made(native.never_made);
+            let compiled = match compiled_bytecodes(request, code, &native.scopes) {
+                n if n == code.ops.len() => String::new(),
+                n => format!(", {n} bytecodes compiled"),
+            };
             let mut text = format!(
-                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{guarded}{inlined}{entered})\n",
+                "[tier] {tier_name} {name} ({} bytecodes, {} bytes, {:.0} us{compiled}{guarded}{inlined}{entered})\n",
                 code.ops.len(),
                 native.size,
                 compile_ns as f64 / 1e3
@@ -376,6 +380,23 @@ fn never_made(n: super::NeverMade) -> String {
 }
 
 /// What a version inlines, for its `--tier-log` line: ", 3 methods and 1 block inlined".
+/// The bytecodes a compile translated: its own and those of every method and block it
+/// inlined, each time it inlined them. What a compile costs grows with this, not with the
+/// root's size alone.
+fn compiled_bytecodes(
+    request: &CompileRequest,
+    code: &Code,
+    scopes: &[super::InlineScope],
+) -> usize {
+    let inlined: usize = scopes
+        .iter()
+        .skip(1)
+        .filter_map(|s| request.callee(s.code))
+        .map(|c| c.ops.len())
+        .sum();
+    code.ops.len() + inlined
+}
+
 fn inlined_summary(request: &CompileRequest, scopes: &[super::InlineScope]) -> String {
     let blocks = scopes
         .iter()
