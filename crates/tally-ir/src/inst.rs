@@ -267,6 +267,14 @@ macro_rules! instructions {
                 }
             }
 
+            /// Its variant's name (`GuardClass`), for tables that count instructions by kind.
+            #[allow(unused_variables)]
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( pattern!($name $fields) => stringify!($name), )*
+                }
+            }
+
             /// Its template ([`crate::syntax`]).
             #[allow(unused_variables)]
             pub fn syntax(&self) -> &'static str {

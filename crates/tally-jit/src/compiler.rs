@@ -164,6 +164,9 @@ fn build(
                 &ir,
             )
         })?;
+        if let Some(times) = &diagnostics.times {
+            times.add_volume(lowered.volume.iter().map(|(&what, &n)| (what, n)));
+        }
         return Ok(Built::Lowered(Box::new(ir), lowered));
     }
     diagnostics

@@ -44,7 +44,8 @@ struct DisasmArgs {
     /// `tally --help`)
     #[arg(long, value_name = "PHASE|all")]
     print_ir_after: Option<String>,
-    /// Print on stderr how long each phase of compilation took, summed over the listings
+    /// Print on stderr how long each phase of compilation took, summed over the listings,
+    /// and the Cranelift instructions the optimizing tier's lowering wrote, by what they lower
     #[arg(long)]
     time_passes: bool,
 }

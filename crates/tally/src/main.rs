@@ -375,8 +375,10 @@ struct Cli {
     /// run (each phase's own time, so the rows add up): the optimizing tier's IR build and
     /// each of its passes, lowering (or the baseline tier's translation), each of
     /// Cranelift's passes, the code module's work (code into memory, pc map and stack maps)
-    /// and installation by the VM. Listings made by --print-code compile again and count
-    /// too. `tally disasm` takes it too.
+    /// and installation by the VM. Then how many Cranelift instructions the optimizing
+    /// tier's lowering wrote, by what they lower (the entry, each kind of IR instruction,
+    /// the exits to the interpreter): Cranelift's time grows with them. Listings made by
+    /// --print-code compile again and count too. `tally disasm` takes it too.
     #[arg(long)]
     time_passes: bool,
 

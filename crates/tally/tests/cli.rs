@@ -439,6 +439,24 @@ fn time_passes_prints_every_phase_of_compilation_at_exit() {
     ] {
         assert!(table.contains(phase), "{phase} missing: {table}");
     }
+    // What lowering wrote: the rows add up to the total the header states, and the entry,
+    // the exits and the loop's arithmetic are among them.
+    let (header, rows) = e
+        .split_once(" Cranelift instructions written by the optimizing tier's lowering")
+        .unwrap_or_else(|| panic!("no instruction table: {e}"));
+    let total: u64 = header.rsplit(' ').next().unwrap().parse().unwrap();
+    let rows: Vec<(u64, &str)> = rows
+        .lines()
+        .skip(2)
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (cells[0].parse().unwrap(), cells[3])
+        })
+        .collect();
+    assert_eq!(rows.iter().map(|r| r.0).sum::<u64>(), total, "{e}");
+    for what in ["entry", "exits", "IntBinary"] {
+        assert!(rows.iter().any(|r| r.1 == what && r.0 > 0), "{what}: {e}");
+    }
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! Cranelift function; and what lowering records besides the code (the safepoint table,
 //! the inline scopes of the pc map).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cranelift_codegen::ir::{AbiParam, Function, Signature};
@@ -67,6 +67,9 @@ pub(crate) struct Lowered {
     pub safepoints: u32,
     /// For each safepoint, the activations inlined into the frame's that it is made from.
     pub inlined_at: Vec<Vec<(u32, u32)>>,
+    /// Cranelift instructions written, by what they lower: the entry, each IR instruction
+    /// kind, the exits (`--time-passes` sums them over the run).
+    pub volume: BTreeMap<&'static str, u64>,
 }
 
 /// The signature of a body: `(vm, caller, receiver, arguments…[, closure]) -> Value`
@@ -88,6 +91,13 @@ pub(crate) fn body_signature(
 
 /// Writes the body of `ir`'s function into `func`: what the dispatcher runs through the
 /// adapter ([`lower_adapter`]) and what native code calls directly.
+/// `Lowered::volume`'s row for the function's entry: the prologue, the frame record, the
+/// loop-head entries.
+pub(crate) const ENTRY_VOLUME: &str = "entry";
+/// Its row for the ways out written after the body: the exits that rebuild interpreter
+/// frames, their shared tails, the hand-over and the epilogue.
+pub(crate) const EXITS_VOLUME: &str = "exits";
+
 pub(crate) fn lower(
     func: &mut Function,
     builder_context: &mut FunctionBuilderContext,
@@ -108,6 +118,7 @@ pub(crate) fn lower(
     let mut stubs = StubSignatures::new(func, call_conv, &first_stubs(&layout.stubs));
     let mut b = FunctionBuilder::new(func, builder_context);
     let entered = enter(&mut b, &mut stubs, layout, request, ir, &table);
+    let entry_volume = b.func.dfg.num_insts() as u64;
     let mut l = Lowerer {
         b,
         layout,
@@ -137,12 +148,17 @@ pub(crate) fn lower(
         },
         record: Recorded::default(),
     };
+    l.record.volume.insert(ENTRY_VOLUME, entry_volume);
+    let before = l.instructions_so_far();
     l.start(entered.operands)?;
+    l.count_volume(ENTRY_VOLUME, before);
     // Dominators first, so every value is lowered before its uses.
     for id in tally_ir::dom::reverse_postorder(ir) {
         l.block(id)?;
     }
+    let before = l.instructions_so_far();
     l.finish()?;
+    l.count_volume(EXITS_VOLUME, before);
     l.b.seal_all_blocks();
     l.b.finalize(module.target_config());
     Ok(Lowered {
@@ -150,6 +166,7 @@ pub(crate) fn lower(
         speculations: l.record.speculated.len() as u32,
         safepoints: l.record.safepoints,
         inlined_at: l.record.inlined_at,
+        volume: l.record.volume,
     })
 }
 

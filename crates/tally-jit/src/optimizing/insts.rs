@@ -23,7 +23,25 @@ impl Lowerer<'_, '_> {
     /// arm per group, each lowered in its group's file.
     pub(super) fn inst(&mut self, inst: &Inst) -> Result<(), String> {
         use InstKind::*;
-        let result = match &inst.kind {
+        if let VirtualBlock { .. } | VirtualContext { .. } | VirtualObject { .. } = inst.kind {
+            // Made only by the exits whose frames hold it (`Lowerer::materialize`).
+            return Ok(());
+        }
+        let before = self.instructions_so_far();
+        let lowered = self.lower_inst(inst);
+        self.count_volume(inst.kind.name(), before);
+        match (inst.result, lowered?) {
+            (Some(r), Some(x)) => self.define(r, x),
+            (None, _) => {}
+            (Some(r), None) => return Err(format!("{r} has no lowering")),
+        }
+        Ok(())
+    }
+
+    /// The instruction's Cranelift, answering its result's value if it has one.
+    fn lower_inst(&mut self, inst: &Inst) -> Result<Option<Value>, String> {
+        use InstKind::*;
+        Ok(match &inst.kind {
             Const(_) | FlagConst(_) | InitialLocal(_) | FrameSlot(_) | FrameContext => {
                 self.value_inst(inst)?
             }
@@ -64,15 +82,10 @@ impl Lowerer<'_, '_> {
             NewInstance(_) | NewObject { .. } | NewArray { .. } | Materialize { .. } => {
                 self.alloc_inst(inst)?
             }
-            // Made only by the exits whose frames hold it (`Lowerer::materialize`).
-            VirtualBlock { .. } | VirtualContext { .. } | VirtualObject { .. } => return Ok(()),
-        };
-        match (inst.result, result) {
-            (Some(r), Some(x)) => self.define(r, x),
-            (None, _) => {}
-            (Some(r), None) => return Err(format!("{r} has no lowering")),
-        }
-        Ok(())
+            VirtualBlock { .. } | VirtualContext { .. } | VirtualObject { .. } => {
+                return Err("a virtual value has no code of its own".into())
+            }
+        })
     }
 
     /// Lowers a constant or a value the frame holds at entry (its result).

@@ -1,7 +1,7 @@
 //! The lowering's state, grouped by what each part is for, and the small operations every
 //! file of the tier uses.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{types, Block, InstBuilder, SigRef, SourceLoc, Value};
@@ -85,9 +85,22 @@ pub(super) struct Recorded {
     pub(super) inlined_at: Vec<Vec<(u32, u32)>>,
     /// The sites the code speculates at.
     pub(super) speculated: BTreeSet<u32>,
+    /// Cranelift instructions written, by what they lower (`CodeVolume`'s rows).
+    pub(super) volume: BTreeMap<&'static str, u64>,
 }
 
 impl Lowerer<'_, '_> {
+    /// How many Cranelift instructions the function holds so far.
+    pub(super) fn instructions_so_far(&self) -> u64 {
+        self.b.func.dfg.num_insts() as u64
+    }
+
+    /// Counts the instructions written since `before` as lowering `what`.
+    pub(super) fn count_volume(&mut self, what: &'static str, before: u64) {
+        let written = self.instructions_so_far().saturating_sub(before);
+        *self.record.volume.entry(what).or_insert(0) += written;
+    }
+
     pub(super) fn iconst(&mut self, ty: types::Type, v: i64) -> Value {
         self.b.ins().iconst(ty, v)
     }

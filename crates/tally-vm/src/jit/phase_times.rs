@@ -4,6 +4,10 @@
 //! whichever thread compiles; the installer adds installation on the VM thread. Each phase
 //! counts its own time only (a Cranelift pass without the passes it runs inside it), so the
 //! rows add up to the whole.
+//!
+//! Beside the times, what the optimizing tier's lowering wrote: Cranelift instructions by
+//! what they lower (the entry, each kind of IR instruction, the exits). Cranelift's passes
+//! take time in proportion to them, so this table says which lowering to make smaller.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -44,6 +48,13 @@ impl Stage {
 #[derive(Default)]
 pub struct PhaseTimes {
     rows: Mutex<Vec<Row>>,
+    volume: Mutex<Vec<VolumeRow>>,
+}
+
+struct VolumeRow {
+    what: &'static str,
+    instructions: u64,
+    compiles: u64,
 }
 
 struct Row {
@@ -74,8 +85,30 @@ impl PhaseTimes {
         }
     }
 
+    /// Adds one compile's Cranelift instructions, by what they lower.
+    pub fn add_volume(&self, volume: impl IntoIterator<Item = (&'static str, u64)>) {
+        let mut rows = self.volume.lock().unwrap_or_else(|e| e.into_inner());
+        for (what, instructions) in volume {
+            if instructions == 0 {
+                continue;
+            }
+            match rows.iter_mut().find(|r| r.what == what) {
+                Some(r) => {
+                    r.instructions += instructions;
+                    r.compiles += 1;
+                }
+                None => rows.push(VolumeRow {
+                    what,
+                    instructions,
+                    compiles: 1,
+                }),
+            }
+        }
+    }
+
     /// The table: each phase's time in milliseconds, its share of the whole and how often
-    /// it ran, stages in order and phases in the order they first ran.
+    /// it ran, stages in order and phases in the order they first ran; then, if the
+    /// optimizing tier compiled, the instructions its lowering wrote, most first.
     pub fn report(&self) -> String {
         use std::fmt::Write as _;
         let rows = self.rows.lock().unwrap_or_else(|e| e.into_inner());
@@ -106,6 +139,35 @@ impl PhaseTimes {
                 r.runs,
                 r.stage.label(),
                 r.phase
+            );
+        }
+        drop(rows);
+        out + &self.volume_report()
+    }
+
+    fn volume_report(&self) -> String {
+        use std::fmt::Write as _;
+        let mut rows = self.volume.lock().unwrap_or_else(|e| e.into_inner());
+        if rows.is_empty() {
+            return String::new();
+        }
+        rows.sort_by(|a, b| b.instructions.cmp(&a.instructions).then(a.what.cmp(b.what)));
+        let total: u64 = rows.iter().map(|r| r.instructions).sum();
+        let mut out = format!(
+            "--time-passes: {total} Cranelift instructions written by the optimizing tier's \
+             lowering, by what they lower\n"
+        );
+        let _ = writeln!(
+            out,
+            "{:>12} {:>6} {:>8}  lowering",
+            "instructions", "%", "compiles"
+        );
+        for r in rows.iter() {
+            let share = 100.0 * r.instructions as f64 / total as f64;
+            let _ = writeln!(
+                out,
+                "{:>12} {share:>6.1} {:>8}  {}",
+                r.instructions, r.compiles, r.what
             );
         }
         out
@@ -143,5 +205,36 @@ mod tests {
             "{report}"
         );
         assert!(lines[4].ends_with("vm        install"), "{report}");
+        assert_eq!(
+            lines.len(),
+            5,
+            "no volume table without optimizing compiles"
+        );
+    }
+
+    #[test]
+    fn instructions_add_up_by_what_they_lower_largest_first() {
+        let t = PhaseTimes::default();
+        t.add_volume([("entry", 30), ("Send", 50), ("exits", 0)]);
+        t.add_volume([("entry", 20), ("GuardClass", 100)]);
+        let report = t.report();
+        let lines: Vec<&str> = report.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.contains("200 Cranelift instructions"))
+            .unwrap_or_else(|| panic!("{report}"));
+        let rows: Vec<Vec<&str>> = lines[at + 2..]
+            .iter()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ["100", "50.0", "1", "GuardClass"],
+                ["50", "25.0", "1", "Send"],
+                ["50", "25.0", "2", "entry"],
+            ],
+            "{report}"
+        );
     }
 }
