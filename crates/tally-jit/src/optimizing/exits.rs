@@ -26,6 +26,26 @@ pub(super) enum ExitKind {
     Restart,
 }
 
+/// Where an exit writes a frame of its chain: byte offsets from the frame's own first value
+/// slot and from its own record.
+#[derive(Clone, Copy)]
+pub(super) struct FramePlace {
+    slots: i32,
+    record: i32,
+}
+
+impl FramePlace {
+    /// The frame `level` records above the frame's own, its values `below` slots above the
+    /// frame's own first.
+    fn at(below: i64, level: usize, frame_size: i32) -> FramePlace {
+        let offset = |bytes: i64| i32::try_from(bytes).expect("an exit's frames within 2 GiB");
+        FramePlace {
+            slots: offset(8 * below),
+            record: offset(i64::from(frame_size) * level as i64),
+        }
+    }
+}
+
 impl Lowerer<'_, '_> {
     /// The exit of frame state `state` for `kind`: writes the interpreter's frame and
     /// returns. A `Deopt` exit takes the reason (I32), a `Status` exit the status (I32).
@@ -187,16 +207,13 @@ impl Lowerer<'_, '_> {
         // Where the innermost frame goes: above the values of the frames of its chain.
         let below: i64 = outer.iter().map(|&o| self.frame_height(o)).sum();
         let level = outer.len();
-        let (slots, bp, frame) = if level == 0 {
-            (self.act.slots, self.act.bp, self.act.frame)
+        let at = FramePlace::at(below, level, layout.frame_size);
+        let bp = if level == 0 {
+            self.act.bp
         } else {
-            (
-                self.add_imm(self.act.slots, 8 * below),
-                self.add_imm(self.act.bp, below),
-                self.add_imm(self.act.frame, i64::from(layout.frame_size) * level as i64),
-            )
+            self.add_imm(self.act.bp, below)
         };
-        let height = self.write_frame(state, level, kind, slots, bp, frame)?;
+        let height = self.write_frame(state, level, kind, at, bp)?;
         let len = self.add_imm(bp, height);
         let status = match kind {
             ExitKind::Interpret | ExitKind::Restart => self.iconst(I32, Status::Interpret as i64),
@@ -283,49 +300,64 @@ impl Lowerer<'_, '_> {
 
     /// Writes the frame of `state`, the `level`-th of its exit's chain (0: the frame's own
     /// activation, whose frame record exists; above, an inlined activation's, whose record
-    /// is written too), its values at `slots` (`bp` their index) and its record at `frame`;
+    /// is written too), its values at `at.slots` bytes past the frame's own first slot and
+    /// its record `at.record` bytes past the frame's own record (stores take them as
+    /// immediate offsets, so an exit computes no addresses; `bp` is the values' index);
     /// answers the number of values written.
     pub(super) fn write_frame(
         &mut self,
         state: FrameStateId,
         level: usize,
         kind: ExitKind,
-        slots: Value,
+        at: FramePlace,
         bp: Value,
-        frame: Value,
     ) -> Result<i64, String> {
         let layout = self.layout;
+        let (slots, frame) = (self.act.slots, self.act.frame);
         let fs = &self.ir.states[state.index()];
+        // One nil for the slots and the record that hold none (each an instruction less for
+        // Cranelift to go through).
+        let mut nil = None;
+        let mut nil_word = |l: &mut Self| *nil.get_or_insert_with(|| l.iconst(I64, NIL));
         if level > 0 {
             let code = self.iconst(I64, fs.code as i64);
-            self.b.ins().store(flags(), code, frame, 0);
+            self.b.ins().store(flags(), code, frame, at.record);
             // `bp` with a clear mark: the interpreter runs it.
-            self.b.ins().store(flags(), bp, frame, layout.frame_bp);
+            self.b
+                .ins()
+                .store(flags(), bp, frame, at.record + layout.frame_bp);
             let ctx = match fs.context {
                 Some(c) => self.word(c)?,
-                None => self.iconst(I64, NIL),
+                None => nil_word(self),
             };
-            self.b.ins().store(flags(), ctx, frame, layout.frame_ctx);
+            self.b
+                .ins()
+                .store(flags(), ctx, frame, at.record + layout.frame_ctx);
             let closure = match fs.closure {
                 Some(c) => self.word(c)?,
                 None => self.iconst(I64, 0),
             };
-            self.b
-                .ins()
-                .store(flags(), closure, frame, layout.native.frame_closure);
+            self.b.ins().store(
+                flags(),
+                closure,
+                frame,
+                at.record + layout.native.frame_closure,
+            );
         }
+        let fs = &self.ir.states[state.index()];
+        let (locals, stack, resume, bci) = (fs.locals.clone(), fs.stack.clone(), fs.resume, fs.bci);
         let mut k = 0i32;
-        for (slot, l) in fs.locals.iter().enumerate() {
-            k += 1;
+        for (slot, l) in locals.iter().enumerate() {
             // The receiver and arguments of the frame's own activation never change (SOM
             // does not assign them): the interpreter may read them where the bytecode
             // does not (an escaped block's receiver, a restarted method's arguments).
             let v = match (l, self.act.params.get(slot).filter(|_| level == 0)) {
                 (Some(v), _) => self.word(*v)?,
                 (None, Some(&p)) => p,
-                (None, None) => self.iconst(I64, NIL),
+                (None, None) => nil_word(self),
             };
-            self.b.ins().store(flags(), v, slots, 8 * (k - 1));
+            self.b.ins().store(flags(), v, slots, at.slots + 8 * k);
+            k += 1;
         }
         if kind == ExitKind::Restart {
             // The primitive emptied the operand stack and set `ip` 0.
@@ -334,17 +366,19 @@ impl Lowerer<'_, '_> {
                 .ins()
                 .store(flags(), zero, self.act.vm, layout.restarted);
         } else {
-            for &s in &fs.stack {
+            for s in stack {
                 let v = self.word(s)?;
-                self.b.ins().store(flags(), v, slots, 8 * k);
+                self.b.ins().store(flags(), v, slots, at.slots + 8 * k);
                 k += 1;
             }
-            let ip = match fs.resume {
-                Resume::Before => fs.bci,
-                Resume::AfterCall => fs.bci + 1,
+            let ip = match resume {
+                Resume::Before => bci,
+                Resume::AfterCall => bci + 1,
             };
             let ip = self.iconst(I32, ip as i64);
-            self.b.ins().store(flags(), ip, frame, layout.frame_ip);
+            self.b
+                .ins()
+                .store(flags(), ip, frame, at.record + layout.frame_ip);
         }
         Ok(k as i64)
     }
@@ -374,15 +408,15 @@ impl Lowerer<'_, '_> {
             }
         }
         let chain = self.chain_outermost_first(caller);
-        let (mut slots, mut bp, mut frame) = (self.act.slots, self.act.bp, self.act.frame);
-        let mut height = 0i64;
+        let mut below = 0i64;
         for (level, &st) in chain.iter().enumerate() {
-            if level > 0 {
-                slots = self.add_imm(slots, 8 * height);
-                bp = self.add_imm(bp, height);
-                frame = self.add_imm(frame, layout.frame_size as i64);
-            }
-            height = self.write_frame(st, level, ExitKind::Interpret, slots, bp, frame)?;
+            let at = FramePlace::at(below, level, layout.frame_size);
+            let bp = if level == 0 {
+                self.act.bp
+            } else {
+                self.add_imm(self.act.bp, below)
+            };
+            below += self.write_frame(st, level, ExitKind::Interpret, at, bp)?;
         }
         self.b
             .ins()
