@@ -159,6 +159,11 @@ impl FrameStack {
         .map_err(|e| e.to_string())
     }
 
+    /// Whether the flag has tripped either depth bound (two loads, for slow paths).
+    pub fn bounds_tripped(&self) -> bool {
+        self.limit.is_tripped() || self.exit_depth.is_tripped()
+    }
+
     /// The depth bound of a return: at or below it, leave the loop or serve the flag.
     #[inline(always)]
     pub fn exit_depth(&self) -> usize {

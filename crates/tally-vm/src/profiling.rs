@@ -616,6 +616,17 @@ pub(crate) fn interrupted_exit_code() -> i32 {
 }
 
 impl Vm {
+    /// Re-arms the frame stack's bounds if no bit of the flag is up: the slow paths they
+    /// send calls and returns to call this when they find nothing to serve, since a raise
+    /// whose bit the VM thread served between its `fetch_or` and its trips leaves them
+    /// tripped (`YieldpointFlag::rearm_if_idle`). The VM thread only.
+    #[inline]
+    pub(crate) fn rearm_idle_bounds(&self) {
+        if cfg!(feature = "profiling") && self.rt.frames.bounds_tripped() {
+            YIELDPOINT.rearm_if_idle();
+        }
+    }
+
     /// The yieldpoint flag as the interpreter sees it: always 0 in builds without the
     /// `profiling` feature, so every hook disappears from the interpreter.
     #[inline(always)]

@@ -120,7 +120,7 @@ impl YieldpointFlag {
     fn raise_around(&self, bits: u8, between: impl FnOnce()) -> u8 {
         let previous = self.bits.fetch_or(bits, Ordering::SeqCst);
         between();
-        self.trip_words_unless_idle();
+        self.trip_words();
         previous
     }
 
@@ -157,9 +157,6 @@ impl YieldpointFlag {
             {
                 if self.bits.load(Ordering::SeqCst) != 0 {
                     word.trip();
-                    if self.bits.load(Ordering::SeqCst) == 0 {
-                        self.rearm_words();
-                    }
                 }
                 return Ok(());
             }
@@ -183,14 +180,15 @@ impl YieldpointFlag {
         self.for_each_word(TripWord::trip);
     }
 
-    /// The second half of a raise. The bits may have been cleared between the raise's
-    /// `fetch_or` and its trips (the VM thread reads the byte at back-edges, so it can serve
-    /// and clear a request before the raising thread has tripped the words): the clear's
-    /// re-arm then came first, and the trips would stay with no bit up. The VM's slow paths
-    /// find nothing to serve and re-arm nothing, so every call and return of the rest of the
-    /// run would take them. Hence the check after the trips, with the re-arm `clear` does.
-    fn trip_words_unless_idle(&self) {
-        self.trip_words();
+    /// Re-arms the words when no bit is up: for the VM thread's slow paths, which a word
+    /// tripped with no bit up sends there with nothing to serve. That happens when the VM
+    /// thread serves and clears a request between the raising thread's `fetch_or` and its
+    /// trips (it reads the byte at back-edges, so it can): the clear's re-arm comes first and
+    /// the trips stay, and every call and return would take the slow paths until the next
+    /// raise, which a program with nothing left to compile may never see. The VM thread
+    /// only: the thread that changes the armed values (`TripWord::set_armed`) is the one
+    /// that may store them without a stale one landing after a new one.
+    pub fn rearm_if_idle(&self) {
         if self.bits.load(Ordering::SeqCst) == 0 {
             self.rearm_words();
         }
@@ -238,11 +236,11 @@ impl std::error::Error for AttachError {}
 /// the VM's comparison fails and its slow path serves the flag.
 ///
 /// The word's one state is its value: it is tripped exactly when it reads
-/// `tripped` (which no armed value may equal). The VM thread stores armed
-/// values, and only over a value that is not `tripped` (a compare-and-swap), so
-/// a trip is only ever overwritten by the flag's re-arm, run by whichever
-/// thread saw no bit up (the one clearing the last bit, or a raiser whose bit
-/// was cleared before its trips landed), which checks the bits again afterwards
+/// `tripped` (which no armed value may equal). Raising threads only ever store
+/// `tripped`; the VM thread stores armed values, and only over a value that is
+/// not `tripped` (a compare-and-swap), so a trip is never overwritten except by
+/// the flag's re-arm ([`YieldpointFlag::clear`] of the last bit, or
+/// [`YieldpointFlag::rearm_if_idle`]), which checks the bits again afterwards
 /// and stores the armed value again if the VM thread changed it meanwhile.
 /// A word cannot be left marked tripped while reading an old armed value, which
 /// would hide every later [`TripWord::set_armed`] until the next re-arm.
@@ -463,12 +461,11 @@ mod tests {
     }
 
     /// The VM thread reads the flag's byte at back-edges, so it can serve and clear a
-    /// request between the raising thread's `fetch_or` and its trips. The trips must not
-    /// outlive the bit: the VM's slow paths find nothing to serve and re-arm nothing, so
-    /// every call and return would take them until the next raise, which a program that
-    /// has nothing left to compile may never see.
+    /// request between the raising thread's `fetch_or` and its trips, which then stay with
+    /// no bit up. The VM's slow paths re-arm them (`rearm_if_idle`); a bit still up keeps
+    /// them tripped.
     #[test]
-    fn a_bit_cleared_before_its_raise_trips_the_words_leaves_them_armed() {
+    fn words_a_late_trip_left_tripped_with_no_bit_up_are_rearmed_by_the_vm() {
         let f = YieldpointFlag::new();
         let limit = TripWord::new(1000, 0);
         let exit = TripWord::new(3, usize::MAX);
@@ -483,14 +480,18 @@ mod tests {
         assert_eq!(f.load(), 0);
         assert_eq!(
             (limit.get(), exit.get()),
+            (0, usize::MAX),
+            "the late trips stay"
+        );
+        f.rearm_if_idle();
+        assert_eq!(
+            (limit.get(), exit.get()),
             (1000, 3),
             "tripped with no bit up"
         );
-        // A bit still up when the trips land keeps them.
-        f.raise_around(CONTROLLER, || {
-            f.raise(SAMPLE);
-            f.clear(CONTROLLER);
-        });
+        // A bit still up keeps them tripped.
+        f.raise(SAMPLE);
+        f.rearm_if_idle();
         assert_eq!((limit.get(), exit.get()), (0, usize::MAX));
         f.clear(SAMPLE);
         assert_eq!((limit.get(), exit.get()), (1000, 3));

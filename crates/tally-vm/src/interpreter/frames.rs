@@ -134,6 +134,8 @@ impl Vm {
         let f = self.yieldpoint_flag();
         if f != 0 {
             self.profile_prologue(callee, f)?;
+        } else {
+            self.rearm_idle_bounds();
         }
         self.push_frame(callee, bp, closure)
     }

@@ -182,6 +182,7 @@ impl Vm {
                 if f & flag::ALL_YIELDPOINTS != 0 {
                     self.profile_yieldpoint(f)?;
                 }
+                self.rearm_idle_bounds();
             };
         }
         // A send from a site: inline cache, then the callee's frame (switched to in place; the

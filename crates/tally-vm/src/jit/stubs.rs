@@ -357,6 +357,7 @@ extern "C" fn epilogue(vm: *mut Vm) -> u32 {
         if f & flag::ALL_YIELDPOINTS != 0 {
             vm.profile_yieldpoint(f)?;
         }
+        vm.rearm_idle_bounds();
         Ok(())
     })
 }
