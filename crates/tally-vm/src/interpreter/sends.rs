@@ -90,9 +90,6 @@ impl Vm {
         let f = self.yieldpoint_flag();
         if f != 0 {
             self.profile_prologue(code_id, f)?;
-        } else {
-            // Compiled code whose frame push found the limit tripped calls here.
-            self.rearm_idle_bounds();
         }
         self.run_in_place_or_invoke(code, argc)
     }

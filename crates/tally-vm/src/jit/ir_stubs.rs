@@ -134,6 +134,8 @@ pub(super) extern "C" fn call_method(
     argc: u32,
 ) -> u64 {
     run(vm, |vm| {
+        // A compiled body whose frame push found the limit tripped calls itself through here.
+        vm.rearm_idle_bounds();
         call(vm, operands, argc, |vm| {
             vm.invoke(code as CodeId, argc as usize)
         })
