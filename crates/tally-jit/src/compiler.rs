@@ -282,7 +282,7 @@ impl CodeGenerator for Compiler {
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         let _timing = self.diagnostics.time_cranelift();
         self.module.clear_context(&mut self.context);
-        let built = build(
+        let mut built = build(
             self.tier,
             &self.module,
             &mut self.builder_context,
@@ -305,7 +305,7 @@ impl CodeGenerator for Compiler {
         let started = Instant::now();
         let (size, pc_map) = match self.context.compiled_code() {
             Some(c) => {
-                if let Built::Lowered(_, lowered) = &built {
+                if let Built::Lowered(_, lowered) = &mut built {
                     crate::optimizing::fill_safepoints(c, lowered)?;
                 }
                 (c.code_info().total_size as usize, pc_map(c))

@@ -231,6 +231,23 @@ impl FrameStack {
         }
     }
 
+    /// Pushes a frame of an inline chain an exit rebuilds, into the reserve beyond the
+    /// capacity if need be (`jit::MAX_INLINED_FRAMES` frames are kept there); false when
+    /// even the reserve is full.
+    #[must_use]
+    pub(crate) fn push_rebuilt(&mut self, frame: Frame) -> bool {
+        match self.frames.get_mut(self.len) {
+            Some(slot) => {
+                *slot = frame;
+                // As in `push`: a sampler must not count the frame before it is written.
+                compiler_fence(Ordering::Release);
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     #[inline(always)]
     pub fn pop(&mut self) -> Option<Frame> {
         if self.len == 0 {

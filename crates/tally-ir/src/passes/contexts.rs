@@ -10,7 +10,7 @@
 //! The function's own activation's context is a candidate too, unless the function has
 //! on-stack-replacement entries: those take over a context the interpreter made and filled,
 //! which their loops then carry. An exit makes the virtual one the frame's
-//! (`ir_home_context`: with the frame index a method's context holds for non-local
+//! (`Vm::new_home_context`: with the frame index a method's context holds for non-local
 //! returns), in place of one a dispatcher's set-up may have made, which the code never
 //! uses.
 

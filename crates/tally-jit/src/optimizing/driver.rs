@@ -70,6 +70,8 @@ pub(crate) struct Lowered {
     /// Cranelift instructions written, by what they lower: the entry, each IR instruction
     /// kind, the exits (`--time-passes` sums them over the run).
     pub volume: BTreeMap<&'static str, u64>,
+    /// The plans of the exits, for the table once the code is compiled.
+    pub exits: Vec<tally_vm::jit::ExitPlan>,
 }
 
 /// The signature of a body: `(vm, caller, receiver, arguments…[, closure]) -> Value`
@@ -139,8 +141,8 @@ pub(crate) fn lower(
         out: WaysOut {
             exits: HashMap::new(),
             exit_scopes: HashMap::new(),
-            outer_tails: HashMap::new(),
-            boxes: HashMap::new(),
+            plans: Vec::new(),
+            table: Arc::as_ptr(&table) as usize,
             leave: None,
             hand_over: None,
             ret: None,
@@ -167,6 +169,7 @@ pub(crate) fn lower(
         safepoints: l.record.safepoints,
         inlined_at: l.record.inlined_at,
         volume: l.record.volume,
+        exits: l.out.plans,
     })
 }
 
@@ -211,11 +214,14 @@ pub(crate) fn inline_scopes(ir: &tally_ir::Function) -> Vec<tally_vm::jit::Inlin
 }
 
 /// Fills `table` from the compiled code's stack maps, each found by the safepoint number
-/// its call is tagged with.
+/// its call is tagged with, and with the exits' plans.
 pub(crate) fn fill_safepoints(
     compiled: &cranelift_codegen::CompiledCode,
-    lowered: &Lowered,
+    lowered: &mut Lowered,
 ) -> Result<(), String> {
+    lowered
+        .table
+        .set_exits(std::mem::take(&mut lowered.exits))?;
     let mut by_offset: HashMap<u32, u32> = HashMap::new();
     for tags in compiled.buffer.debug_tags() {
         for tag in tags.tags {

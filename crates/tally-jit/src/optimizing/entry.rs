@@ -57,10 +57,9 @@ pub(super) struct Activation {
     pub(super) caller: Value,
     /// The receiver and arguments as the body got them.
     pub(super) params: Vec<Value>,
-    /// The frame (its address), its base (slot index), the address of its first
-    /// value-stack slot, and its `NativeActivation`.
+    /// The frame (its address), the address of its first value-stack slot, and its
+    /// `NativeActivation`.
     pub(super) frame: Value,
-    pub(super) bp: Value,
     pub(super) slots: Value,
     pub(super) native: Value,
 }
@@ -130,7 +129,6 @@ pub(super) fn enter(
             caller,
             params: own,
             frame,
-            bp,
             slots,
             native,
         },

@@ -6,7 +6,7 @@ use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::Ieee64;
 use cranelift_codegen::ir::{types, InstBuilder, MemFlagsData, Value};
 use tally_heap::object::HEADER_BYTES;
-use tally_ir::{FloatOp, FrameStateId, Inst, InstKind, IntCmp, ValueId};
+use tally_ir::{FloatOp, FrameStateId, Inst, InstKind, IntCmp};
 use tally_vm::jit::{DeoptReason, DoubleFn};
 
 use super::insts::state_of;
@@ -142,42 +142,5 @@ impl Lowerer<'_, '_> {
         self.b.ins().jump(join, &[boxed.into()]);
         self.b.switch_to_block(join);
         Ok(word)
-    }
-
-    /// The doubles the states of `chain` hold unboxed, each once, in value order.
-    pub(super) fn floats_of(&self, chain: &[FrameStateId]) -> Vec<ValueId> {
-        let mut floats: Vec<ValueId> = chain
-            .iter()
-            .flat_map(|&st| self.ir.states[st.index()].values())
-            .filter(|&v| self.ir.ty(v) == tally_ir::Ty::Float)
-            .collect();
-        floats.sort();
-        floats.dedup();
-        floats
-    }
-
-    /// Boxes the doubles the states of `chain` hold, for an exit to write (`word` answers
-    /// them): before the exit writes anything into a frame, since a collection the boxing
-    /// makes would not update what it had written there.
-    pub(super) fn box_exit_floats(
-        &mut self,
-        chain: &[FrameStateId],
-        bci: u32,
-    ) -> Result<(), String> {
-        for v in self.floats_of(chain) {
-            let d = self.val(v)?;
-            let w = self.box_float(d, bci)?;
-            self.b.declare_value_needs_stack_map(w);
-            self.out.boxes.insert(v, w);
-        }
-        Ok(())
-    }
-
-    /// IR value `v` as a SOM value in an exit: a double the exit boxed, else its value.
-    pub(super) fn word(&self, v: ValueId) -> Result<Value, String> {
-        match self.out.boxes.get(&v) {
-            Some(&w) => Ok(w),
-            None => self.val(v),
-        }
     }
 }

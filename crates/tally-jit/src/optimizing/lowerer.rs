@@ -59,11 +59,11 @@ pub(super) struct WaysOut {
     pub(super) exits: HashMap<(FrameStateId, ExitKind), Block>,
     /// The scope each exit's frame state is in (where its code is placed).
     pub(super) exit_scopes: HashMap<FrameStateId, ScopeId>,
-    /// The tail the exits of the code inlined at each call share (keyed by the caller's
-    /// state), with the objects its frames hold that the exits make.
-    pub(super) outer_tails: HashMap<FrameStateId, (Block, Vec<ValueId>)>,
-    /// In the exit (or outer tail) being filled: the doubles its frames hold, boxed.
-    pub(super) boxes: HashMap<ValueId, Value>,
+    /// The plans of the exits filled so far, numbered in the order they were filled (the
+    /// number each passes the rebuild).
+    pub(super) plans: Vec<tally_vm::jit::ExitPlan>,
+    /// The address of the version's `SafepointTable`, which holds the plans once compiled.
+    pub(super) table: usize,
     /// Where a call that answered `Value::NONE` leaves.
     pub(super) leave: Option<Block>,
     /// The end every exit shares once it has written its frame: hands the frame over with

@@ -20,9 +20,9 @@
 //!   with a body go straight to that body; the rest go through the `ir_*` stubs, which run
 //!   the callee to completion. `Value::NONE` from either means leave (an error parked, a
 //!   non-local return that popped the frame, or the frame restarted).
-//! - A guard that fails, or an instruction the tier leaves to the interpreter, writes the
-//!   frame its state describes (locals and operand stack into the value stack, `ip`); for
-//!   the dispatcher the body leaves the status (`Status::Deopt`: the speculation is recorded
+//! - A guard that fails, or an instruction the tier leaves to the interpreter, stores the
+//!   values its state's exit plan names and calls the VM's rebuild (`Stubs::ir_exit`),
+//!   which writes the frames the state describes; for the dispatcher the body leaves the status (`Status::Deopt`: the speculation is recorded
 //!   and the version invalidated; `Status::Interpret`) in `Layout::exit_status`, for a direct
 //!   call `ir_interpret` runs the frame in the interpreter to its return. One exit per frame
 //!   state and status, shared by its guards, each ending in the function's one hand-over.
@@ -31,7 +31,7 @@
 //! Files: [`driver`] (the IR built and optimized, then lowered), [`entry`] (the body's
 //! prologue), [`control`] (blocks, terminators, returns), [`insts`] (one lowering per IR
 //! instruction, each group in a file of its own: [`heap`], [`calls`], [`sends`],
-//! [`floats`], [`alloc`]), [`exits`] and [`materialize`] (the ways out to the interpreter),
+//! [`floats`], [`alloc`]), [`exits`] and [`exit_plan`] (the ways out to the interpreter),
 //! [`adapter`] (the dispatcher's way in); [`lowerer`] holds the lowering's state.
 
 mod adapter;
@@ -40,12 +40,12 @@ mod calls;
 mod control;
 mod driver;
 mod entry;
+mod exit_plan;
 mod exits;
 mod floats;
 mod heap;
 mod insts;
 mod lowerer;
-mod materialize;
 mod sends;
 
 use cranelift_codegen::ir::{types, MemFlagsData};

@@ -182,15 +182,6 @@ pub(super) extern "C" fn new_context(vm: *mut Vm, code: u32) -> u64 {
     })
 }
 
-/// `(vm, code) -> Value`: the context of the top frame's activation of `code`, which the
-/// version kept virtual, made for the interpreter at an exit (`Vm::new_home_context`).
-pub(super) extern "C" fn home_context(vm: *mut Vm, code: u32) -> u64 {
-    run(vm, |vm| {
-        let code = vm.rt.codes[code as usize];
-        vm.new_home_context(code).map(Some)
-    })
-}
-
 /// `(vm, size, outer) -> Value`: the context of an activation native code runs inlined, with
 /// `size` slots and `outer` (nil for a method's). It holds no frame index: a method is
 /// inlined only when no closure of it returns non-locally to it.

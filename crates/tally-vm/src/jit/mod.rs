@@ -13,6 +13,7 @@
 //! native stack, as in the interpreter.
 
 mod adaptive;
+mod exit_plans;
 mod inlining;
 mod install;
 mod intrinsics;
@@ -21,6 +22,7 @@ mod jitdump;
 mod locations;
 mod native_stack;
 mod phase_times;
+mod rebuild;
 mod request;
 mod safepoints;
 mod stub_report;
@@ -38,10 +40,12 @@ use crate::runtime::{Code, Runtime};
 use crate::{Vm, VmError};
 
 pub use adaptive::{AdaptiveConfig, GeneratorFactory};
+pub use exit_plans::{ExitFrame, ExitHandOver, ExitObject, ExitPlan, ExitValue, MAX_EXIT_WORDS};
 pub use inlining::{frame_room, inlinable, INLINED_FRAMES_ROOM, MAX_INLINED_FRAMES};
 pub use intrinsics::{marks_for as intrinsics_of_selector, Intrinsic};
 pub use locations::{location_chain, pack_location, unpack_location, InlineScope, MAX_SCOPES};
 pub use phase_times::{PhaseTimes, Stage};
+pub use rebuild::REBUILD_FAILED;
 pub use request::{
     CompileRequest, DoubleFn, ExpectedReceiver, ExpectedReceivers, ExpectedTarget, PlainShape,
     SiteFacts, Speculation,
@@ -233,6 +237,9 @@ pub struct Layout {
     /// The u32 an `ir` body run for the dispatcher leaves the status of an exit in (it
     /// answers `Value::NONE` then); 0 when it left for an error or an unwinding.
     pub exit_status: i32,
+    /// Offset of the address of the exit buffer, where an exit stores its values for
+    /// `Stubs::ir_exit` (words from the start, doubles from `MAX_EXIT_WORDS` words on).
+    pub exit_buffer: i32,
     /// In a `Code`: `direct` (a `usize`) and `intrinsic` (a u8).
     pub code_direct: i32,
     pub code_intrinsic: i32,
@@ -429,6 +436,7 @@ impl Layout {
             deopt_code: offset_of!(Vm, jit.deopt.code) as i32,
             restarted: offset_of!(Vm, jit.restarted) as i32,
             exit_status: offset_of!(Vm, jit.exit_status) as i32,
+            exit_buffer: offset_of!(Vm, jit.exit_buffer.address) as i32,
             code_direct: offset_of!(Code, direct) as i32,
             code_intrinsic: offset_of!(Code, intrinsic) as i32,
             array_class: rt.core.array,
@@ -660,6 +668,8 @@ pub(crate) struct Jit {
     pub(crate) restarted: u8,
     /// See `Layout::exit_status`.
     pub(crate) exit_status: u32,
+    /// What an exit hands the rebuild of its frames (`Layout::exit_buffer`).
+    pub(crate) exit_buffer: exit_plans::ExitBuffer,
     /// `--no-speculation`: compiles never speculate.
     pub(crate) no_speculation: bool,
     /// What optimizing compiles inline (`--inline`).

@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use super::exit_plans::ExitPlan;
 use crate::bytecode::CodeId;
 
 /// The slots of one safepoint: `span` is the frame pointer less the stack pointer at the
@@ -19,12 +20,15 @@ pub struct SafepointMap {
     pub inlined: Vec<(CodeId, u32)>,
 }
 
-/// The safepoints of one compiled version, indexed by the number its code stores in
-/// `NativeActivation::safepoint`. Made empty before the code is generated (the code embeds
-/// its address) and filled once the stack maps are known, before the code can run.
+/// The tables the VM reads while one compiled version runs: its safepoints, indexed by the
+/// number its code stores in `NativeActivation::safepoint`, and the plans of its exits
+/// ([`ExitPlan`]), indexed by the number each exit passes `Stubs::ir_exit`. Made empty
+/// before the code is generated (the code embeds its address) and filled once the stack
+/// maps are known, before the code can run.
 #[derive(Debug, Default)]
 pub struct SafepointTable {
     maps: OnceLock<Vec<SafepointMap>>,
+    exits: OnceLock<Vec<ExitPlan>>,
 }
 
 impl SafepointTable {
@@ -37,6 +41,18 @@ impl SafepointTable {
         self.maps
             .set(maps)
             .map_err(|_| "the safepoint table is set already".to_string())
+    }
+
+    /// Sets the exits' plans; an error if they were set already.
+    pub fn set_exits(&self, plans: Vec<ExitPlan>) -> Result<(), String> {
+        self.exits
+            .set(plans)
+            .map_err(|_| "the exit plans are set already".to_string())
+    }
+
+    /// The plan of exit `k`.
+    pub(crate) fn exit(&self, k: u32) -> Option<&ExitPlan> {
+        self.exits.get()?.get(k as usize)
     }
 
     /// The addresses of the live references of the activation whose frame pointer is `fp`,

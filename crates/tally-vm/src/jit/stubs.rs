@@ -183,9 +183,6 @@ stub_table! {
     ir_make_block = super::ir_stubs::make_block: (vm, u32, u64, u64) -> u64;
     /// `(vm, code)`: the context of a directly called activation of `code`.
     ir_new_context = super::ir_stubs::new_context: (vm, u32) -> u64;
-    /// `(vm, code)`: the context of the top frame's activation of `code`, made at an exit
-    /// of a version that kept it virtual (`Value::NONE`: an error).
-    ir_home_context = super::ir_stubs::home_context: (vm, u32) -> u64;
     /// `(vm, size, outer)`: the context of an inlined activation (`Value::NONE`: an error).
     ir_inlined_context = super::ir_stubs::inlined_context: (vm, u64, u64) -> u64;
     /// `(vm, code) -> 0`: the profiler's prologue hook of a call of `code` that compiled
@@ -200,6 +197,11 @@ stub_table! {
     /// Double's `sin` and `cos` (no VM: they neither allocate nor fail).
     double_sin = super::ir_stubs::double_sin: (f64) -> f64;
     double_cos = super::ir_stubs::double_cos: (f64) -> f64;
+    /// `(vm, table, exit, param) -> status`: the frames an exit of the version whose tables
+    /// are at `table` describes, rebuilt from its plan and the exit buffer (`param`: the
+    /// failed guard's reason, or a yieldpoint's status); `rebuild::REBUILD_FAILED` with an
+    /// error parked.
+    ir_exit = super::rebuild::exit: (vm, u64, u32, u32) -> u32;
     /// `(vm, frame, status)`: a directly called activation's frame, left to the
     /// interpreter, run to its return.
     ir_interpret = super::ir_stubs::interpret: (vm, u64, u32) -> u64;
