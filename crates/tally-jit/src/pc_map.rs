@@ -92,12 +92,15 @@ fn fill_gaps(segments: &[Segment], size: u32) -> Vec<Segment> {
     out
 }
 
-/// Splits every segment that spans a block start there.
+/// Splits every segment that spans a block start there (`block_starts` sorted: each
+/// segment looks up only the starts inside it, so a large function costs no product of
+/// its segments and blocks).
 fn cut_at_blocks(segments: &[Segment], block_starts: &[u32]) -> Vec<Segment> {
     let mut out = Vec::with_capacity(segments.len() + block_starts.len());
     for s in segments {
         let mut start = s.start;
-        for &b in block_starts.iter().filter(|&&b| b > s.start && b < s.end) {
+        let first = block_starts.partition_point(|&b| b <= s.start);
+        for &b in block_starts[first..].iter().take_while(|&&b| b < s.end) {
             out.push(Segment {
                 start,
                 end: b,
