@@ -182,7 +182,7 @@ impl Lowerer<'_, '_> {
         if let Some(&(_, word)) = calls.immediate_classes.iter().find(|(c, _)| *c == class) {
             return self.cmp_imm(IntCC::Equal, x, word as i64);
         }
-        if class != calls.double_class {
+        if self.is_heap_class(class) {
             return self.heap_class_is(x, class);
         }
         let (other, join) = (self.b.create_block(), self.b.create_block());
@@ -195,6 +195,16 @@ impl Lowerer<'_, '_> {
         self.b.ins().jump(join, &[boxed.into()]);
         self.b.switch_to_block(join);
         self.b.block_params(join)[0]
+    }
+
+    /// Whether every instance of `class` is a heap object whose header names it (no
+    /// immediate is one).
+    pub(super) fn is_heap_class(&self, class: u32) -> bool {
+        let calls = &self.layout.calls;
+        class != calls.integer_class
+            && class != calls.symbol_class
+            && class != calls.double_class
+            && !calls.immediate_classes.iter().any(|&(c, _)| c == class)
     }
 
     /// Whether `x` is a heap object (tag 0, not NONE) whose header names `class`.

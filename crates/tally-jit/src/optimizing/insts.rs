@@ -134,8 +134,18 @@ impl Lowerer<'_, '_> {
                 reason,
             } => {
                 let x = self.val(*value)?;
-                let ok = self.class_is(x, *class);
-                self.guard(ok, state_of(inst)?, *reason)?;
+                if self.is_heap_class(*class) {
+                    // Two guards to the one exit, without the flag `class_is` would merge.
+                    let state = state_of(inst)?;
+                    let is_object = self.is_object(x);
+                    self.guard(is_object, state, *reason)?;
+                    let actual = self.b.ins().load(I32, flags(), x, 4);
+                    let same = self.cmp_imm(IntCC::Equal, actual, i64::from(*class));
+                    self.guard(same, state, *reason)?;
+                } else {
+                    let ok = self.class_is(x, *class);
+                    self.guard(ok, state_of(inst)?, *reason)?;
+                }
                 Some(x)
             }
             InstKind::ClassIs { value, class } => {
