@@ -1276,7 +1276,9 @@ fn a_library_that_redefines_string_equality_is_sent_to_in_every_tier() {
 /// its error for a class the VM makes), Array's `new:`, and any other primitive (Integer's
 /// `asString` here), called without the send's lookup. Each answers what the interpreter
 /// does, the edge cases included, and the tier log's report of stub sends shows that they
-/// did not go through the stub.
+/// did not go through the stub. Without inlining, so that each method is compiled on its
+/// own whenever the run is sampled (inlined into `run`, a method got its own compile only
+/// if the sampler caught it interpreted before `run` was compiled).
 #[test]
 fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -1328,7 +1330,13 @@ fn primitives_done_without_the_send_answer_what_the_interpreter_answers() {
     assert_ne!(status, Some(0));
     let (got, log, status) = run(
         dir.path(),
-        &["--tier=adaptive", "--calibration", &model, "--tier-log"],
+        &[
+            "--tier=adaptive",
+            "--calibration",
+            &model,
+            "--inline=off",
+            "--tier-log",
+        ],
     );
     assert_eq!(got, want, "{log}");
     assert_ne!(status, Some(0));

@@ -1,12 +1,12 @@
 //! The plan of an exit ([`tally_vm::jit::ExitPlan`]): the frames of its state's inline chain
 //! and the objects, contexts and closures the states hold virtually
 //! ([`tally_ir::InstKind::VirtualObject`], `VirtualContext`, `VirtualBlock`), each value named
-//! by where the rebuild finds it: a word or double the exit stores in the exit buffer, a
-//! constant, or an object the rebuild makes.
+//! by where the rebuild finds it: a word the exit stores in the exit buffer (a double boxed
+//! first), a constant, or an object the rebuild makes.
 
 use std::collections::HashMap;
 
-use tally_ir::{FrameStateId, Resume, Ty, ValueId};
+use tally_ir::{FrameStateId, Resume, ValueId};
 use tally_vm::jit::{ExitFrame, ExitHandOver, ExitObject, ExitPlan, ExitValue, MAX_EXIT_WORDS};
 
 use super::exits::ExitKind;
@@ -23,11 +23,9 @@ pub(super) enum Stored {
 /// A plan being made, and what its exit must store.
 #[derive(Default)]
 pub(super) struct PlanBuilder {
-    /// The words, then the doubles, the exit stores, each once.
+    /// The words the exit stores, each once.
     pub(super) words: Vec<Stored>,
-    pub(super) floats: Vec<ValueId>,
     index: HashMap<Stored, u16>,
-    float_index: HashMap<ValueId, u16>,
     /// The rebuild's number of each virtual value.
     made: HashMap<ValueId, u16>,
 }
@@ -40,15 +38,6 @@ impl PlanBuilder {
             next
         });
         ExitValue::Word(k)
-    }
-
-    fn float(&mut self, v: ValueId) -> ExitValue {
-        let next = self.floats.len() as u16;
-        let k = *self.float_index.entry(v).or_insert_with(|| {
-            self.floats.push(v);
-            next
-        });
-        ExitValue::Float(k)
     }
 }
 
@@ -196,11 +185,10 @@ impl Lowerer<'_, '_> {
                 slots,
             });
         }
-        if p.words.len() > MAX_EXIT_WORDS || p.floats.len() > MAX_EXIT_WORDS {
+        if p.words.len() > MAX_EXIT_WORDS {
             return Err(format!(
-                "an exit to {state} holds {} values and {} doubles, more than the exit buffer's {MAX_EXIT_WORDS}",
-                p.words.len(),
-                p.floats.len()
+                "an exit to {state} holds {} values, more than the exit buffer's {MAX_EXIT_WORDS}",
+                p.words.len()
             ));
         }
         let hand_over = match kind {
@@ -215,7 +203,6 @@ impl Lowerer<'_, '_> {
         let plan = ExitPlan {
             hand_over,
             words: p.words.len() as u16,
-            floats: p.floats.len() as u16,
             objects: made,
             frames,
         };
@@ -229,7 +216,6 @@ impl Lowerer<'_, '_> {
         }
         match self.ir.const_value(v) {
             Some(c) if !c.is_ref() => ExitValue::Const(c),
-            _ if self.ir.ty(v) == Ty::Float => p.float(v),
             _ => p.word(Stored::Ir(v)),
         }
     }

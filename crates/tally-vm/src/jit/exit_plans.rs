@@ -10,19 +10,16 @@ use tally_heap::Value;
 
 use crate::bytecode::CodeId;
 
-/// The references an exit may hand over in the buffer, at most (its doubles have as many
-/// slots again, after them): a compile whose exit needs more fails.
+/// The values an exit may hand over in the buffer, at most: a compile whose exit needs more
+/// fails.
 pub const MAX_EXIT_WORDS: usize = 512;
 
 /// Where a value of a rebuilt frame or object comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitValue {
     /// The buffer's `k`-th word: a SOM value (a reference, or an immediate the code
-    /// computed).
+    /// computed; a double the exit boxed).
     Word(u16),
-    /// The buffer's `k`-th double (raw bits, after the words): boxed, or made immediate, by
-    /// the rebuild.
-    Float(u16),
     /// A value that holds no reference, known when the code was compiled (nil, a small
     /// integer, a symbol's immediate).
     Const(Value),
@@ -90,18 +87,15 @@ pub enum ExitHandOver {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExitPlan {
     pub hand_over: ExitHandOver,
-    /// How many words the exit stored (its doubles follow at `MAX_EXIT_WORDS`), and how many
-    /// doubles.
+    /// How many words the exit stored.
     pub words: u16,
-    pub floats: u16,
     /// Made in this order: a context's outer, and a closure's context, come before it.
     pub objects: Vec<ExitObject>,
     pub frames: Vec<ExitFrame>,
 }
 
-/// The VM's exit buffer: the words an exit stores for the rebuild, then its doubles' bits
-/// from [`MAX_EXIT_WORDS`] on. The collector does not see it: the rebuild reads the words
-/// into roots before anything allocates.
+/// The VM's exit buffer: the words an exit stores for the rebuild. The collector does not
+/// see it: the rebuild reads the words into roots before anything allocates.
 pub(crate) struct ExitBuffer {
     /// `slots`' address, where compiled code finds it (`Layout::exit_buffer`).
     pub(crate) address: usize,
@@ -113,16 +107,11 @@ impl ExitBuffer {
     pub(crate) fn word(&self, k: u16) -> Value {
         Value(self.slots[k as usize])
     }
-
-    /// The `k`-th double an exit stored.
-    pub(crate) fn float(&self, k: u16) -> f64 {
-        f64::from_bits(self.slots[MAX_EXIT_WORDS + k as usize])
-    }
 }
 
 impl Default for ExitBuffer {
     fn default() -> ExitBuffer {
-        let slots = vec![0u64; 2 * MAX_EXIT_WORDS].into_boxed_slice();
+        let slots = vec![0u64; MAX_EXIT_WORDS].into_boxed_slice();
         ExitBuffer {
             address: slots.as_ptr() as usize,
             slots,

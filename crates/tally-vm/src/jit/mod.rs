@@ -238,7 +238,7 @@ pub struct Layout {
     /// answers `Value::NONE` then); 0 when it left for an error or an unwinding.
     pub exit_status: i32,
     /// Offset of the address of the exit buffer, where an exit stores its values for
-    /// `Stubs::ir_exit` (words from the start, doubles from `MAX_EXIT_WORDS` words on).
+    /// `Stubs::ir_exit`.
     pub exit_buffer: i32,
     /// In a `Code`: `direct` (a `usize`) and `intrinsic` (a u8).
     pub code_direct: i32,

@@ -49,12 +49,11 @@ pub(super) extern "C" fn exit(vm: *mut Vm, table: u64, exit: u32, param: u32) ->
     }
 }
 
-/// Where the rebuild keeps the references it holds: the buffer's words, then the doubles
-/// it boxed, then the objects it made, from `base` in `Runtime::handles`.
+/// Where the rebuild keeps the references it holds: the buffer's words, then the objects
+/// it made, from `base` in `Runtime::handles`.
 struct Held {
     base: usize,
     words: usize,
-    floats: usize,
 }
 
 impl Held {
@@ -62,8 +61,7 @@ impl Held {
         let at = |k: usize| vm.rt.handles[self.base + k];
         match v {
             ExitValue::Word(k) => at(k as usize),
-            ExitValue::Float(k) => at(self.words + k as usize),
-            ExitValue::Made(k) => at(self.words + self.floats + k as usize),
+            ExitValue::Made(k) => at(self.words + k as usize),
             ExitValue::Const(c) => c,
         }
     }
@@ -78,7 +76,6 @@ fn rebuild(vm: &mut Vm, plan: &ExitPlan, param: u32) -> Result<u32, VmError> {
     let held = Held {
         base: vm.rt.handles.len(),
         words: plan.words as usize,
-        floats: plan.floats as usize,
     };
     let made = make_objects(vm, plan, &held);
     if let Err(e) = made {
@@ -106,17 +103,12 @@ fn rebuild(vm: &mut Vm, plan: &ExitPlan, param: u32) -> Result<u32, VmError> {
     })
 }
 
-/// Moves the buffer's words into the handles, then boxes the doubles and makes the objects,
-/// each kept there as it is made.
+/// Moves the buffer's words into the handles, then makes the objects, each kept there as it
+/// is made.
 fn make_objects(vm: &mut Vm, plan: &ExitPlan, held: &Held) -> Result<(), VmError> {
     for k in 0..plan.words {
         let w = vm.jit.exit_buffer.word(k);
         vm.rt.handles.push(w);
-    }
-    for k in 0..plan.floats {
-        let d = vm.jit.exit_buffer.float(k);
-        let v = vm.new_double(d)?;
-        vm.rt.handles.push(v);
     }
     for object in &plan.objects {
         let made = match object {
