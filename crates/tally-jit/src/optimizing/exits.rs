@@ -1,7 +1,7 @@
-//! The ways out of the function: exits that write the frames a frame state describes and
-//! hand the activation to the interpreter (a failed guard, an instruction left to the
-//! interpreter, a yieldpoint's status, a restart), the shared tails of inlined code's
-//! exits, the hand-over every exit ends in, and the block calls that answered
+//! The ways out of the function: exits that have the VM rebuild the frames a frame state
+//! describes (from the exit's plan, [`super::exit_plan`]) and hand the activation to the
+//! interpreter (a failed guard, an instruction left to the interpreter, a yieldpoint's
+//! status, a restart), the hand-over every exit ends in, and the block calls that answered
 //! `Value::NONE` leave through.
 
 use cranelift_codegen::ir::condcodes::IntCC;
@@ -31,8 +31,9 @@ pub(super) enum ExitKind {
 }
 
 impl Lowerer<'_, '_> {
-    /// The exit of frame state `state` for `kind`: writes the interpreter's frame and
-    /// returns. A `Deopt` exit takes the reason (I32), a `Status` exit the status (I32).
+    /// The exit of frame state `state` for `kind`: has the VM rebuild the interpreter's
+    /// frames and returns. A `Deopt` exit takes the reason (I32), a `Status` exit the
+    /// status (I32).
     /// Filled by [`Lowerer::finish`].
     pub(super) fn exit(&mut self, state: FrameStateId, kind: ExitKind) -> Result<Block, String> {
         if let Some(&b) = self.out.exits.get(&(state, kind)) {
@@ -185,10 +186,10 @@ impl Lowerer<'_, '_> {
             None
         };
         let (plan, stored) = self.exit_plan(state, kind, site)?;
-        // Doubles boxed first (a heap box is made by a safepoint, which may collect), in
-        // compiled code: a double the exit stored raw for the rebuild to box left the
-        // register allocator spilling loop-carried doubles (Mandelbrot's inner loop ran
-        // 1.26x slower).
+        // Doubles are boxed here, before anything is stored (a heap box is made at a
+        // safepoint, which may collect), rather than handed raw to the rebuild: a raw
+        // double's use in every exit changes how the register allocator spills the doubles
+        // a loop carries, at the loop's cost.
         let mut boxes = HashMap::new();
         for s in &stored.words {
             if let Stored::Ir(v) = *s {
