@@ -77,14 +77,12 @@ fn rebuild(vm: &mut Vm, plan: &ExitPlan, param: u32) -> Result<u32, VmError> {
         base: vm.rt.handles.len(),
         words: plan.words as usize,
     };
-    let made = make_objects(vm, plan, &held);
-    if let Err(e) = made {
-        vm.rt.handles.truncate(held.base);
-        return Err(e);
-    }
-    fill_objects(vm, plan, &held);
-    write_frames(vm, plan, &held)?;
+    let written = make_objects(vm, plan, &held).and_then(|()| {
+        fill_objects(vm, plan, &held);
+        write_frames(vm, plan, &held)
+    });
     vm.rt.handles.truncate(held.base);
+    written?;
     Ok(match plan.hand_over {
         ExitHandOver::Deopt { site, code } => {
             vm.jit.deopt = DeoptRecord {
