@@ -215,31 +215,20 @@ impl FrameStack {
     #[inline(always)]
     #[must_use]
     pub fn push(&mut self, frame: Frame) -> bool {
-        if self.len >= self.capacity {
-            return false;
-        }
-        match self.frames.get_mut(self.len) {
-            Some(slot) => {
-                *slot = frame;
-                // A sampler interrupting this thread must never count a frame whose fields
-                // are not written yet: keep the compiler from sinking the write below this.
-                compiler_fence(Ordering::Release);
-                self.len += 1;
-                true
-            }
-            None => false,
-        }
+        self.len < self.capacity && self.push_rebuilt(frame)
     }
 
     /// Pushes a frame of an inline chain an exit rebuilds, into the reserve beyond the
     /// capacity if need be (`jit::MAX_INLINED_FRAMES` frames are kept there); false when
     /// even the reserve is full.
+    #[inline(always)]
     #[must_use]
     pub(crate) fn push_rebuilt(&mut self, frame: Frame) -> bool {
         match self.frames.get_mut(self.len) {
             Some(slot) => {
                 *slot = frame;
-                // As in `push`: a sampler must not count the frame before it is written.
+                // A sampler interrupting this thread must never count a frame whose fields
+                // are not written yet: keep the compiler from sinking the write below this.
                 compiler_fence(Ordering::Release);
                 self.len += 1;
                 true
