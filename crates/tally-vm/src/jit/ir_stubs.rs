@@ -152,23 +152,8 @@ pub(super) extern "C" fn call_block(vm: *mut Vm, operands: *const u64, argc: u32
 /// `(vm, code, receiver, context) -> Value`: a new closure of block `code`.
 pub(super) extern "C" fn make_block(vm: *mut Vm, code: u32, receiver: u64, ctx: u64) -> u64 {
     run(vm, |vm| {
-        // The receiver and context are roots while the closure is allocated.
-        vm.rt.stack.push(Value(receiver));
-        vm.rt.stack.push(Value(ctx));
-        let allocated = vm.alloc(
-            vm.block_class_for(code as CodeId),
-            Kind::Block,
-            block::SLOTS,
-            Value::NIL,
-            0,
-        );
-        let ctx = vm.rt.stack.pop().expect("pushed");
-        let receiver = vm.rt.stack.pop().expect("pushed");
-        let b = allocated?;
-        b.init_slot(block::CODE, Value::from_small_int(code as i64));
-        b.init_slot(block::CONTEXT, ctx);
-        b.init_slot(block::RECEIVER, receiver);
-        Ok(Some(b))
+        vm.new_closure(code as CodeId, Value(receiver), Value(ctx))
+            .map(Some)
     })
 }
 
@@ -182,24 +167,12 @@ pub(super) extern "C" fn new_context(vm: *mut Vm, code: u32) -> u64 {
     })
 }
 
-/// `(vm, size, outer) -> Value`: the context of an activation native code runs inlined, with
-/// `size` slots and `outer` (nil for a method's). It holds no frame index: a method is
-/// inlined only when no closure of it returns non-locally to it.
+/// `(vm, size, outer) -> Value`: the context of an activation native code runs inlined
+/// (`Vm::new_inlined_context`).
 pub(super) extern "C" fn inlined_context(vm: *mut Vm, size: u64, outer: u64) -> u64 {
     run(vm, |vm| {
-        // The outer context is a root while the context is allocated.
-        vm.rt.stack.push(Value(outer));
-        let allocated = vm.alloc(
-            vm.rt.core.object,
-            Kind::Context,
-            size as usize,
-            Value::NIL,
-            0,
-        );
-        let outer = vm.rt.stack.pop().expect("pushed");
-        let ctx = allocated?;
-        ctx.init_slot(crate::objects::context::OUTER, outer);
-        Ok(Some(ctx))
+        vm.new_inlined_context(size as usize, Value(outer))
+            .map(Some)
     })
 }
 
@@ -291,4 +264,48 @@ pub(super) extern "C" fn left(vm: *mut Vm, frame: u64) -> u64 {
         }
         Ok(None)
     })
+}
+
+impl Vm {
+    /// A new closure of block `code` over `receiver` and `ctx` (compiled code's, and an
+    /// exit's rebuild's); both are roots while it is allocated.
+    pub(super) fn new_closure(
+        &mut self,
+        code: CodeId,
+        receiver: Value,
+        ctx: Value,
+    ) -> Result<Value, VmError> {
+        self.rt.stack.push(receiver);
+        self.rt.stack.push(ctx);
+        let allocated = self.alloc(
+            self.block_class_for(code),
+            Kind::Block,
+            block::SLOTS,
+            Value::NIL,
+            0,
+        );
+        let ctx = self.rt.stack.pop().expect("pushed");
+        let receiver = self.rt.stack.pop().expect("pushed");
+        let b = allocated?;
+        b.init_slot(block::CODE, Value::from_small_int(code as i64));
+        b.init_slot(block::CONTEXT, ctx);
+        b.init_slot(block::RECEIVER, receiver);
+        Ok(b)
+    }
+
+    /// The context of an activation compiled code runs inlined, with `size` slots and
+    /// `outer` (nil for a method's; a root while it is allocated). It holds no frame index:
+    /// a method is inlined only when no closure of it returns non-locally to it.
+    pub(super) fn new_inlined_context(
+        &mut self,
+        size: usize,
+        outer: Value,
+    ) -> Result<Value, VmError> {
+        self.rt.stack.push(outer);
+        let allocated = self.alloc(self.rt.core.object, Kind::Context, size, Value::NIL, 0);
+        let outer = self.rt.stack.pop().expect("pushed");
+        let ctx = allocated?;
+        ctx.init_slot(crate::objects::context::OUTER, outer);
+        Ok(ctx)
+    }
 }

@@ -13,7 +13,6 @@ use tally_heap::Value;
 use super::exit_plans::{ExitHandOver, ExitObject, ExitPlan, ExitValue};
 use super::{DeoptRecord, SafepointTable, Status};
 use crate::frames::Frame;
-use crate::objects::{block, context, Kind};
 use crate::{Vm, VmError};
 
 /// What the exit gets back when the rebuild failed (an allocation, with the error parked in
@@ -119,32 +118,16 @@ fn make_objects(vm: &mut Vm, plan: &ExitPlan, held: &Held) -> Result<(), VmError
                 vm.new_home_context(code)?
             }
             &ExitObject::Context { size, outer, .. } => {
-                let ctx = vm.alloc(
-                    vm.rt.core.object,
-                    Kind::Context,
-                    size as usize,
-                    Value::NIL,
-                    0,
-                )?;
-                ctx.init_slot(context::OUTER, held.value_or_nil(vm, outer));
-                ctx
+                let outer = held.value_or_nil(vm, outer);
+                vm.new_inlined_context(size as usize, outer)?
             }
             &ExitObject::Closure {
                 code,
                 receiver,
                 ctx,
             } => {
-                let b = vm.alloc(
-                    vm.block_class_for(code),
-                    Kind::Block,
-                    block::SLOTS,
-                    Value::NIL,
-                    0,
-                )?;
-                b.init_slot(block::CODE, Value::from_small_int(code as i64));
-                b.init_slot(block::CONTEXT, held.value_or_nil(vm, ctx));
-                b.init_slot(block::RECEIVER, held.value(vm, receiver));
-                b
+                let (receiver, ctx) = (held.value(vm, receiver), held.value_or_nil(vm, ctx));
+                vm.new_closure(code, receiver, ctx)?
             }
         };
         vm.rt.handles.push(made);
