@@ -8,7 +8,7 @@
 //! and lowers it (`crate::optimizing`): SOM values in registers, native calls, a body entered
 //! directly by compiled callers and an adapter the dispatcher enters it through.
 
-use crate::optimizing::{AdapterBody, AdapterShape};
+use crate::optimizing::{AdapterBody, AdapterShape, ProbeShape, SendProbes};
 use crate::pc_map;
 use cranelift_codegen::ir::immediates::Imm64;
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
@@ -32,6 +32,8 @@ pub struct Compiler {
     listing_parts: ListingParts,
     /// The adapters shared by the bodies without loop-head entries, by shape.
     shared_adapters: std::collections::HashMap<AdapterShape, FuncId>,
+    /// The send probes the optimizing tier's bodies call, made before its first compile.
+    probes: Option<SendProbes>,
     /// `--print-ir-after` and `--time-passes`.
     diagnostics: Diagnostics,
 }
@@ -97,6 +99,7 @@ impl Compiler {
             context,
             builder_context: FunctionBuilderContext::new(),
             shared_adapters: std::collections::HashMap::new(),
+            probes: None,
             diagnostics: Diagnostics::default(),
             listing_parts: ListingParts {
                 tally_ir: true,
@@ -139,17 +142,30 @@ enum Built {
     Lowered(Box<tally_ir::Function>, crate::optimizing::Lowered),
 }
 
+/// What every function a compiler writes is written against.
+#[derive(Clone, Copy)]
+struct BuildEnv<'a> {
+    module: &'a JITModule,
+    layout: &'a Layout,
+    diagnostics: &'a Diagnostics,
+    probes: &'a SendProbes,
+}
+
 /// Writes `code`'s function into `context` (signature, name, body), timing and printing
 /// what `diagnostics` asks.
 fn build(
     tier: Tier,
-    module: &JITModule,
+    env: &BuildEnv,
     builder_context: &mut FunctionBuilderContext,
     context: &mut Context,
     request: &CompileRequest,
-    layout: &Layout,
-    diagnostics: &Diagnostics,
 ) -> Result<Built, String> {
+    let BuildEnv {
+        module,
+        layout,
+        diagnostics,
+        probes,
+    } = *env;
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
     if tier == Tier::Opt {
@@ -162,6 +178,7 @@ fn build(
                 request,
                 layout,
                 &ir,
+                probes,
             )
         })?;
         if let Some(times) = &diagnostics.times {
@@ -207,6 +224,50 @@ pub(crate) fn entry_signature(module: &JITModule) -> Signature {
 }
 
 impl Compiler {
+    /// The send probes (`optimizing::probe`), made the first time the optimizing tier
+    /// compiles (every shape at once: a function's lowering calls them by address). The
+    /// baseline tier has none.
+    fn send_probes(&mut self, layout: &Layout) -> Result<SendProbes, String> {
+        if self.tier != Tier::Opt {
+            return Ok(SendProbes::default());
+        }
+        if let Some(p) = &self.probes {
+            return Ok(p.clone());
+        }
+        let mut ids = Vec::new();
+        for shape in ProbeShape::all() {
+            self.module.clear_context(&mut self.context);
+            let started = Instant::now();
+            crate::optimizing::lower_send_probe(
+                &mut self.context.func,
+                &mut self.builder_context,
+                shape,
+                layout,
+                self.module.target_config(),
+                self.module.isa().default_call_conv(),
+            );
+            self.diagnostics
+                .add(Stage::Lowering, "send probes", started.elapsed());
+            let id = self
+                .module
+                .declare_anonymous_function(&self.context.func.signature.clone())
+                .map_err(|e| e.to_string())?;
+            self.define(id)?;
+            ids.push((shape, id));
+        }
+        self.module
+            .finalize_definitions()
+            .map_err(|e| e.to_string())?;
+        let probes = SendProbes {
+            addresses: ids
+                .into_iter()
+                .map(|(shape, id)| (shape, self.module.get_finalized_function(id) as usize))
+                .collect(),
+        };
+        self.probes = Some(probes.clone());
+        Ok(probes)
+    }
+
     /// The adapter the dispatcher enters every body of `shape` without loop-head entries
     /// through, made at its first use.
     fn shared_adapter(&mut self, shape: AdapterShape, layout: &Layout) -> Result<FuncId, String> {
@@ -281,15 +342,20 @@ impl CodeGenerator for Compiler {
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         let _timing = self.diagnostics.time_cranelift();
+        let probes = self.send_probes(layout)?;
         self.module.clear_context(&mut self.context);
+        let env = BuildEnv {
+            module: &self.module,
+            layout,
+            diagnostics: &self.diagnostics,
+            probes: &probes,
+        };
         let mut built = build(
             self.tier,
-            &self.module,
+            &env,
             &mut self.builder_context,
             &mut self.context,
             request,
-            layout,
-            &self.diagnostics,
         )
         .inspect_err(|_| {
             // A lowering that stopped half way leaves the builder's state behind: the next
@@ -379,18 +445,29 @@ impl CodeGenerator for Compiler {
         let parts = self.listing_parts;
         let tier = self.tier.name();
         let _timing = self.diagnostics.time_cranelift();
+        let probes = self.send_probes(layout)?;
         let mut context = self.module.make_context();
         context.set_disasm(parts.machine);
+        let env = BuildEnv {
+            module: &self.module,
+            layout,
+            diagnostics: &self.diagnostics,
+            probes: &probes,
+        };
         let built = build(
             self.tier,
-            &self.module,
+            &env,
             &mut self.builder_context,
             &mut context,
             request,
-            layout,
-            &self.diagnostics,
         )?;
-        let names = address_names(layout);
+        let mut names = address_names(layout);
+        names.extend(
+            probes
+                .addresses
+                .iter()
+                .map(|&(shape, address)| (shape.name(), address)),
+        );
         let mut out = String::new();
         if let (Built::Lowered(ir, _), true) = (&built, parts.tally_ir) {
             let _ = writeln!(

@@ -30,6 +30,19 @@ pub(super) fn call_with_operands(
     what: Option<u32>,
     words: &[Value],
 ) -> cranelift_codegen::ir::Inst {
+    let what = what.map(|w| b.ins().iconst(I32, w as i64));
+    call_with_operands_at(b, sigs, vm, stub, what, words)
+}
+
+/// [`call_with_operands`] with `what` made already (an I32).
+pub(super) fn call_with_operands_at(
+    b: &mut FunctionBuilder,
+    sigs: &mut StubSignatures,
+    vm: Value,
+    stub: Stub,
+    what: Option<Value>,
+    words: &[Value],
+) -> cranelift_codegen::ir::Inst {
     let slot = b.create_sized_stack_slot(cranelift_codegen::ir::StackSlotData::new(
         cranelift_codegen::ir::StackSlotKind::ExplicitSlot,
         8 * words.len() as u32,
@@ -43,10 +56,7 @@ pub(super) fn call_with_operands(
     let argc = b.ins().iconst(I32, words.len() as i64 - 1);
     let callee = stub_calls::address(b, stub);
     let args = match what {
-        Some(w) => {
-            let w = b.ins().iconst(I32, w as i64);
-            vec![vm, w, pointer, argc]
-        }
+        Some(w) => vec![vm, w, pointer, argc],
         None => vec![vm, pointer, argc],
     };
     stub_calls::call_at(b, sigs, callee, &args)
@@ -135,6 +145,17 @@ impl Lowerer<'_, '_> {
             .b
             .import_signature(body_signature(self.sigs.call_conv, argc, is_block));
         self.sigs.bodies.insert((argc, is_block), sig);
+        sig
+    }
+
+    /// The signature of the send probe for `argc` arguments, imported at its first use.
+    pub(super) fn probe_sig(&mut self, argc: usize) -> SigRef {
+        if let Some(&s) = self.sigs.probes.get(&argc) {
+            return s;
+        }
+        let sig = super::probe::probe_signature(self.sigs.call_conv, argc);
+        let sig = self.b.import_signature(sig);
+        self.sigs.probes.insert(argc, sig);
         sig
     }
 

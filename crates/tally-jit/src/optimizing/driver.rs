@@ -107,6 +107,7 @@ pub(crate) fn lower(
     request: &CompileRequest,
     layout: &Layout,
     ir: &tally_ir::Function,
+    probes: &super::probe::SendProbes,
 ) -> Result<Lowered, String> {
     let table = Arc::new(SafepointTable::new());
     let code = request.code;
@@ -130,6 +131,7 @@ pub(crate) fn lower(
         sigs: Signatures {
             stubs,
             bodies: HashMap::new(),
+            probes: HashMap::new(),
             call_conv,
         },
         map: IrMap {
@@ -149,6 +151,7 @@ pub(crate) fn lower(
             epilogue: entered.epilogue,
         },
         record: Recorded::default(),
+        probes,
     };
     l.record.volume.insert(ENTRY_VOLUME, entry_volume);
     let before = l.instructions_so_far();

@@ -8,10 +8,10 @@ use tally_ir::{Inst, InstKind};
 use tally_vm::jit::DeoptReason;
 use tally_vm::objects::{block, context};
 
+use super::emit::Emitter;
 use super::insts::state_of;
 use super::lowerer::Lowerer;
 use super::{flags, I32, I64, I8};
-use crate::stub_calls;
 
 pub(super) const TRUE: i64 = tally_heap::Value::TRUE.0 as i64;
 pub(super) const FALSE: i64 = tally_heap::Value::FALSE.0 as i64;
@@ -25,7 +25,7 @@ pub(super) fn slot_offset(index: usize) -> i32 {
     (HEADER_BYTES + index * 8) as i32
 }
 
-impl Lowerer<'_, '_> {
+impl<'f> Lowerer<'_, 'f> {
     /// Lowers an instruction that reads or writes the heap or the VM's tables (its result, if any).
     pub(super) fn heap_inst(&mut self, inst: &Inst) -> Result<Option<Value>, String> {
         Ok(match &inst.kind {
@@ -128,25 +128,24 @@ impl Lowerer<'_, '_> {
         Ok(self.b.ins().load(I64, flags(), first, offset))
     }
 
-    /// Whether `x` is a heap object (tag 0, not `Value::NONE`).
-    pub(super) fn is_object(&mut self, x: Value) -> Value {
-        let tag = self.and_imm(x, 7);
-        let is_ref = self.cmp_imm(IntCC::Equal, tag, 0);
-        let not_none = self.cmp_imm(IntCC::NotEqual, x, 0);
-        self.b.ins().band(is_ref, not_none)
+    /// The shared emitters ([`Emitter`]) writing into this body.
+    pub(super) fn emit(&mut self) -> Emitter<'_, 'f> {
+        Emitter {
+            b: &mut self.b,
+            layout: self.layout,
+            vm: self.act.vm,
+            stubs: &mut self.sigs.stubs,
+        }
     }
 
-    /// The address of the `Code` of id `id` (an I64), from the VM's table of codes, which
-    /// grows as classes load (so read each time).
+    /// Whether `x` is a heap object (tag 0, not `Value::NONE`).
+    pub(super) fn is_object(&mut self, x: Value) -> Value {
+        self.emit().is_object(x)
+    }
+
+    /// The address of the `Code` of id `id` (an I64).
     pub(super) fn code_address(&mut self, id: Value) -> Value {
-        let codes = self
-            .b
-            .ins()
-            .load(I64, flags(), self.act.vm, self.layout.calls.codes_base);
-        let eight = self.iconst(I64, 8);
-        let offset = self.b.ins().imul(id, eight);
-        let entry = self.b.ins().iadd(codes, offset);
-        self.b.ins().load(I64, flags(), entry, 0)
+        self.emit().code_address(id)
     }
 
     /// The address of the `Code` of closure `closure`'s block.
@@ -244,37 +243,16 @@ impl Lowerer<'_, '_> {
 
     /// The address of slot `index` (an I64, from 0) of heap object `object`.
     pub(super) fn slot_address(&mut self, object: Value, index: Value) -> Value {
-        let eight = self.iconst(I64, 8);
-        let byte = self.b.ins().imul(index, eight);
-        let address = self.b.ins().iadd(object, byte);
-        self.add_imm(address, HEADER_BYTES as i64)
+        self.emit().slot_address(object, index)
     }
 
     /// The yieldpoint flag's byte masked by `bits` (an I32): nonzero when one of them is up.
     pub(super) fn flag_bits(&mut self, bits: u8) -> Value {
-        let address = self.iconst(I64, self.layout.yieldpoint_flag as i64);
-        let flag = self.b.ins().uload8(I32, flags(), address, 0);
-        if bits == u8::MAX {
-            return flag;
-        }
-        self.and_imm(flag, i64::from(bits))
+        self.emit().flag_bits(bits)
     }
 
     /// Stores `v` into `object` at `offset` (or at `address`, inside it) with the write
-    /// barrier of the generational plans: a reference stored into an old object not yet
-    /// remembered calls `write_barrier` (which neither allocates nor touches frames).
-    /// The constant Cranelift value `v` is, if it is an `iconst`.
-    pub(super) fn constant(&self, v: Value) -> Option<i64> {
-        let inst = self.b.func.dfg.value_def(v).inst()?;
-        match self.b.func.dfg.insts[inst] {
-            cranelift_codegen::ir::InstructionData::UnaryImm {
-                opcode: cranelift_codegen::ir::Opcode::Iconst,
-                imm,
-            } => Some(imm.bits()),
-            _ => None,
-        }
-    }
-
+    /// barrier ([`Emitter::store_into`]).
     pub(super) fn store_into(
         &mut self,
         object: Value,
@@ -282,41 +260,6 @@ impl Lowerer<'_, '_> {
         address: Option<Value>,
         v: Value,
     ) {
-        match address {
-            Some(a) => self.b.ins().store(flags(), v, a, 0),
-            None => self.b.ins().store(flags(), v, object, offset),
-        };
-        let Some(table) = self.layout.unlog_table else {
-            return;
-        };
-        // Immediates (a non-zero tag) cannot make an old object point to a young one.
-        if self.constant(v).is_some_and(|c| c & 7 != 0) {
-            return;
-        }
-        let check = self.b.create_block();
-        let remember = self.b.create_block();
-        let done = self.b.create_block();
-        let tag = self.and_imm(v, 7);
-        self.b.ins().brif(tag, done, &[], check, &[]);
-        self.b.switch_to_block(check);
-        let granule = self.b.ins().ushr_imm_u(object, 6);
-        let byte_address = self.add_imm(granule, table as i64);
-        let byte = self.b.ins().uload8(I64, flags(), byte_address, 0);
-        let shift = self.b.ins().ushr_imm_u(object, 3);
-        let shift = self.and_imm(shift, 7);
-        let bits = self.b.ins().ushr(byte, shift);
-        let unlogged = self.and_imm(bits, 1);
-        self.b.ins().brif(unlogged, remember, &[], done, &[]);
-        self.b.set_cold_block(remember);
-        self.b.switch_to_block(remember);
-        let stub = self.layout.stubs.write_barrier;
-        stub_calls::call(
-            &mut self.b,
-            &mut self.sigs.stubs,
-            stub,
-            &[self.act.vm, object],
-        );
-        self.b.ins().jump(done, &[]);
-        self.b.switch_to_block(done);
+        self.emit().store_into(object, offset, address, v);
     }
 }

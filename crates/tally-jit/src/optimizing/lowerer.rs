@@ -30,6 +30,8 @@ pub(super) struct Lowerer<'a, 'f> {
     pub(super) map: IrMap,
     pub(super) out: WaysOut,
     pub(super) record: Recorded,
+    /// The compiler's shared send probes.
+    pub(super) probes: &'a super::probe::SendProbes,
 }
 
 /// The signatures of what the body calls.
@@ -37,6 +39,8 @@ pub(super) struct Signatures {
     pub(super) stubs: StubSignatures,
     /// The bodies', by argument count (methods, then blocks): direct calls.
     pub(super) bodies: HashMap<(usize, bool), SigRef>,
+    /// The send probes', by argument count.
+    pub(super) probes: HashMap<usize, SigRef>,
     pub(super) call_conv: CallConv,
 }
 

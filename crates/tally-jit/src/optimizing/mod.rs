@@ -17,8 +17,9 @@
 //!   does). Every reference live across such a call is in Cranelift's stack map of the call,
 //!   whose slots the collector updates; the body clears `fp` on every way out.
 //! - Calls: a known method, a closure's block, or a send whose inline cache holds a method
-//!   with a body go straight to that body; the rest go through the `ir_*` stubs, which run
-//!   the callee to completion. `Value::NONE` from either means leave (an error parked, a
+//!   with a body go straight to that body (a send whose class the compile did not know
+//!   through its shape's shared probe, [`probe`], which probes the cache); the rest go
+//!   through the `ir_*` stubs, which run the callee to completion. `Value::NONE` from either means leave (an error parked, a
 //!   non-local return that popped the frame, or the frame restarted).
 //! - A guard that fails, or an instruction the tier leaves to the interpreter, stores the
 //!   values its state's exit plan names and calls the VM's rebuild (`Stubs::ir_exit`),
@@ -31,7 +32,7 @@
 //! Files: [`driver`] (the IR built and optimized, then lowered), [`entry`] (the body's
 //! prologue), [`control`] (blocks, terminators, returns), [`insts`] (one lowering per IR
 //! instruction, each group in a file of its own: [`heap`], [`calls`], [`sends`],
-//! [`floats`], [`alloc`]), [`exits`] and [`exit_plan`] (the ways out to the interpreter),
+//! [`floats`], [`alloc`]; the shared send probes in [`probe`], what both write in [`emit`]), [`exits`] and [`exit_plan`] (the ways out to the interpreter),
 //! [`adapter`] (the dispatcher's way in); [`lowerer`] holds the lowering's state.
 
 mod adapter;
@@ -39,6 +40,7 @@ mod alloc;
 mod calls;
 mod control;
 mod driver;
+mod emit;
 mod entry;
 mod exit_plan;
 mod exits;
@@ -46,12 +48,14 @@ mod floats;
 mod heap;
 mod insts;
 mod lowerer;
+mod probe;
 mod sends;
 
 use cranelift_codegen::ir::{types, MemFlagsData};
 
 pub(crate) use adapter::{lower_adapter, AdapterBody, AdapterShape};
 pub(crate) use driver::{fill_safepoints, inline_scopes, ir_of, lower, Lowered, RequestNames};
+pub(crate) use probe::{lower_send_probe, ProbeShape, SendProbes};
 
 const I64: types::Type = types::I64;
 const I32: types::Type = types::I32;

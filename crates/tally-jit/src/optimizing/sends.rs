@@ -11,8 +11,9 @@ use tally_vm::objects::block;
 use tally_vm::runtime::IntOp as VmIntOp;
 
 use super::entry::Caller;
-use super::heap::{slot_offset, SYMBOL_TAG, UNCACHED_CLASS};
+use super::heap::slot_offset;
 use super::lowerer::Lowerer;
+use super::probe::ProbeShape;
 use super::{flags, I32, I64, I8};
 use crate::stub_calls;
 
@@ -21,7 +22,10 @@ impl Lowerer<'_, '_> {
     /// probed at run time (a small integer's class or a heap object's header against its two
     /// entries), and a hit on a method with a direct entry is called straight; anything else
     /// goes through the send stub, which fills the cache. Both are safepoints. A cold site
-    /// (`SiteFacts::cold`) gets the stub call alone.
+    /// (`SiteFacts::cold`) gets the stub call alone. Arithmetic and comparisons on numbers
+    /// are done here; the rest of the probe is a call of its shape's shared probe
+    /// ([`super::probe`]), except where the selector may find an intrinsic (done inline,
+    /// each its own way) or the send is wider than the probes: there it is written here.
     pub(super) fn send_through_cache(
         &mut self,
         site: u32,
@@ -42,74 +46,42 @@ impl Lowerer<'_, '_> {
             self.record.speculated.insert(site);
             return self.call(self.layout.stubs.ir_send, Some(site), receiver, args, inst);
         }
-        let calls = &self.layout.calls;
         let recv = self.val(receiver)?;
-        let slow = self.b.create_block();
+        let selector = self.request.selector(site).unwrap_or("").to_string();
+        let selector = selector.trim_start_matches('#');
+        let intrinsics = tally_vm::jit::intrinsics_of_selector(selector);
+        let probe = ProbeShape::of(selector, args.len())
+            .filter(|_| intrinsics.is_empty())
+            .and_then(|shape| self.probes.address(shape));
         let join = self.b.create_block();
         let result = self.b.append_block_param(join, I64);
         if let [arg] = args {
             let arg = self.val(*arg)?;
             self.numbers_in_place(site, recv, arg, join)?;
         }
-        // The receiver's class id: small integers by their tag, objects by their header.
-        let classed = self.b.create_block();
-        self.b.append_block_param(classed, I32);
-        let not_int = self.b.create_block();
-        let int_class = self.iconst(I32, calls.integer_class as i64);
-        let bit = self.and_imm(recv, 1);
-        self.b
-            .ins()
-            .brif(bit, classed, &[int_class.into()], not_int, &[]);
-        self.b.switch_to_block(not_int);
-        let is_object = self.is_object(recv);
-        let object = self.b.create_block();
-        let immediate = self.b.create_block();
-        self.b.ins().brif(is_object, object, &[], immediate, &[]);
-        self.b.switch_to_block(object);
-        let header_class = self.b.ins().load(I32, flags(), recv, 4);
-        self.b.ins().jump(classed, &[header_class.into()]);
-        // nil, true and false by their words, symbols and doubles by their tags.
-        self.b.switch_to_block(immediate);
-        let mut class = self.iconst(I32, UNCACHED_CLASS);
-        let tag = self.and_imm(recv, 7);
-        let is_symbol = self.cmp_imm(IntCC::Equal, tag, SYMBOL_TAG);
-        let symbol = self.iconst(I32, calls.symbol_class as i64);
-        class = self.b.ins().select(is_symbol, symbol, class);
-        let is_double = self.cmp_imm(IntCC::Equal, tag, crate::numbers::FLOAT_TAG);
-        let double = self.iconst(I32, calls.double_class as i64);
-        class = self.b.ins().select(is_double, double, class);
-        for &(c, word) in &calls.immediate_classes {
-            let is = self.cmp_imm(IntCC::Equal, recv, word as i64);
-            let this = self.iconst(I32, c as i64);
-            class = self.b.ins().select(is, this, class);
+        if let Some(probe) = probe {
+            // The shape's shared probe does the rest.
+            let mut operands = vec![self.act.vm, self.iconst(I32, i64::from(site)), recv];
+            for &a in args {
+                operands.push(self.val(a)?);
+            }
+            let k = self.safepoint(inst.bci);
+            let sig = self.probe_sig(args.len());
+            let address = self.iconst(I64, probe as i64);
+            let call = self.b.ins().call_indirect(sig, address, &operands);
+            self.tag(call, k);
+            let v = self.b.inst_results(call)[0];
+            self.b.ins().jump(join, &[v.into()]);
+            self.b.switch_to_block(join);
+            return Ok(result);
         }
-        let known = self.cmp_imm(IntCC::NotEqual, class, UNCACHED_CLASS);
-        self.b
-            .ins()
-            .brif(known, classed, &[class.into()], slow, &[]);
-        self.b.switch_to_block(classed);
-        let class = self.b.block_params(classed)[0];
-        // The site's two entries.
-        let sites = self
-            .b
-            .ins()
-            .load(I64, flags(), self.act.vm, calls.sites_base);
-        let entry = self.add_imm(sites, site as i64 * calls.site_size as i64);
-        let found = self.b.create_block();
-        self.b.append_block_param(found, I32);
-        let second = self.b.create_block();
-        let c1 = self.b.ins().load(I32, flags(), entry, calls.site_class1);
-        let code1 = self.b.ins().load(I32, flags(), entry, calls.site_code1);
-        let hit1 = self.b.ins().icmp(IntCC::Equal, class, c1);
-        self.b.ins().brif(hit1, found, &[code1.into()], second, &[]);
-        self.b.switch_to_block(second);
-        let c2 = self.b.ins().load(I32, flags(), entry, calls.site_class2);
-        let code2 = self.b.ins().load(I32, flags(), entry, calls.site_code2);
-        let hit2 = self.b.ins().icmp(IntCC::Equal, class, c2);
-        self.b.ins().brif(hit2, found, &[code2.into()], slow, &[]);
-        self.b.switch_to_block(found);
-        let code = self.b.block_params(found)[0];
-        let code = self.b.ins().uextend(I64, code);
+        // A selector that may find an intrinsic (which compiled code does inline, each in
+        // its own way), or a send wider than the probes: the probe's work written here.
+        let slow = self.b.create_block();
+        let mut e = self.emit();
+        let class = e.receiver_class(recv, slow);
+        let site_index = e.b.ins().iconst(I64, i64::from(site));
+        let code = e.cached_code(site_index, class, slow);
         let target = self.code_address(code);
         let direct = self
             .b
@@ -129,13 +101,20 @@ impl Lowerer<'_, '_> {
             self.unless_flag_raised(slow);
         }
         let trivial = self.b.create_block();
-        let selector = self.request.selector(site).unwrap_or("").to_string();
-        let selector = selector.trim_start_matches('#');
         self.intrinsic(
             selector, target, class, recv, args, inst, join, slow, trivial,
         )?;
         self.b.switch_to_block(trivial);
-        self.trivial_in_place(selector, target, recv, args, join, slow)?;
+        if self.layout.call_hook_bits == 0 {
+            self.unless_flag_raised(slow);
+        }
+        let operands = args
+            .iter()
+            .map(|&a| self.val(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let keyword = selector.ends_with(':');
+        self.emit()
+            .trivial_in_place(keyword, target, recv, &operands, join, slow);
 
         self.b.switch_to_block(fast);
         let k = self.safepoint(inst.bci);
@@ -556,85 +535,8 @@ impl Lowerer<'_, '_> {
         Ok(self.b.inst_results(call)[0])
     }
 
-    /// The trivial method at `code` (an address) done in place, its value passed to `join`;
-    /// anything else (not trivial, a hook due, a field the receiver lacks) goes to `slow`.
-    pub(super) fn trivial_in_place(
-        &mut self,
-        selector: &str,
-        code: Value,
-        recv: Value,
-        args: &[tally_ir::ValueId],
-        join: cranelift_codegen::ir::Block,
-        slow: cranelift_codegen::ir::Block,
-    ) -> Result<(), String> {
-        use tally_vm::runtime::{
-            TRIVIAL_CONSTANT, TRIVIAL_GETTER, TRIVIAL_RECEIVER, TRIVIAL_SETTER,
-        };
-        let calls = &self.layout.calls;
-        let kind = self
-            .b
-            .ins()
-            .uload8(I32, flags(), code, calls.code_trivial_kind);
-        if self.layout.call_hook_bits == 0 {
-            self.unless_flag_raised(slow);
-        }
-        let operand = self
-            .b
-            .ins()
-            .load(I64, flags(), code, calls.code_trivial_operand);
-        // Getters are unary, setters one-keyword (`x:`); binary selectors are neither.
-        let keyword = selector.ends_with(':');
-        let cases: &[u8] = match args.len() {
-            0 => &[TRIVIAL_GETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
-            1 if keyword => &[TRIVIAL_SETTER, TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
-            _ => &[TRIVIAL_CONSTANT, TRIVIAL_RECEIVER],
-        };
-        for &want in cases {
-            let this = self.b.create_block();
-            let other = self.b.create_block();
-            let is = self.cmp_imm(IntCC::Equal, kind, want as i64);
-            self.b.ins().brif(is, this, &[], other, &[]);
-            self.b.switch_to_block(this);
-            let v = match want {
-                TRIVIAL_GETTER | TRIVIAL_SETTER => {
-                    // An object with that many fields (the cache's class says it is one,
-                    // but the field count is checked as the interpreter's primitive does).
-                    let is_object = self.is_object(recv);
-                    let object = self.b.create_block();
-                    self.b.ins().brif(is_object, object, &[], slow, &[]);
-                    self.b.switch_to_block(object);
-                    let count = self.b.ins().uload32(flags(), recv, 8);
-                    let has = self
-                        .b
-                        .ins()
-                        .icmp(IntCC::UnsignedGreaterThan, count, operand);
-                    let ok = self.b.create_block();
-                    self.b.ins().brif(has, ok, &[], slow, &[]);
-                    self.b.switch_to_block(ok);
-                    let address = self.slot_address(recv, operand);
-                    if want == TRIVIAL_GETTER {
-                        self.b.ins().load(I64, flags(), address, 0)
-                    } else {
-                        let v = self.val(args[0])?;
-                        self.store_into(recv, 0, Some(address), v);
-                        recv
-                    }
-                }
-                TRIVIAL_CONSTANT => operand,
-                _ => recv,
-            };
-            self.b.ins().jump(join, &[v.into()]);
-            self.b.switch_to_block(other);
-        }
-        self.b.ins().jump(slow, &[]);
-        Ok(())
-    }
-
     /// Goes on in a new block while the yieldpoint flag is down, else to `slow`.
     pub(super) fn unless_flag_raised(&mut self, slow: cranelift_codegen::ir::Block) {
-        let flag = self.flag_bits(u8::MAX);
-        let down = self.b.create_block();
-        self.b.ins().brif(flag, slow, &[], down, &[]);
-        self.b.switch_to_block(down);
+        self.emit().unless_flag_raised(slow);
     }
 }
