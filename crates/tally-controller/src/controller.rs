@@ -38,7 +38,7 @@ pub struct Controller {
     organizer: Organizer,
     /// The time one sample stands for.
     sample_ns: f64,
-    /// The tiers the VM can compile to, lowest first.
+    /// The tiers the VM can compile to.
     tiers: Vec<Tier>,
     /// Call edges from the samples' two innermost frames (one per sample that has them): the
     /// inliner's call graph when it is fed by timer samples instead of CBS.
@@ -157,7 +157,7 @@ impl Controller {
             .sum();
         let mut best: Option<Decision> = None;
         for &to in &self.tiers {
-            if to.column() <= from.column() || r.failed[to.column()] {
+            if to.rank() <= from.rank() || r.failed[to.column()] {
                 continue;
             }
             let cost = self.model.tier(to)?;
@@ -178,12 +178,12 @@ impl Controller {
 }
 
 fn model_has(tier: &Tier) -> bool {
-    matches!(tier, Tier::Baseline | Tier::Optimizing)
+    matches!(tier, Tier::Baseline | Tier::Quick | Tier::Optimizing)
 }
 
 fn higher(a: Option<Tier>, b: Tier) -> Tier {
     match a {
-        Some(a) if a.column() > b.column() => a,
+        Some(a) if a.rank() > b.rank() => a,
         _ => b,
     }
 }
@@ -256,7 +256,7 @@ mod tests {
         // Samples in the optimized code now count as optimized time; nothing higher exists.
         assert!(c.observe(&vec![compiled(1); 100]).is_empty());
         let r = c.organizer().record(MethodId(7)).unwrap();
-        assert_eq!(r.samples, [40, 0, 100]);
+        assert_eq!(r.samples, [40, 0, 100, 0]);
         assert_eq!(r.tier(), Tier::Optimizing);
     }
 
@@ -306,6 +306,63 @@ mod tests {
             c.code_invalidated(MethodId(7), Tier::Interpreter);
         }
         assert!(c.observe(&vec![interpreted(7); 100]).is_empty());
+    }
+
+    /// Baseline 2x (1 ms), quick 5x (2 ms), optimizing 10x (10 ms); samples 1 ms apart.
+    fn leveled() -> Controller {
+        let mut model = CostModel::default();
+        for (t, speedup, fixed) in [
+            (&mut model.baseline, 2.0, 1.0),
+            (&mut model.quick, 5.0, 2.0),
+            (&mut model.optimizing, 10.0, 10.0),
+        ] {
+            *t = crate::model::TierCost {
+                speedup,
+                compile_fixed_ns: fixed * MS,
+                compile_per_bytecode_ns: 0.0,
+                expansion: 1.0,
+            };
+        }
+        let tiers = [Tier::Baseline, Tier::Quick, Tier::Optimizing];
+        let mut c = Controller::new(model, MS, &tiers);
+        c.method_defined(MethodId(7), 20);
+        c
+    }
+
+    #[test]
+    fn every_level_above_the_method_is_priced_and_the_cheapest_total_wins() {
+        let mut c = leveled();
+        // 5 ms: baseline 1 + 2.5, quick 2 + 1 = 3, optimizing 10 + 0.5.
+        let d = c.observe(&vec![interpreted(7); 5]);
+        assert_eq!((d[0].from, d[0].to), (Tier::Interpreter, Tier::Quick));
+        // 60 ms: quick 2 + 12 = 14, optimizing 10 + 6 = 16; 100 ms: 2 + 20 against 10 + 10.
+        let mut c = leveled();
+        assert_eq!(c.observe(&vec![interpreted(7); 60])[0].to, Tier::Quick);
+        let mut c = leveled();
+        assert_eq!(
+            c.observe(&vec![interpreted(7); 100])[0].to,
+            Tier::Optimizing
+        );
+    }
+
+    #[test]
+    fn a_method_moves_from_the_quick_level_to_the_full_one_once_its_time_there_pays() {
+        let mut c = leveled();
+        let _ = c.observe(&vec![interpreted(7); 5]);
+        c.code_installed(CodeVersionId(1), MethodId(7), Tier::Quick);
+        // In quick: the 5 interpreted ms count as 1 quick ms. With 15 quick samples, 16 ms:
+        // optimizing costs 10 + 8 = 18, staying 16. With 20 more, 36 ms: 10 + 18 < 36.
+        assert!(c.observe(&vec![compiled(1); 15]).is_empty());
+        let d = c.observe(&vec![compiled(1); 20]);
+        assert_eq!((d[0].from, d[0].to), (Tier::Quick, Tier::Optimizing));
+        assert!((d[0].past_ns - 36.0 * MS).abs() < 1.0, "{d:?}");
+        // Never down: once optimized, no level below is asked for.
+        c.code_installed(CodeVersionId(2), MethodId(7), Tier::Optimizing);
+        c.code_installed(CodeVersionId(3), MethodId(7), Tier::Quick);
+        assert_eq!(
+            c.organizer().record(MethodId(7)).unwrap().tier(),
+            Tier::Optimizing
+        );
     }
 
     #[test]

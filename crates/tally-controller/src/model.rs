@@ -12,15 +12,24 @@ use tally_profile::Tier;
 pub struct TierCost {
     /// How many times faster than the interpreter this tier runs a method (> 0).
     pub speedup: f64,
-    /// Compile time of a method: `fixed_ns + per_bytecode_ns` × its bytecodes.
+    /// Compile time of a method: `fixed_ns + per_bytecode_ns` × the bytecodes the compile
+    /// translates, which is `expansion` × its own.
     pub compile_fixed_ns: f64,
     pub compile_per_bytecode_ns: f64,
+    /// Bytecodes a compile translates per bytecode of the method compiled, inlined ones
+    /// counted: 1 for a tier that inlines nothing.
+    #[serde(default = "no_expansion")]
+    pub expansion: f64,
+}
+
+fn no_expansion() -> f64 {
+    1.0
 }
 
 impl TierCost {
     /// The predicted compile time of a method with `bytecodes` instructions.
     pub fn compile_ns(&self, bytecodes: u32) -> f64 {
-        self.compile_fixed_ns + self.compile_per_bytecode_ns * f64::from(bytecodes)
+        self.compile_fixed_ns + self.compile_per_bytecode_ns * f64::from(bytecodes) * self.expansion
     }
 
     fn check(&self, name: &str) -> Result<(), ModelError> {
@@ -34,6 +43,12 @@ impl TierCost {
         if !finite(self.compile_fixed_ns) || !finite(self.compile_per_bytecode_ns) {
             return Err(ModelError::Invalid(format!(
                 "{name}: compile times must be non-negative numbers"
+            )));
+        }
+        if !(self.expansion.is_finite() && self.expansion >= 1.0) {
+            return Err(ModelError::Invalid(format!(
+                "{name}: expansion must be a number of at least 1, not {}",
+                self.expansion
             )));
         }
         Ok(())
@@ -62,7 +77,15 @@ pub struct CostModel {
     #[serde(default)]
     pub provenance: Provenance,
     pub baseline: TierCost,
+    /// The optimizing compiler's cheap level. A file written before the level existed has
+    /// none: the built-in figures stand in.
+    #[serde(default = "default_quick")]
+    pub quick: TierCost,
     pub optimizing: TierCost,
+}
+
+fn default_quick() -> TierCost {
+    CostModel::default().quick
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,9 +97,12 @@ pub enum ModelError {
 }
 
 impl Default for CostModel {
-    /// Figures for a machine that was never calibrated: those `tally calibrate` measured on
-    /// the two-core x86-64 machines this VM is developed on, rounded (BENCHMARKS.md has the
-    /// command).
+    /// Figures for a machine that was never calibrated. The quick level's are what `tally
+    /// calibrate` measures on the two-core x86-64 machines this VM is developed on, rounded
+    /// (BENCHMARKS.md has the command). The baseline's and the optimizing level's are older
+    /// and lower than calibrate's (2.5x and 11.5x, 1 ms + 42 us per bytecode compiled, 2.8
+    /// compiled per own bytecode over AWFY): with calibrate's, the controller compiles hot
+    /// methods later, and AWFY's iterations 11-20 run 1.23x slower (BENCHMARKS.md).
     fn default() -> Self {
         CostModel {
             provenance: Provenance {
@@ -88,11 +114,19 @@ impl Default for CostModel {
                 speedup: 1.7,
                 compile_fixed_ns: 260_000.0,
                 compile_per_bytecode_ns: 51_000.0,
+                expansion: 1.0,
+            },
+            quick: TierCost {
+                speedup: 6.9,
+                compile_fixed_ns: 800_000.0,
+                compile_per_bytecode_ns: 38_000.0,
+                expansion: 1.0,
             },
             optimizing: TierCost {
                 speedup: 2.9,
                 compile_fixed_ns: 400_000.0,
                 compile_per_bytecode_ns: 47_000.0,
+                expansion: 1.0,
             },
         }
     }
@@ -103,6 +137,7 @@ impl CostModel {
     pub fn tier(&self, tier: Tier) -> Option<&TierCost> {
         match tier {
             Tier::Baseline => Some(&self.baseline),
+            Tier::Quick => Some(&self.quick),
             Tier::Optimizing => Some(&self.optimizing),
             Tier::Interpreter | Tier::Other(_) => None,
         }
@@ -118,6 +153,7 @@ impl CostModel {
         let model: CostModel =
             toml::from_str(text).map_err(|e| ModelError::Parse(e.to_string()))?;
         model.baseline.check("baseline")?;
+        model.quick.check("quick")?;
         model.optimizing.check("optimizing")?;
         Ok(model)
     }

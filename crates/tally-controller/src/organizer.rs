@@ -13,13 +13,13 @@ pub struct MethodRecord {
     /// Its size in bytecodes: what compile times are predicted from.
     pub bytecodes: u32,
     /// Samples taken while it was the innermost frame, per tier it ran in.
-    pub samples: [u64; 3],
+    pub samples: [u64; Tier::COLUMNS],
     /// The tier its calls run in now (the highest installed).
     pub(crate) installed: Option<Tier>,
     /// A compile the controller asked for and that has not finished yet.
     pub(crate) pending: Option<Tier>,
     /// Tiers that could not compile it: never asked again.
-    pub(crate) failed: [bool; 3],
+    pub(crate) failed: [bool; Tier::COLUMNS],
     /// Versions installed for it, to bound recompilation.
     pub(crate) compiles: u32,
 }

@@ -8,7 +8,7 @@
 //! and lowers it (`crate::optimizing`): SOM values in registers, native calls, a body entered
 //! directly by compiled callers and an adapter the dispatcher enters it through.
 
-use crate::optimizing::{AdapterBody, AdapterShape, ProbeShape, SendProbes};
+use crate::optimizing::{AdapterBody, AdapterShape, Level, ProbeShape, SendProbes};
 use crate::pc_map;
 use cranelift_codegen::ir::immediates::Imm64;
 use cranelift_codegen::ir::{types, AbiParam, Signature, UserFuncName};
@@ -32,8 +32,9 @@ pub struct Compiler {
     listing_parts: ListingParts,
     /// The adapters shared by the bodies without loop-head entries, by shape.
     shared_adapters: std::collections::HashMap<AdapterShape, FuncId>,
-    /// The send probes the optimizing tier's bodies call, made before its first compile.
-    probes: Option<SendProbes>,
+    /// What the optimizing tier's bodies are lowered with (its send probes), made before
+    /// its first compile.
+    level: Option<Level>,
     /// `--print-ir-after` and `--time-passes`.
     diagnostics: Diagnostics,
 }
@@ -64,8 +65,10 @@ impl Compiler {
 
     /// The compiler of `tier`.
     pub fn new(tier: Tier) -> Result<Compiler, String> {
+        // The quick level takes Cranelift without its optimizations (no e-graph pass, no
+        // alias analysis): most of its speed comes from Tally's IR.
         let opt_level = match tier {
-            Tier::Baseline => "none",
+            Tier::Baseline | Tier::Quick => "none",
             Tier::Opt => "speed",
             Tier::Interp => return Err("the interpreter is not a compiler".into()),
         };
@@ -99,7 +102,7 @@ impl Compiler {
             context,
             builder_context: FunctionBuilderContext::new(),
             shared_adapters: std::collections::HashMap::new(),
-            probes: None,
+            level: None,
             diagnostics: Diagnostics::default(),
             listing_parts: ListingParts {
                 tally_ir: true,
@@ -148,7 +151,7 @@ struct BuildEnv<'a> {
     module: &'a JITModule,
     layout: &'a Layout,
     diagnostics: &'a Diagnostics,
-    probes: &'a SendProbes,
+    level: &'a Level,
 }
 
 /// Writes `code`'s function into `context` (signature, name, body), timing and printing
@@ -164,11 +167,11 @@ fn build(
         module,
         layout,
         diagnostics,
-        probes,
+        level,
     } = *env;
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
-    if tier == Tier::Opt {
+    if tier.is_optimizing() {
         let ir = crate::optimizing::ir_of(request, diagnostics)?;
         let lowered = diagnostics.timed(Stage::Lowering, "lower", || {
             crate::optimizing::lower(
@@ -178,7 +181,7 @@ fn build(
                 request,
                 layout,
                 &ir,
-                probes,
+                level,
             )
         })?;
         if let Some(times) = &diagnostics.times {
@@ -224,15 +227,20 @@ pub(crate) fn entry_signature(module: &JITModule) -> Signature {
 }
 
 impl Compiler {
-    /// The send probes (`optimizing::probe`), made the first time the optimizing tier
-    /// compiles (every shape at once: a function's lowering calls them by address). The
-    /// baseline tier has none.
-    fn send_probes(&mut self, layout: &Layout) -> Result<SendProbes, String> {
-        if self.tier != Tier::Opt {
-            return Ok(SendProbes::default());
+    /// Makes what the tier's bodies are lowered with ([`Level`]) the first time it
+    /// compiles: for the optimizing tier the send probes (`optimizing::probe`, every shape
+    /// at once: a function's lowering calls them by address).
+    fn prepare_level(&mut self, layout: &Layout) -> Result<(), String> {
+        if self.level.is_some() {
+            return Ok(());
         }
-        if let Some(p) = &self.probes {
-            return Ok(p.clone());
+        let column = self.tier.profile_tier().column() as u8;
+        if !self.tier.is_optimizing() {
+            self.level = Some(Level {
+                column,
+                probes: SendProbes::default(),
+            });
+            return Ok(());
         }
         let mut ids = Vec::new();
         for shape in ProbeShape::all() {
@@ -264,8 +272,8 @@ impl Compiler {
                 .map(|(shape, id)| (shape, self.module.get_finalized_function(id) as usize))
                 .collect(),
         };
-        self.probes = Some(probes.clone());
-        Ok(probes)
+        self.level = Some(Level { column, probes });
+        Ok(())
     }
 
     /// The adapter the dispatcher enters every body of `shape` without loop-head entries
@@ -342,13 +350,13 @@ impl CodeGenerator for Compiler {
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         let _timing = self.diagnostics.time_cranelift();
-        let probes = self.send_probes(layout)?;
+        self.prepare_level(layout)?;
         self.module.clear_context(&mut self.context);
         let env = BuildEnv {
             module: &self.module,
             layout,
             diagnostics: &self.diagnostics,
-            probes: &probes,
+            level: self.level.as_ref().expect("prepared"),
         };
         let mut built = build(
             self.tier,
@@ -445,14 +453,15 @@ impl CodeGenerator for Compiler {
         let parts = self.listing_parts;
         let tier = self.tier.name();
         let _timing = self.diagnostics.time_cranelift();
-        let probes = self.send_probes(layout)?;
+        self.prepare_level(layout)?;
         let mut context = self.module.make_context();
         context.set_disasm(parts.machine);
+        let level = self.level.as_ref().expect("prepared");
         let env = BuildEnv {
             module: &self.module,
             layout,
             diagnostics: &self.diagnostics,
-            probes: &probes,
+            level,
         };
         let built = build(
             self.tier,
@@ -463,7 +472,8 @@ impl CodeGenerator for Compiler {
         )?;
         let mut names = address_names(layout);
         names.extend(
-            probes
+            level
+                .probes
                 .addresses
                 .iter()
                 .map(|&(shape, address)| (shape.name(), address)),

@@ -23,15 +23,19 @@ use tally_vm::tally_controller::CostModel;
 pub const ADAPTIVE_SAMPLE_RATE: u32 = 1000;
 
 /// `--tier=adaptive` with this crate's compilers, reporting what `diagnostics` asks, and
-/// `model`'s figures.
-pub fn adaptive_config(model: CostModel, diagnostics: Diagnostics) -> AdaptiveConfig {
+/// `model`'s figures, compiling to `tiers`.
+pub fn adaptive_config(
+    model: CostModel,
+    diagnostics: Diagnostics,
+    tiers: Vec<Tier>,
+) -> AdaptiveConfig {
     AdaptiveConfig {
         generators: Box::new(move |tier| -> Result<Box<dyn CodeGenerator>, String> {
             let mut compiler = Compiler::new(tier)?;
             compiler.set_diagnostics(diagnostics.clone());
             Ok(Box::new(compiler))
         }),
-        tiers: vec![Tier::Baseline, Tier::Opt],
+        tiers,
         model,
         rate_hz: ADAPTIVE_SAMPLE_RATE,
     }

@@ -49,10 +49,16 @@ pub struct CodeVersionId(pub u32);
 
 /// Execution tiers. Kept open-ended on the wire (a byte) so that a VM with
 /// more tiers than these still round-trips through the file.
+///
+/// `Quick` is the optimizing compiler at its cheap level (no inlining beyond trivial
+/// methods, Cranelift without its optimizations); `Optimizing` its full level. Their wire
+/// bytes (and columns) are in the order the tiers were added; [`Tier::rank`] orders them by
+/// what they make: interpreter, baseline, quick, optimizing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tier {
     Interpreter,
     Baseline,
+    Quick,
     Optimizing,
     Other(u8),
 }
@@ -63,6 +69,7 @@ impl Tier {
             Tier::Interpreter => 0,
             Tier::Baseline => 1,
             Tier::Optimizing => 2,
+            Tier::Quick => 3,
             Tier::Other(n) => n,
         }
     }
@@ -72,20 +79,49 @@ impl Tier {
             0 => Tier::Interpreter,
             1 => Tier::Baseline,
             2 => Tier::Optimizing,
+            3 => Tier::Quick,
             n => Tier::Other(n),
         }
     }
 
-    /// The named tiers, lowest first: the columns of per-tier tables.
-    pub const NAMED: [Tier; 3] = [Tier::Interpreter, Tier::Baseline, Tier::Optimizing];
+    /// How many columns per-tier tables have.
+    pub const COLUMNS: usize = 4;
 
-    /// This tier's column in per-tier tables (`[_; 3]`, in the order of [`Tier::NAMED`]);
-    /// unnamed tiers share the interpreter's.
+    /// The named tiers, in column order: the columns of per-tier tables.
+    pub const NAMED: [Tier; Tier::COLUMNS] = [
+        Tier::Interpreter,
+        Tier::Baseline,
+        Tier::Optimizing,
+        Tier::Quick,
+    ];
+
+    /// The named tiers, lowest first (by [`Tier::rank`]): how reports list them.
+    pub const RANKED: [Tier; Tier::COLUMNS] = [
+        Tier::Interpreter,
+        Tier::Baseline,
+        Tier::Quick,
+        Tier::Optimizing,
+    ];
+
+    /// This tier's column in per-tier tables (`[_; Tier::COLUMNS]`, in the order of
+    /// [`Tier::NAMED`], which is the wire byte's); unnamed tiers share the interpreter's.
     pub const fn column(self) -> usize {
         match self {
             Tier::Interpreter | Tier::Other(_) => 0,
             Tier::Baseline => 1,
             Tier::Optimizing => 2,
+            Tier::Quick => 3,
+        }
+    }
+
+    /// Where the tier stands among the others: a tier of higher rank makes faster code at a
+    /// higher compile cost, and the controller only ever moves a method up.
+    pub const fn rank(self) -> u8 {
+        match self {
+            Tier::Interpreter | Tier::Other(_) => 0,
+            Tier::Baseline => 1,
+            Tier::Quick => 2,
+            Tier::Optimizing => 3,
         }
     }
 
@@ -94,6 +130,7 @@ impl Tier {
             Tier::Interpreter => "interpreter".into(),
             Tier::Baseline => "baseline".into(),
             Tier::Optimizing => "optimizing".into(),
+            Tier::Quick => "quick".into(),
             Tier::Other(n) => format!("tier{n}"),
         }
     }
@@ -305,9 +342,36 @@ mod tests {
                 tier: Tier::Baseline,
                 inlined: false,
             },
+            RawFrame::InTier {
+                method: MethodId(3),
+                bci: 9,
+                tier: Tier::Quick,
+                inlined: true,
+            },
         ] {
             assert_eq!(RawFrame::unpack(f.pack()), f);
         }
+    }
+
+    #[test]
+    fn tiers_keep_their_wire_bytes_and_columns_and_rank_by_what_they_make() {
+        for (t, byte) in Tier::NAMED.iter().zip(0u8..) {
+            assert_eq!((t.to_u8(), t.column()), (byte, byte as usize));
+            assert_eq!(Tier::from_u8(byte), *t);
+            let mark = FrameMark::of(t.column() as u8, false);
+            let frame = RawFrame::from_mark(MethodId(1), 2, mark);
+            let tier = match frame {
+                RawFrame::Interpreted { .. } => Tier::Interpreter,
+                RawFrame::InTier { tier, .. } => tier,
+                RawFrame::Compiled { .. } => unreachable!(),
+            };
+            assert_eq!(tier, *t, "a frame mark names the tier");
+        }
+        assert_eq!(Tier::from_u8(9), Tier::Other(9));
+        let ranks: Vec<u8> = Tier::RANKED.iter().map(|t| t.rank()).collect();
+        assert_eq!(ranks, [0, 1, 2, 3]);
+        assert!(Tier::Quick.rank() < Tier::Optimizing.rank());
+        assert_eq!(Tier::Quick.name(), "quick");
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub struct Outcome {
     pub stderr: String,
     pub exit: Exit,
     pub elapsed: Duration,
-    /// Methods and blocks the run compiled with the optimizing tier, and deoptimizations, as
+    /// Methods and blocks the run compiled with the optimizing tier (at either level), and deoptimizations, as
     /// `--tier-log` reported them: whether the configuration did what it is there for.
     pub opt_compiles: u32,
     pub deopts: u32,
@@ -88,6 +88,10 @@ pub struct Outcome {
 const COST_MODELS: [(&str, f64); 2] = [(EAGER_OPT, 0.0), (LATE_OPT, 3_000_000.0)];
 const EAGER_OPT: &str = "eager-opt.toml";
 const LATE_OPT: &str = "late-opt.toml";
+/// Under `--adaptive-tiers baseline,quick,opt`: everything sampled goes to the quick level
+/// at once, and on to the full level once it has run 6 ms there (a recompile from one
+/// optimizing level to the other).
+const QUICK_THEN_OPT: &str = LATE_OPT;
 
 /// Writes a program's classes, and the cost models, into `dir`.
 pub fn write_program(dir: &Path, program: &Program) -> std::io::Result<()> {
@@ -129,6 +133,10 @@ impl Tally {
             ),
             Config::new("opt", &["--tier=opt"]),
             Config::new(
+                "quick-gencopy-stress",
+                &["--tier=quick", "--gc=gencopy", "--gc-stress", "45"],
+            ),
+            Config::new(
                 "opt-semispace-stress",
                 &["--tier=opt", "--gc=semispace", "--gc-stress", "40"],
             ),
@@ -137,7 +145,7 @@ impl Tally {
         ]
     }
 
-    /// Configurations that each run one program in six (by seed): the other collectors, no
+    /// Configurations that each run one program in eight (by seed): the other collectors, no
     /// speculation, no inlining, stress at other intervals.
     pub fn extra_configs(&self) -> Vec<Config> {
         vec![
@@ -158,6 +166,11 @@ impl Tally {
                 &["--tier=opt", "--gc=gencopy", "--gc-stress", "9"],
             ),
             adaptive("adaptive", EAGER_OPT, &[]),
+            adaptive(
+                "adaptive-quick-then-opt",
+                QUICK_THEN_OPT,
+                &["--adaptive-tiers", "baseline,quick,opt"],
+            ),
             adaptive(
                 "adaptive-semispace-stress",
                 EAGER_OPT,
@@ -258,7 +271,8 @@ fn adaptive(name: &str, model: &str, extra: &[&str]) -> Config {
 fn cost_model(opt_fixed_ns: f64) -> String {
     format!(
         "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
-         [optimizing]\nspeedup = 2000.0\ncompile_fixed_ns = {opt_fixed_ns:.1}\n\
+         [quick]\nspeedup = 1500.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [optimizing]\nspeedup = 3000.0\ncompile_fixed_ns = {opt_fixed_ns:.1}\n\
          compile_per_bytecode_ns = 0.0\n"
     )
 }
@@ -303,7 +317,7 @@ fn split_tier_log(stderr: &str) -> TierLog {
         if let Some(entry) = line.strip_prefix("[tier] ") {
             if entry.contains(" failed for ") {
                 log.failed.push(line.to_string());
-            } else if entry.starts_with("opt ") {
+            } else if entry.starts_with("opt ") || entry.starts_with("quick ") {
                 log.opt_compiles += 1;
             } else if entry.starts_with("deopt ") {
                 log.deopts += 1;

@@ -386,7 +386,7 @@ unsafe fn read_inlined(frame: *const u8, aside: isize, out: &mut dyn FnMut(RawFr
     // life (a stale one, of the activation before at this depth, is as valid: at worst the
     // sample names that call's chain); `inlined` reads it with atomic loads only.
     let table = unsafe { &*(table as *const crate::jit::SafepointTable) };
-    let mark = tally_profile::FrameMark::of(tally_profile::Tier::Optimizing.column() as u8, true);
+    let mark = tally_profile::FrameMark::of(table.tier_column(), true);
     for &(code, ip) in table.inlined(safepoint) {
         out(RawFrame::from_mark(
             MethodId(code),

@@ -4,14 +4,15 @@
 //!
 //! Method: each calibration program (ours, embedded in the binary) runs in child processes
 //! under `--tier=interp` and under each compiling tier, timing its iterations in CPU time.
-//! The baseline runs as `--tier=baseline` (everything compiled at its first call); the
-//! optimizing tier as the adaptive controller uses it, compiling from what the interpreter
-//! saw (its speculation needs the sites' feedback, which a compile at the first call has
-//! not got): `--tier=adaptive` with a cost model that sends every sampled method straight
-//! to it (`PREFER_OPT`). a tier's speedup is the geometric mean over the
-//! programs of the interpreter's median steady iteration (the second half of the
-//! iterations) over the tier's. Compile times come from the same runs' `--tier-log`: a
-//! least-squares line through (bytecodes, microseconds) of every compile.
+//! The baseline runs as `--tier=baseline` (everything compiled at its first call); each
+//! level of the optimizing tier (quick, opt) as the adaptive controller uses it, compiling
+//! from what the interpreter saw (its speculation needs the sites' feedback, which a compile
+//! at the first call has not got): `--tier=adaptive` with a cost model that sends every
+//! sampled method straight to that level and never on (`prefer`). A tier's speedup is the
+//! geometric mean over the programs of the interpreter's median steady iteration (the
+//! second half of the iterations) over the tier's. Compile times come from the same runs'
+//! `--tier-log`: a least-squares line through (bytecodes compiled, inlined ones included,
+//! microseconds) of every compile.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -41,14 +42,22 @@ const PROGRAMS: [(&str, &str); 4] = [
 ];
 
 /// The compiling tiers calibrated, as `--tier` spells them.
-const TIERS: [&str; 2] = ["baseline", "opt"];
+const TIERS: [&str; 3] = ["baseline", "quick", "opt"];
 
-/// The cost model the optimizing tier's calibration runs under: no compile cost and a
-/// speedup above the baseline's, so the controller compiles everything it samples in the
-/// optimizing tier and nothing in the baseline.
-const PREFER_OPT: &str = "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\n\
-compile_per_bytecode_ns = 0.0\n\n[optimizing]\nspeedup = 2000.0\ncompile_fixed_ns = 0.0\n\
-compile_per_bytecode_ns = 0.0\n";
+/// The cost model a level of the optimizing tier (`quick` or `opt`) is calibrated under:
+/// no compile cost, and a speedup far above every other tier's for that level, so the
+/// controller compiles everything it samples there and nothing anywhere else.
+fn prefer(level: &str) -> String {
+    let tier = |name: &str, speedup: f64| {
+        format!("[{name}]\nspeedup = {speedup:.1}\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n")
+    };
+    let (quick, opt) = if level == "quick" {
+        (2000.0, 1.0)
+    } else {
+        (1.0, 2000.0)
+    };
+    tier("baseline", 1.0) + &tier("quick", quick) + &tier("optimizing", opt)
+}
 
 /// A child run that takes longer than this is stopped and the calibration fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -160,8 +169,8 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
 struct Run {
     /// Microseconds of each iteration.
     iterations: Vec<f64>,
-    /// (bytecodes, microseconds) of each compile.
-    compiles: Vec<(f64, f64)>,
+    /// Each compile's figures.
+    compiles: Vec<Compile>,
 }
 
 fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
@@ -195,12 +204,18 @@ fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
         println!("{name:<22} {interp:>14.0} {}", cells.join(" "));
     }
     println!();
-    for (name, t) in [("baseline", &model.baseline), ("opt", &model.optimizing)] {
+    for (name, t) in [
+        ("baseline", &model.baseline),
+        ("quick", &model.quick),
+        ("opt", &model.optimizing),
+    ] {
         println!(
-            "{name}: {:.2}x the interpreter; compile {:.0} us + {:.1} us per bytecode",
+            "{name}: {:.2}x the interpreter; compile {:.0} us + {:.1} us per bytecode compiled, \
+             {:.2} bytecodes compiled per bytecode of the method",
             t.speedup,
             t.compile_fixed_ns / 1e3,
-            t.compile_per_bytecode_ns / 1e3
+            t.compile_per_bytecode_ns / 1e3,
+            t.expansion
         );
     }
     if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -228,21 +243,22 @@ fn scratch(path: &Path, text: &str) -> Result<(), String> {
 fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, CostModel), String> {
     let mut rows = Vec::new();
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); TIERS.len()];
-    let mut compiles: Vec<Vec<(f64, f64)>> = vec![Vec::new(); TIERS.len()];
+    let mut compiles: Vec<Vec<Compile>> = vec![Vec::new(); TIERS.len()];
     let total = PROGRAMS.len() * (1 + TIERS.len()) * args.runs as usize;
     let mut done = 0;
-    let prefer_opt = dir.join("prefer-opt.toml");
-    scratch(&prefer_opt, PREFER_OPT)?;
+    for level in ["quick", "opt"] {
+        scratch(&dir.join(format!("prefer-{level}.toml")), &prefer(level))?;
+    }
     for (name, source) in PROGRAMS {
         let file = dir.join(format!("{name}.som"));
         scratch(&file, source)?;
-        let mut steady = |tier: &str, compiles: Option<&mut Vec<(f64, f64)>>| {
+        let mut steady = |tier: &str, compiles: Option<&mut Vec<Compile>>| {
             let mut times = Vec::new();
             let mut sink = compiles;
             for _ in 0..args.runs {
                 done += 1;
                 say!("calibrating [{done}/{total}]: {name} --tier={tier}");
-                let run = run_child(tally, &file, tier, &prefer_opt, args.iterations)?;
+                let run = run_child(tally, &file, tier, dir, args.iterations)?;
                 let half = run.iterations.len() / 2;
                 times.extend_from_slice(&run.iterations[half..]);
                 if let Some(c) = sink.as_deref_mut() {
@@ -262,28 +278,38 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     }
     let geomean = |xs: &[f64]| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp();
     let cost = |i: usize| {
-        let (fixed, per) = fit_line(&compiles[i]);
+        let points: Vec<(f64, f64)> = compiles[i].iter().map(|c| (c.compiled, c.micros)).collect();
+        let (fixed, per) = fit_line(&points);
+        let own: f64 = compiles[i].iter().map(|c| c.own).sum();
+        let compiled: f64 = compiles[i].iter().map(|c| c.compiled).sum();
         TierCost {
             speedup: geomean(&ratios[i]),
             compile_fixed_ns: fixed * 1e3,
             compile_per_bytecode_ns: per * 1e3,
+            expansion: if own > 0.0 {
+                (compiled / own).max(1.0)
+            } else {
+                1.0
+            },
         }
     };
     let model = CostModel {
         baseline: cost(0),
-        optimizing: cost(1),
+        quick: cost(1),
+        optimizing: cost(2),
         provenance: Provenance {
             machine: machine(),
             measured_unix_s: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             method: format!(
-                "tally calibrate: {} programs x {} runs x {} iterations (median of the second halves, CPU time); {} baseline and {} optimizing compiles fitted",
+                "tally calibrate: {} programs x {} runs x {} iterations (median of the second halves, CPU time); {} baseline, {} quick and {} optimizing compiles fitted",
                 PROGRAMS.len(),
                 args.runs,
                 args.iterations,
                 compiles[0].len(),
-                compiles[1].len()
+                compiles[1].len(),
+                compiles[2].len()
             ),
         },
     };
@@ -292,21 +318,21 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     Ok((rows, model))
 }
 
-/// Runs `file` in a child tally under `tier` (`opt`: adaptive under the cost model
-/// `prefer_opt`); its iteration times and, for compiling tiers, its compiles.
+/// Runs `file` in a child tally under `tier` (`quick` and `opt`: adaptive under the cost
+/// model `dir/prefer-TIER.toml`); its iteration times and, for compiling tiers, its compiles.
 fn run_child(
     tally: &Path,
     file: &Path,
     tier: &str,
-    prefer_opt: &Path,
+    dir: &Path,
     iterations: u32,
 ) -> Result<Run, String> {
     let mut cmd = Command::new(tally);
     cmd.arg("--cpu-clock");
-    if tier == "opt" {
+    if tier == "quick" || tier == "opt" {
         cmd.arg("--tier=adaptive")
             .arg("--calibration")
-            .arg(prefer_opt);
+            .arg(dir.join(format!("prefer-{tier}.toml")));
     } else {
         cmd.arg(format!("--tier={tier}"));
     }
@@ -378,17 +404,37 @@ fn iteration_time(line: &str) -> Option<f64> {
         .ok()
 }
 
-/// A `--tier-log` compile line, `[tier] TIER NAME (N bytecodes, B bytes, T us)` → (N, T).
-fn compile_line(line: &str) -> Option<(f64, f64)> {
+/// One compile, from its `--tier-log` line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Compile {
+    /// The method's own bytecodes.
+    own: f64,
+    /// The bytecodes the compile translated, inlined ones included: what its time grows
+    /// with.
+    compiled: f64,
+    micros: f64,
+}
+
+/// A `--tier-log` compile line, `[tier] TIER NAME (N bytecodes, B bytes, T us[, K
+/// bytecodes compiled, …])`; K is N when the line has none.
+fn compile_line(line: &str) -> Option<Compile> {
     if !line.starts_with("[tier] ") || line.contains(" failed ") || line.contains(" decide ") {
         return None;
     }
     let figures = line.rsplit_once(" (")?.1.strip_suffix(')')?;
     let mut parts = figures.split(", ");
-    let bytecodes = parts.next()?.strip_suffix(" bytecodes")?.parse().ok()?;
+    let own: f64 = parts.next()?.strip_suffix(" bytecodes")?.parse().ok()?;
     let _bytes = parts.next()?.strip_suffix(" bytes")?;
     let micros = parts.next()?.strip_suffix(" us")?.parse().ok()?;
-    Some((bytecodes, micros))
+    let compiled = parts
+        .next()
+        .and_then(|p| p.strip_suffix(" bytecodes compiled"))
+        .and_then(|k| k.parse().ok());
+    Some(Compile {
+        own,
+        compiled: compiled.unwrap_or(own),
+        micros,
+    })
 }
 
 fn median(xs: &mut [f64]) -> f64 {
@@ -428,11 +474,26 @@ mod tests {
     fn log_lines_parse_and_others_do_not() {
         assert_eq!(
             compile_line("[tier] baseline Foo>>bar: (12 bytecodes, 800 bytes, 350 us)"),
-            Some((12.0, 350.0))
+            Some(Compile {
+                own: 12.0,
+                compiled: 12.0,
+                micros: 350.0
+            })
         );
         assert_eq!(
             compile_line("[tier] baseline failed for Foo>>bar, stays where it was: x (1 y)"),
             None
+        );
+        assert_eq!(
+            compile_line(
+                "[tier] opt A>>b (30 bytecodes, 5000 bytes, 3370 us, 87 bytecodes compiled, 5 methods inlined)"
+            ),
+            Some(Compile {
+                own: 30.0,
+                compiled: 87.0,
+                micros: 3370.0
+            }),
+            "inlined bytecodes count"
         );
         assert_eq!(compile_line("hello"), None);
         assert_eq!(iteration_time("iteration 3: 1234 us"), Some(1234.0));

@@ -80,12 +80,15 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
         say!("error: --show=ir and --show=machine need a compiling tier (--tier=baseline or opt)");
         return ExitCode::from(2);
     }
-    if args.show.contains(&Part::TallyIr) && args.tier != crate::TierChoice::Opt {
-        say!("error: --show=tally-ir is the optimizing tier's IR; it needs --tier=opt");
+    let optimizing = matches!(args.tier, crate::TierChoice::Opt | crate::TierChoice::Quick);
+    if args.show.contains(&Part::TallyIr) && !optimizing {
+        say!("error: --show=tally-ir is the optimizing tier's IR; it needs --tier=opt or quick");
         return ExitCode::from(2);
     }
-    if args.print_ir_after.is_some() && args.tier != crate::TierChoice::Opt {
-        say!("error: --print-ir-after prints the optimizing tier's IR; it needs --tier=opt");
+    if args.print_ir_after.is_some() && !optimizing {
+        say!(
+            "error: --print-ir-after prints the optimizing tier's IR; it needs --tier=opt or quick"
+        );
         return ExitCode::from(2);
     }
     let diagnostics =
@@ -102,6 +105,7 @@ pub fn main(args: Vec<std::ffi::OsString>) -> ExitCode {
             // `adaptive` shows the first tier it compiles to.
             let tier = match tier {
                 crate::TierChoice::Opt => tally_vm::jit::Tier::Opt,
+                crate::TierChoice::Quick => tally_vm::jit::Tier::Quick,
                 _ => tally_vm::jit::Tier::Baseline,
             };
             let mut generator = tally_jit::Compiler::new(tier)

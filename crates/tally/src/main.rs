@@ -277,9 +277,14 @@ struct Cli {
     /// the same with the optimizing compiler (Tally's IR: SOM values in registers, native
     /// calls, speculation on what the send sites saw so far, with guards that deoptimize
     /// through frame states: at a first call the sites have seen nothing but small
-    /// integers); `adaptive`, methods start interpreted and a controller fed by samples
-    /// recompiles the hot ones on a compiler thread when the predicted gain outweighs the
-    /// compile (Jikes RVM's cost/benefit model, with this machine's figures from `tally calibrate`)
+    /// integers); `quick`, the optimizing compiler at its cheap level (the same IR, guards
+    /// and deoptimization, nothing inlined beyond trivial methods, Cranelift without its
+    /// optimizations: compiles about twice as fast for slower code); `adaptive`, methods
+    /// start interpreted and a controller fed by samples
+    /// recompiles the hot ones on a compiler thread, to the baseline, the quick or the full
+    /// optimizing level, when the predicted gain outweighs the compile (Jikes RVM's
+    /// cost/benefit model over every level above the method's, with this machine's figures
+    /// from `tally calibrate`)
     /// [default: adaptive; interp with `--exhaustive`, which counts bytecodes as the
     /// interpreter runs them, with `--sampler=none`, which leaves the controller no samples,
     /// and in a build without the profiler].
@@ -350,6 +355,15 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     calibration: Option<PathBuf>,
 
+    /// The tiers `--tier=adaptive`'s controller may compile a method to, comma-separated:
+    /// `baseline`, `quick` (the optimizing compiler's cheap level) and `opt` (its full
+    /// level). The controller weighs every one above the method's present tier (Jikes RVM's
+    /// rule), so with `quick` a method may go there first and on to `opt` later. `quick` is
+    /// not in the default: its compiles cost nearly what the full level's do, and AWFY's
+    /// steady state is slower with it (BENCHMARKS.md) [default: baseline,opt]
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "TIERS")]
+    adaptive_tiers: Option<Vec<CompilingTier>>,
+
     /// Write /tmp/perf-PID.map as methods are compiled (address, size and name of each
     /// compiled function, the name carrying its tier), so `perf report` names compiled code.
     #[arg(long)]
@@ -415,8 +429,27 @@ struct Cli {
 pub(crate) enum TierChoice {
     Interp,
     Baseline,
+    Quick,
     Opt,
     Adaptive,
+}
+
+/// A tier `--adaptive-tiers` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CompilingTier {
+    Baseline,
+    Quick,
+    Opt,
+}
+
+impl CompilingTier {
+    fn vm_tier(self) -> tally_vm::jit::Tier {
+        match self {
+            CompilingTier::Baseline => tally_vm::jit::Tier::Baseline,
+            CompilingTier::Quick => tally_vm::jit::Tier::Quick,
+            CompilingTier::Opt => tally_vm::jit::Tier::Opt,
+        }
+    }
 }
 
 /// `--inline-by`.
@@ -939,6 +972,7 @@ fn main_on_vm_thread() -> ExitCode {
             tier: match tier {
                 TierChoice::Interp => "interp",
                 TierChoice::Baseline => "baseline",
+                TierChoice::Quick => "quick",
                 TierChoice::Opt => "opt",
                 TierChoice::Adaptive => "adaptive",
             },
@@ -1011,6 +1045,22 @@ fn main_on_vm_thread() -> ExitCode {
         say!("error: --calibration is the adaptive controller's cost model; it needs --tier=adaptive");
         return ExitCode::from(2);
     }
+    if cli.adaptive_tiers.is_some() && tier != TierChoice::Adaptive {
+        say!("error: --adaptive-tiers are the adaptive controller's choices; they need --tier=adaptive");
+        return ExitCode::from(2);
+    }
+    let adaptive_tiers: Vec<tally_vm::jit::Tier> = cli
+        .adaptive_tiers
+        .as_deref()
+        .unwrap_or(&[CompilingTier::Baseline, CompilingTier::Opt])
+        .iter()
+        .map(|t| t.vm_tier())
+        .fold(Vec::new(), |mut tiers, t| {
+            if !tiers.contains(&t) {
+                tiers.push(t);
+            }
+            tiers
+        });
     if cli.count_calls && cli.profile.is_none() {
         say!("error: --count-calls records its counts in a profile; add --profile=FILE");
         return ExitCode::from(2);
@@ -1076,9 +1126,14 @@ fn main_on_vm_thread() -> ExitCode {
                 generator.set_diagnostics(diagnostics.clone());
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
-            TierChoice::Opt => {
-                let mut generator = tally_jit::Compiler::optimizing()
-                    .map_err(|e| VmError::Fatal(format!("--tier=opt: {e}")))?;
+            TierChoice::Quick | TierChoice::Opt => {
+                let level = if tier == TierChoice::Quick {
+                    tally_vm::jit::Tier::Quick
+                } else {
+                    tally_vm::jit::Tier::Opt
+                };
+                let mut generator = tally_jit::Compiler::new(level)
+                    .map_err(|e| VmError::Fatal(format!("--tier={}: {e}", level.name())))?;
                 generator.set_diagnostics(diagnostics.clone());
                 vm.set_code_generator(Box::new(generator), cli.tier_log);
             }
@@ -1094,6 +1149,7 @@ fn main_on_vm_thread() -> ExitCode {
                     tally_jit::adaptive_config(
                         model.clone().unwrap_or_default(),
                         diagnostics.clone(),
+                        adaptive_tiers.clone(),
                     ),
                     cli.tier_log,
                 )?;

@@ -29,7 +29,7 @@ fn run(dir: &std::path::Path, flags: &[&str]) -> (String, String, Option<i32>) {
 }
 
 /// Programs to run in the short fuzzing run below: seeds 0 to 15, which give each of the
-/// configurations that run one program in six (`Tally::extra_configs`) two or three programs.
+/// configurations that run one program in eight (`Tally::extra_configs`) two programs.
 const FUZZ_PROGRAMS: u64 = 16;
 
 /// The differential fuzzer's short run (`crates/tally-tierfuzz`): programs generated from
@@ -99,6 +99,64 @@ fn an_unused_operation_that_fails_raises_its_error_in_every_tier() {
             assert_ne!(status, Some(0), "{tier} {expr}");
         }
     }
+}
+
+/// The optimizing compiler's quick level prints what the interpreter prints, compiling every
+/// method at its first call under `--tier=quick`; and the adaptive controller, given it as a
+/// choice, sends a hot method there first and on to the full level once the method's time
+/// there pays for that compile (a recompile from one level to the other).
+#[test]
+fn the_quick_level_runs_programs_and_methods_move_on_from_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(
+        dir.path().join("Gen.som"),
+        "Gen = (\n  fib: n = ( n < 2 ifTrue: [^n]. ^(self fib: n - 1) + (self fib: n - 2) )\n  \
+         run = ( | sum | sum := 0. 1 to: 300 do: [:i | sum := sum + (self fib: 20)]. sum println ) )\n",
+    )
+    .unwrap();
+    let expected = "2029500\n";
+    let (out, err, code) = run(dir.path(), &["--tier=quick", "--tier-log"]);
+    assert_eq!((out.as_str(), code), (expected, Some(0)), "{err}");
+    assert!(err.contains("[tier] quick Gen>>fib: ("), "{err}");
+    assert!(!err.contains("[tier] opt "), "{err}");
+
+    let model = dir.path().join("levels.toml");
+    std::fs::write(
+        &model,
+        "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [quick]\nspeedup = 1500.0\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n\
+         [optimizing]\nspeedup = 3000.0\ncompile_fixed_ns = 3000000.0\ncompile_per_bytecode_ns = 0.0\n",
+    )
+    .unwrap();
+    let mut flags = vec![
+        "--tier=adaptive",
+        "--tier-log",
+        "--adaptive-tiers",
+        "baseline,quick,opt",
+        "--calibration",
+        model.to_str().unwrap(),
+    ];
+    flags.extend(METHOD_SAMPLES_ONLY);
+    let (out, err, code) = run(dir.path(), &flags);
+    assert_eq!((out.as_str(), code), (expected, Some(0)), "{err}");
+    assert!(
+        err.contains("[tier] decide Gen>>fib: interpreter -> quick"),
+        "{err}"
+    );
+    // Decided from samples alone; the compile may finish after the program has.
+    assert!(
+        err.contains("[tier] decide Gen>>fib: quick -> optimizing"),
+        "{err}"
+    );
+
+    // Without `quick` among the choices the controller never compiles there.
+    flags[3] = "baseline,opt";
+    let (out, err, _) = run(dir.path(), &flags);
+    assert_eq!(out, expected);
+    assert!(!err.contains("-> quick"), "{err}");
+    let (_, err, code) = run(dir.path(), &["--tier=opt", "--adaptive-tiers", "quick"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("need --tier=adaptive"), "{err}");
 }
 
 /// Runs `Fib.som` (written into `dir`; `fib:` on lines 3 and 4) in the baseline tier with
@@ -389,8 +447,8 @@ fn print_code_shows_the_methods_it_names() {
 /// Runs `Loop>>count` (one long loop whose body compiled code does inline, entered once, and
 /// no call after it: an activation that returns from a call may resume in compiled code) under
 /// `--tier=adaptive` with method samples and `flags`; answers its `--tier-log`, its report
-/// and its samples per tier (interpreter, baseline, optimizing) from the report's tier table.
-fn run_hot_loop(flags: &[&str]) -> (String, String, [u64; 3]) {
+/// and its samples per tier (interpreter, baseline, quick, optimizing) from the report's tier table.
+fn run_hot_loop(flags: &[&str]) -> (String, String, [u64; 4]) {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(
         dir.path().join("Loop.som"),
@@ -419,7 +477,8 @@ fn run_hot_loop(flags: &[&str]) -> (String, String, [u64; 3]) {
         .lines()
         .find(|l| l.ends_with("Loop>>count (1 version)"))
         .unwrap_or_else(|| panic!("no tier row for Loop>>count:\n{text}"));
-    let mut counts = [0u64; 3];
+    // Interpreter, baseline, quick, optimizing.
+    let mut counts = [0u64; 4];
     for (slot, word) in counts.iter_mut().zip(row.split_whitespace()) {
         *slot = word.parse().unwrap();
     }
@@ -451,7 +510,7 @@ fn the_adaptive_tier_compiles_a_hot_method_and_moves_its_running_loop() {
     let (log_name, column) = if to == "baseline" {
         ("baseline", 1)
     } else {
-        ("opt", 2)
+        ("opt", 3)
     };
     assert!(
         stderr.contains(&format!("[tier] {log_name} Loop>>count (")),
@@ -479,7 +538,7 @@ fn without_on_stack_replacement_a_running_loop_stays_interpreted() {
     );
     assert!(counts[0] >= 10, "the loop ran interpreted: {counts:?}");
     assert_eq!(
-        counts[1] + counts[2],
+        counts[1] + counts[2] + counts[3],
         0,
         "nothing of the running loop moved into compiled code: {counts:?}"
     );

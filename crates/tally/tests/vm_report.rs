@@ -128,7 +128,8 @@ fn samples_in_primitives_and_callers_of_compiled_code_keep_its_tier() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = text(&run_in(dir.path(), &["report", "alloc.tprof"]).stdout);
-    let row = |name: &str| -> [u64; 3] {
+    // Interpreter, baseline, quick, optimizing.
+    let row = |name: &str| -> [u64; 4] {
         let line = report
             .lines()
             .skip_while(|l| !l.starts_with("methods with compiled code"))
@@ -136,10 +137,10 @@ fn samples_in_primitives_and_callers_of_compiled_code_keep_its_tier() {
             .unwrap_or_else(|| panic!("no tier row for {name}: {report}"));
         let n: Vec<u64> = line
             .split_whitespace()
-            .take(3)
+            .take(4)
             .map(|w| w.parse().unwrap())
             .collect();
-        [n[0], n[1], n[2]]
+        [n[0], n[1], n[2], n[3]]
     };
     let make = row("Alloc>>make");
     let all: u64 = make.iter().sum();

@@ -127,7 +127,7 @@ impl Lowerer<'_, '_> {
                     let callee = self.request.callee(*code).ok_or_else(|| {
                         format!("an inlined code {code}, which the request does not name")
                     })?;
-                    crate::counters::count_call(&mut self.b, callee, super::TIER_COLUMN);
+                    crate::counters::count_call(&mut self.b, callee, self.column);
                 }
                 self.call_hook(*code, inst.bci);
                 None
@@ -418,7 +418,7 @@ impl Lowerer<'_, '_> {
     ) -> Result<(), String> {
         if self.layout.count_calls {
             let code = self.code();
-            crate::counters::count_loop(&mut self.b, code, super::TIER_COLUMN);
+            crate::counters::count_loop(&mut self.b, code, self.column);
         }
         let raised = self.flag_bits(self.layout.yieldpoint_bits);
         let serve = self.b.create_block();

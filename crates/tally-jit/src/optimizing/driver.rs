@@ -56,6 +56,13 @@ impl tally_ir::print::Names for RequestNames<'_> {
     }
 }
 
+/// What a level of the tier lowers with: the profile's column of its tier, and its
+/// compiler's shared send probes.
+pub(crate) struct Level {
+    pub column: u8,
+    pub probes: super::probe::SendProbes,
+}
+
 /// What lowering made besides the function.
 pub(crate) struct Lowered {
     /// The safepoint table the code refers to, filled by [`fill_safepoints`] once compiled.
@@ -107,9 +114,9 @@ pub(crate) fn lower(
     request: &CompileRequest,
     layout: &Layout,
     ir: &tally_ir::Function,
-    probes: &super::probe::SendProbes,
+    level: &Level,
 ) -> Result<Lowered, String> {
-    let table = Arc::new(SafepointTable::new());
+    let table = Arc::new(SafepointTable::new(level.column));
     let code = request.code;
     let call_conv = module.isa().default_call_conv();
     func.signature = body_signature(
@@ -151,7 +158,8 @@ pub(crate) fn lower(
             epilogue: entered.epilogue,
         },
         record: Recorded::default(),
-        probes,
+        probes: &level.probes,
+        column: usize::from(level.column),
     };
     l.record.volume.insert(ENTRY_VOLUME, entry_volume);
     let before = l.instructions_so_far();

@@ -14,7 +14,7 @@ use tally_vm::tally_profile::gc_hints::PointKind;
 
 use super::heap::slot_offset;
 use super::lowerer::Lowerer;
-use super::{flags, I64, NIL, TIER_COLUMN};
+use super::{flags, I64, NIL};
 use crate::numbers::{add_imm, cmp_imm};
 use crate::stub_calls::StubSignatures;
 
@@ -115,6 +115,7 @@ pub(super) fn enter(
         code,
         vm,
         caller,
+        column: usize::from(table.tier_column()),
     };
     p.b.switch_to_block(framed);
     p.frame_set_up(join);
@@ -145,6 +146,8 @@ struct Prologue<'p, 'f> {
     code: &'static Code,
     vm: Value,
     caller: Value,
+    /// The profile's column of the version's tier.
+    column: usize,
 }
 
 impl Prologue<'_, '_> {
@@ -168,7 +171,7 @@ impl Prologue<'_, '_> {
             let counted = self.b.create_block();
             self.b.ins().brif(fresh, count, &[], counted, &[]);
             self.b.switch_to_block(count);
-            crate::counters::count_call(self.b, code, TIER_COLUMN);
+            crate::counters::count_call(self.b, code, self.column);
             self.b.ins().jump(counted, &[]);
             self.b.switch_to_block(counted);
         }
@@ -259,10 +262,10 @@ impl Prologue<'_, '_> {
         if layout.count_calls {
             // A direct call (calls through the dispatcher or a stub are counted where the
             // VM sets up their frames).
-            crate::counters::count_call(self.b, code, TIER_COLUMN);
+            crate::counters::count_call(self.b, code, self.column);
         }
         let mark = if layout.mark_frames {
-            tally_vm::tally_profile::FrameMark::of(TIER_COLUMN as u8, false) as i64
+            tally_vm::tally_profile::FrameMark::of(self.column as u8, false) as i64
         } else {
             0
         };

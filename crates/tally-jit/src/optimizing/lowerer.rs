@@ -32,6 +32,8 @@ pub(super) struct Lowerer<'a, 'f> {
     pub(super) record: Recorded,
     /// The compiler's shared send probes.
     pub(super) probes: &'a super::probe::SendProbes,
+    /// The profile's (and `--count-calls`') column of the version's tier.
+    pub(super) column: usize,
 }
 
 /// The signatures of what the body calls.

@@ -54,15 +54,15 @@ mod sends;
 use cranelift_codegen::ir::{types, MemFlagsData};
 
 pub(crate) use adapter::{lower_adapter, AdapterBody, AdapterShape};
-pub(crate) use driver::{fill_safepoints, inline_scopes, ir_of, lower, Lowered, RequestNames};
+pub(crate) use driver::{
+    fill_safepoints, inline_scopes, ir_of, lower, Level, Lowered, RequestNames,
+};
 pub(crate) use probe::{lower_send_probe, ProbeShape, SendProbes};
 
 const I64: types::Type = types::I64;
 const I32: types::Type = types::I32;
 const I8: types::Type = types::I8;
 const NIL: i64 = tally_heap::Value::NIL.0 as i64;
-/// The profile's (and `--count-calls`') column of this tier.
-const TIER_COLUMN: usize = tally_vm::tally_profile::Tier::Optimizing.column();
 
 fn flags() -> MemFlagsData {
     MemFlagsData::trusted()

@@ -22,11 +22,11 @@ pub struct TierRow {
     pub samples: u64,
 }
 
-/// One method's samples per tier (interpreter, baseline, optimizing).
+/// One method's samples per tier (by column: interpreter, baseline, optimizing, quick).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MethodTiers {
     pub name: String,
-    pub samples: [u64; 3],
+    pub samples: [u64; Tier::COLUMNS],
     /// Versions compiled for it.
     pub versions: u64,
 }
@@ -140,7 +140,7 @@ impl TierReport {
         if tiers.is_empty() && decisions.is_empty() {
             return None;
         }
-        let mut per_method: BTreeMap<MethodId, [u64; 3]> = BTreeMap::new();
+        let mut per_method: BTreeMap<MethodId, [u64; Tier::COLUMNS]> = BTreeMap::new();
         for s in &p.samples {
             let frames = symbols.resolve_stack(&s.frames);
             let Some(top) = frames.first() else { continue };
@@ -148,7 +148,7 @@ impl TierReport {
                 row.samples += 1;
             }
             if versions.contains_key(&top.method) {
-                per_method.entry(top.method).or_insert([0; 3])[top.tier.column()] += 1;
+                per_method.entry(top.method).or_insert([0; Tier::COLUMNS])[top.tier.column()] += 1;
             }
         }
         let mut methods: Vec<MethodTiers> = versions
@@ -200,15 +200,17 @@ impl TierReport {
         let shown = if top == 0 { usize::MAX } else { top };
         let _ = writeln!(
             out,
-            "\nmethods with compiled code: samples per tier (interpreter / baseline / optimizing)"
+            "\nmethods with compiled code: samples per tier (interpreter / baseline / quick / optimizing)"
         );
         for m in self.methods.iter().take(shown) {
+            let by_rank = Tier::RANKED.map(|t| m.samples[t.column()]);
             let _ = writeln!(
                 out,
-                "{:>8} {:>8} {:>8}  {} ({} version{})",
-                m.samples[0],
-                m.samples[1],
-                m.samples[2],
+                "{:>8} {:>8} {:>8} {:>8}  {} ({} version{})",
+                by_rank[0],
+                by_rank[1],
+                by_rank[2],
+                by_rank[3],
                 m.name,
                 m.versions,
                 if m.versions == 1 { "" } else { "s" }

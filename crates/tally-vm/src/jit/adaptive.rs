@@ -269,7 +269,10 @@ impl Vm {
         }
         let controller = a.controller.clone();
         let log = lock(&self.jit.installer).log;
-        let weights = if decisions.iter().any(|d| d.to == Tier::Opt.profile_tier()) {
+        let weights = if decisions
+            .iter()
+            .any(|d| Tier::from_profile_tier(d.to).is_some_and(Tier::inlines))
+        {
             self.inline_weights()
         } else {
             None
@@ -298,7 +301,7 @@ impl Vm {
                     request = request.with_value_tables(values);
                 }
             }
-            if tier == Tier::Opt {
+            if tier.is_optimizing() {
                 let speculation = if self.jit.no_speculation {
                     Speculation::Off
                 } else {
@@ -316,12 +319,14 @@ impl Vm {
                         log,
                     );
                 }
-                request.plan_inlining(
-                    &self.rt,
-                    speculation,
-                    &self.jit.inline_policy,
-                    weights.as_ref(),
-                );
+                if tier.inlines() {
+                    request.plan_inlining(
+                        &self.rt,
+                        speculation,
+                        &self.jit.inline_policy,
+                        weights.as_ref(),
+                    );
+                }
                 if !guards_log.is_empty() {
                     self.write_err(guards_log.as_bytes());
                 }

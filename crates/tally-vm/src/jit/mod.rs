@@ -63,6 +63,10 @@ pub enum Tier {
     Interp,
     /// Every method and block compiled by the baseline compiler at its first call.
     Baseline,
+    /// The optimizing compiler at its cheap level: the same IR, guards and frame states,
+    /// but nothing inlined beyond what the IR builder does in place (trivial methods), and
+    /// Cranelift without its optimizations.
+    Quick,
     /// The optimizing compiler, on `tally-ir`: SOM values in SSA (references across calls
     /// in Cranelift's stack maps), guards from the sites' feedback, frame states for
     /// deoptimization, native calls to compiled callees.
@@ -74,8 +78,20 @@ impl Tier {
         match self {
             Tier::Interp => "interp",
             Tier::Baseline => "baseline",
+            Tier::Quick => "quick",
             Tier::Opt => "opt",
         }
+    }
+
+    /// Whether the optimizing compiler makes this tier's code (at either level): code on
+    /// Tally's IR, with guards from the sites' feedback and frame states.
+    pub fn is_optimizing(self) -> bool {
+        matches!(self, Tier::Quick | Tier::Opt)
+    }
+
+    /// Whether the tier inlines what the profile says to (the full level only).
+    pub fn inlines(self) -> bool {
+        self == Tier::Opt
     }
 
     /// The tier as profiles and the controller name it.
@@ -83,6 +99,7 @@ impl Tier {
         match self {
             Tier::Interp => tally_profile::Tier::Interpreter,
             Tier::Baseline => tally_profile::Tier::Baseline,
+            Tier::Quick => tally_profile::Tier::Quick,
             Tier::Opt => tally_profile::Tier::Optimizing,
         }
     }
@@ -92,6 +109,7 @@ impl Tier {
         match tier {
             tally_profile::Tier::Interpreter => Some(Tier::Interp),
             tally_profile::Tier::Baseline => Some(Tier::Baseline),
+            tally_profile::Tier::Quick => Some(Tier::Quick),
             tally_profile::Tier::Optimizing => Some(Tier::Opt),
             tally_profile::Tier::Other(_) => None,
         }
@@ -570,8 +588,8 @@ impl CompiledSlot {
 /// other threads only read.
 #[derive(Default)]
 pub struct TierCallCounter {
-    pub counts: [std::sync::atomic::AtomicU64; 3],
-    pub loops: [std::sync::atomic::AtomicU64; 3],
+    pub counts: [std::sync::atomic::AtomicU64; tally_profile::Tier::COLUMNS],
+    pub loops: [std::sync::atomic::AtomicU64; tally_profile::Tier::COLUMNS],
     /// The column of the tier of the entry in `Code::compiled` (0 while interpreted).
     tier: std::sync::atomic::AtomicU8,
 }
@@ -1058,7 +1076,7 @@ impl Vm {
             if let Some(values) = self.jit.values.as_mut() {
                 request = request.with_value_tables(values);
             }
-        } else if generator.tier() == Tier::Opt {
+        } else if generator.tier().inlines() {
             request.plan_inlining(
                 &self.rt,
                 speculation,

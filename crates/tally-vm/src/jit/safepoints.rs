@@ -29,11 +29,23 @@ pub struct SafepointMap {
 pub struct SafepointTable {
     maps: OnceLock<Vec<SafepointMap>>,
     exits: OnceLock<Vec<ExitPlan>>,
+    /// The profile's column of the tier the version was compiled for (how samples mark the
+    /// activations inlined into its frames).
+    tier_column: u8,
 }
 
 impl SafepointTable {
-    pub fn new() -> SafepointTable {
-        SafepointTable::default()
+    /// The table of a version of the tier of profile column `tier_column`.
+    pub fn new(tier_column: u8) -> SafepointTable {
+        SafepointTable {
+            tier_column,
+            ..SafepointTable::default()
+        }
+    }
+
+    /// The profile's column of the version's tier.
+    pub fn tier_column(&self) -> u8 {
+        self.tier_column
     }
 
     /// Sets the maps; an error if they were set already.
@@ -92,7 +104,7 @@ mod tests {
 
     #[test]
     fn slots_are_below_the_frame_pointer_by_the_span() {
-        let t = SafepointTable::new();
+        let t = SafepointTable::new(2);
         t.set(vec![
             SafepointMap {
                 span: 64,
