@@ -23,6 +23,12 @@ use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCod
 
 use crate::diagnostics::{CraneliftTiming, Diagnostics};
 
+/// The most bytecodes of its own a method may have for the optimizing tier to compile it
+/// (what it inlines is bounded apart, `tally_vm::jit::MAX_INLINED_BYTECODES`): a compile's
+/// time and working memory grow with the function, and a method this long would hold the
+/// compiler thread for seconds. Such a method stays where it is, with a `--tier-log` line.
+pub const MAX_OPTIMIZED_BYTECODES: usize = 2500;
+
 /// A compiler for one tier: one Cranelift JIT module holding every function it made.
 pub struct Compiler {
     tier: Tier,
@@ -349,6 +355,12 @@ impl CodeGenerator for Compiler {
     }
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
+        let own = request.code.ops.len();
+        if self.tier.is_optimizing() && own > MAX_OPTIMIZED_BYTECODES {
+            return Err(format!(
+                "{own} bytecodes, beyond the {MAX_OPTIMIZED_BYTECODES} the optimizing tier compiles"
+            ));
+        }
         let _timing = self.diagnostics.time_cranelift();
         self.prepare_level(layout)?;
         self.module.clear_context(&mut self.context);

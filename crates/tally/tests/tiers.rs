@@ -159,6 +159,28 @@ fn the_quick_level_runs_programs_and_methods_move_on_from_it() {
     assert!(err.contains("need --tier=adaptive"), "{err}");
 }
 
+/// A method longer than the optimizing tier compiles (`MAX_OPTIMIZED_BYTECODES`) stays
+/// where it is, with the reason in the tier log, and runs as the interpreter runs it.
+#[test]
+fn a_method_beyond_the_optimizing_bound_stays_where_it_is() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let body: String = (0..900).map(|_| "x := x + 1. ").collect();
+    std::fs::write(
+        dir.path().join("Gen.som"),
+        format!("Gen = (\n  run = ( | x | x := 0. {body}x println ) )\n"),
+    )
+    .unwrap();
+    for tier in ["--tier=opt", "--tier=quick"] {
+        let (out, err, code) = run(dir.path(), &[tier, "--tier-log"]);
+        assert_eq!((out.as_str(), code), ("900\n", Some(0)), "{err}");
+        assert!(
+            err.contains("failed for Gen>>run, stays where it was: ")
+                && err.contains("beyond the 2500 the optimizing tier compiles"),
+            "{err}"
+        );
+    }
+}
+
 /// Runs `Fib.som` (written into `dir`; `fib:` on lines 3 and 4) in the baseline tier with
 /// `flag`, checks its output and answers the process id (which names perf's files).
 fn run_fib(dir: &std::path::Path, flag: &str) -> u32 {

@@ -379,7 +379,6 @@ fn never_made(n: super::NeverMade) -> String {
     }
 }
 
-/// What a version inlines, for its `--tier-log` line: ", 3 methods and 1 block inlined".
 /// The bytecodes a compile translated: its own and those of every method and block it
 /// inlined, each time it inlined them. What a compile costs grows with this, not with the
 /// root's size alone.
@@ -397,6 +396,7 @@ fn compiled_bytecodes(
     code.ops.len() + inlined
 }
 
+/// What a version inlines, for its `--tier-log` line: ", 3 methods and 1 block inlined".
 fn inlined_summary(request: &CompileRequest, scopes: &[super::InlineScope]) -> String {
     let blocks = scopes
         .iter()
