@@ -12,7 +12,9 @@
 //! geometric mean over the programs of the interpreter's median steady iteration (the
 //! second half of the iterations) over the tier's. Compile times come from the same runs'
 //! `--tier-log`: a least-squares line through (bytecodes compiled, inlined ones included,
-//! microseconds) of every compile.
+//! microseconds) of every compile. `--suite` calibrates on a benchmark suite's programs
+//! instead (`bench/awfy.toml`: programs the size of real ones, whose methods inline more and
+//! whose compiled code is further from the toys' speedups), each through its harness.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -73,7 +75,8 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 ~/.local/share/tally/calibration.toml) unless -o says otherwise; `tally --tier=adaptive` reads \
 it from there, or from `--calibration FILE`. A calibration names the machine it was measured \
 on; on another machine the built-in figures are used instead.\n\nExamples:\n  tally calibrate\n  \
-tally calibrate --runs 5 --iterations 20 --force\n  tally calibrate -o here.toml"
+tally calibrate --runs 5 --iterations 20 --force\n  tally calibrate -o here.toml\n  \
+SOM=~/SOM tally calibrate --suite bench/awfy.toml --bench Richards,DeltaBlue -o awfy.toml"
 )]
 struct CalibrateArgs {
     /// Where to write the model [default: this machine's calibration file].
@@ -88,6 +91,61 @@ struct CalibrateArgs {
     /// Iterations per child process (the second half is the steady state).
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(2..))]
     iterations: u32,
+    /// Calibrate on the benchmarks of this suite (a `tally bench` suite file, such as
+    /// bench/awfy.toml, its variables from the environment) run through its harness at its
+    /// sizes, instead of the built-in calibration programs.
+    #[arg(long, value_name = "FILE")]
+    suite: Option<PathBuf>,
+    /// With --suite: only these benchmarks (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES", requires = "suite")]
+    bench: Vec<String>,
+}
+
+/// One calibration program: its name and the arguments that run it (after the tier's
+/// flags), the iteration count last.
+struct Program {
+    name: String,
+    args: Vec<std::ffi::OsString>,
+}
+
+/// The programs to calibrate on: the built-in ones, written into `dir`, or the suite's.
+fn programs(args: &CalibrateArgs, dir: &Path) -> Result<Vec<Program>, String> {
+    let iterations = args.iterations.to_string();
+    let Some(path) = &args.suite else {
+        let mut out = Vec::new();
+        for (name, source) in PROGRAMS {
+            let file = dir.join(format!("{name}.som"));
+            scratch(&file, source)?;
+            out.push(Program {
+                name: name.to_string(),
+                args: vec![file.into_os_string(), iterations.clone().into()],
+            });
+        }
+        return Ok(out);
+    };
+    let options = tally_bench::suite::SuiteOptions {
+        only: args.bench.clone(),
+        ..Default::default()
+    };
+    let suite = tally_bench::suite::Suite::load(path, &options).map_err(|e| e.to_string())?;
+    Ok(suite
+        .benchmarks
+        .iter()
+        .map(|b| Program {
+            name: b.name.clone(),
+            args: [
+                "-cp".to_string(),
+                suite.classpath_string(),
+                suite.harness.clone(),
+                b.name.clone(),
+                iterations.clone(),
+                b.inner.to_string(),
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+        })
+        .collect())
 }
 
 /// This machine, as calibrations name it: host name, processor and CPU count.
@@ -232,7 +290,7 @@ fn calibrate(args: &CalibrateArgs) -> Result<(), String> {
     Ok(())
 }
 
-type Rows = Vec<(&'static str, f64, Vec<f64>)>;
+type Rows = Vec<(String, f64, Vec<f64>)>;
 
 /// Writes an input of the child runs into calibration's own scratch directory.
 fn scratch(path: &Path, text: &str) -> Result<(), String> {
@@ -244,21 +302,21 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     let mut rows = Vec::new();
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); TIERS.len()];
     let mut compiles: Vec<Vec<Compile>> = vec![Vec::new(); TIERS.len()];
-    let total = PROGRAMS.len() * (1 + TIERS.len()) * args.runs as usize;
-    let mut done = 0;
     for level in ["quick", "opt"] {
         scratch(&dir.join(format!("prefer-{level}.toml")), &prefer(level))?;
     }
-    for (name, source) in PROGRAMS {
-        let file = dir.join(format!("{name}.som"));
-        scratch(&file, source)?;
+    let programs = programs(args, dir)?;
+    let total = programs.len() * (1 + TIERS.len()) * args.runs as usize;
+    let mut done = 0;
+    for program in &programs {
+        let name = program.name.as_str();
         let mut steady = |tier: &str, compiles: Option<&mut Vec<Compile>>| {
             let mut times = Vec::new();
             let mut sink = compiles;
             for _ in 0..args.runs {
                 done += 1;
                 say!("calibrating [{done}/{total}]: {name} --tier={tier}");
-                let run = run_child(tally, &file, tier, dir, args.iterations)?;
+                let run = run_child(tally, program, tier, dir)?;
                 let half = run.iterations.len() / 2;
                 times.extend_from_slice(&run.iterations[half..]);
                 if let Some(c) = sink.as_deref_mut() {
@@ -274,7 +332,7 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
             ratios[i].push(interp / t);
             tier_times.push(t);
         }
-        rows.push((name, interp, tier_times));
+        rows.push((program.name.clone(), interp, tier_times));
     }
     let geomean = |xs: &[f64]| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp();
     let cost = |i: usize| {
@@ -303,8 +361,11 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             method: format!(
-                "tally calibrate: {} programs x {} runs x {} iterations (median of the second halves, CPU time); {} baseline, {} quick and {} optimizing compiles fitted",
-                PROGRAMS.len(),
+                "tally calibrate: {} programs{} x {} runs x {} iterations (median of the second halves, CPU time); {} baseline, {} quick and {} optimizing compiles fitted",
+                programs.len(),
+                args.suite
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" of {}", s.display())),
                 args.runs,
                 args.iterations,
                 compiles[0].len(),
@@ -318,19 +379,16 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     Ok((rows, model))
 }
 
-/// Runs `file` in a child tally under `tier` (`quick` and `opt`: adaptive under the cost
-/// model `dir/prefer-TIER.toml`); its iteration times and, for compiling tiers, its compiles.
-fn run_child(
-    tally: &Path,
-    file: &Path,
-    tier: &str,
-    dir: &Path,
-    iterations: u32,
-) -> Result<Run, String> {
+/// Runs `program` in a child tally under `tier` (`quick` and `opt`: adaptive under the cost
+/// model `dir/prefer-TIER.toml`); its iteration times (the calibration programs' lines or a
+/// harness's) and, for compiling tiers, its compiles.
+fn run_child(tally: &Path, program: &Program, tier: &str, dir: &Path) -> Result<Run, String> {
     let mut cmd = Command::new(tally);
     cmd.arg("--cpu-clock");
     if tier == "quick" || tier == "opt" {
         cmd.arg("--tier=adaptive")
+            .arg("--adaptive-tiers")
+            .arg(tier)
             .arg("--calibration")
             .arg(dir.join(format!("prefer-{tier}.toml")));
     } else {
@@ -339,8 +397,7 @@ fn run_child(
     if tier != "interp" {
         cmd.arg("--tier-log");
     }
-    cmd.arg(file)
-        .arg(iterations.to_string())
+    cmd.args(&program.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -356,7 +413,7 @@ fn run_child(
                 let _ = child.wait();
                 return Err(format!(
                     "{} --tier={tier} ran longer than {} s",
-                    file.display(),
+                    program.name,
                     RUN_TIMEOUT.as_secs()
                 ));
             }
@@ -372,7 +429,7 @@ fn run_child(
     if !out.status.success() {
         return Err(format!(
             "{} --tier={tier} failed ({}): {}",
-            file.display(),
+            program.name,
             out.status,
             stderr
                 .lines()
@@ -380,11 +437,14 @@ fn run_child(
                 .unwrap_or("")
         ));
     }
-    let iterations: Vec<f64> = stdout.lines().filter_map(iteration_time).collect();
+    let mut iterations: Vec<f64> = stdout.lines().filter_map(iteration_time).collect();
+    if iterations.is_empty() {
+        iterations = tally_bench::results::parse_iteration_times(&stdout);
+    }
     if iterations.len() < 2 {
         return Err(format!(
             "{} --tier={tier} printed no iteration times",
-            file.display()
+            program.name
         ));
     }
     Ok(Run {
@@ -498,6 +558,48 @@ mod tests {
         assert_eq!(compile_line("hello"), None);
         assert_eq!(iteration_time("iteration 3: 1234 us"), Some(1234.0));
         assert_eq!(iteration_time("iteration 3 1234 us"), None);
+    }
+
+    #[test]
+    fn a_suite_gives_each_benchmark_its_harness_command_and_the_toys_their_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("Harness.som"), "Harness = ( )\n").unwrap();
+        std::fs::write(
+            dir.path().join("s.toml"),
+            "name = \"s\"\nharness = \"Harness\"\nclasspath = [\".\"]\n\
+             [[benchmark]]\nname = \"A\"\ninner = 7\n[[benchmark]]\nname = \"B\"\n",
+        )
+        .unwrap();
+        let suite = dir.path().join("s.toml");
+        let args = CalibrateArgs::parse_from([
+            "tally calibrate".as_ref(),
+            "--suite".as_ref(),
+            suite.as_os_str(),
+            "--bench".as_ref(),
+            "A".as_ref(),
+            "--iterations".as_ref(),
+            "20".as_ref(),
+        ]);
+        let got = programs(&args, dir.path()).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].name, "A");
+        let words: Vec<String> = got[0]
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(words[0], "-cp");
+        assert_eq!(words[2..], ["Harness", "A", "20", "7"]);
+
+        let toys = CalibrateArgs::parse_from(["tally calibrate"]);
+        let got = programs(&toys, dir.path()).unwrap();
+        assert_eq!(got.len(), PROGRAMS.len());
+        assert!(dir.path().join("CalibrationLoops.som").exists());
+        assert_eq!(got[0].args[1], "12");
+
+        let missing =
+            CalibrateArgs::parse_from(["tally calibrate", "--suite", "/nonexistent/suite.toml"]);
+        assert!(programs(&missing, dir.path()).is_err());
     }
 
     #[test]
