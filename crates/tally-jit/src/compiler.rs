@@ -19,7 +19,9 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, FuncId, Module};
 use std::time::Instant;
 
-use tally_vm::jit::{CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCode, Stage, Tier};
+use tally_vm::jit::{
+    CodeGenerator, CompileRequest, EntryPoint, Layout, NativeCode, SharedCode, Stage, Tier,
+};
 
 use crate::diagnostics::{CraneliftTiming, Diagnostics};
 
@@ -41,6 +43,9 @@ pub struct Compiler {
     /// What the optimizing tier's bodies are lowered with (its send probes), made before
     /// its first compile.
     level: Option<Level>,
+    /// Functions made besides a version, not yet reported with one (`NativeCode::shared`):
+    /// name, function, bytes.
+    unreported: Vec<(String, FuncId, usize)>,
     /// `--print-ir-after` and `--time-passes`.
     diagnostics: Diagnostics,
 }
@@ -109,6 +114,7 @@ impl Compiler {
             builder_context: FunctionBuilderContext::new(),
             shared_adapters: std::collections::HashMap::new(),
             level: None,
+            unreported: Vec::new(),
             diagnostics: Diagnostics::default(),
             listing_parts: ListingParts {
                 tally_ir: true,
@@ -126,6 +132,13 @@ impl Compiler {
     /// Makes later compiles (and listings) report what `diagnostics` asks.
     pub fn set_diagnostics(&mut self, diagnostics: Diagnostics) {
         self.diagnostics = diagnostics;
+    }
+
+    /// The bytes of machine code of the function just defined from the context.
+    fn defined_size(&self) -> usize {
+        self.context
+            .compiled_code()
+            .map_or(0, |c| c.code_info().total_size as usize)
     }
 
     /// Defines `id` from the context's function (Cranelift compiles it, the module takes its
@@ -267,6 +280,8 @@ impl Compiler {
                 .declare_anonymous_function(&self.context.func.signature.clone())
                 .map_err(|e| e.to_string())?;
             self.define(id)?;
+            let size = self.defined_size();
+            self.unreported.push((shape.name(), id, size));
             ids.push((shape, id));
         }
         self.module
@@ -290,6 +305,10 @@ impl Compiler {
         }
         let id = self.define_adapter(shape, layout, AdapterBody::OfFrame, &[], u32::MAX)?;
         self.shared_adapters.insert(shape, id);
+        let kind = if shape.is_block { "block" } else { "method" };
+        let name = format!("adapter:{kind}{}", shape.argc);
+        let size = self.defined_size();
+        self.unreported.push((name, id, size));
         Ok(id)
     }
 
@@ -446,7 +465,16 @@ impl CodeGenerator for Compiler {
                 never_made(&ir),
             ),
         };
+        let shared = std::mem::take(&mut self.unreported)
+            .into_iter()
+            .map(|(name, id, size)| SharedCode {
+                name,
+                start: self.module.get_finalized_function(id) as usize,
+                size,
+            })
+            .collect();
         Ok(NativeCode {
+            shared,
             entry,
             size,
             pc_map,

@@ -184,13 +184,18 @@ fn a_method_beyond_the_optimizing_bound_stays_where_it_is() {
 /// Runs `Fib.som` (written into `dir`; `fib:` on lines 3 and 4) in the baseline tier with
 /// `flag`, checks its output and answers the process id (which names perf's files).
 fn run_fib(dir: &std::path::Path, flag: &str) -> u32 {
+    run_fib_in(dir, "--tier=baseline", flag)
+}
+
+/// [`run_fib`] in `tier`.
+fn run_fib_in(dir: &std::path::Path, tier: &str, flag: &str) -> u32 {
     std::fs::write(
         dir.join("Fib.som"),
         "Fib = (\n  fib: n = (\n    n < 2 ifTrue: [^n].\n    ^(self fib: n - 1) + (self fib: n - 2) )\n  run = ( (self fib: 15) println ) )\n",
     )
     .unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(["--tier=baseline", flag])
+        .args([tier, flag])
         .arg(dir.join("Fib.som"))
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -202,35 +207,41 @@ fn run_fib(dir: &std::path::Path, flag: &str) -> u32 {
 }
 
 /// `--perf-map` writes `/tmp/perf-PID.map` in perf's format: one `START SIZE NAME` line per
-/// compiled function, hexadecimal, the name carrying the tier, ranges disjoint.
+/// compiled function, hexadecimal, the name carrying the tier, ranges disjoint; the
+/// optimizing tier's shared functions (send probes, shared adapters) are named too.
 #[test]
 fn the_perf_map_names_every_compiled_function() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let pid = run_fib(dir.path(), "--perf-map");
-    let map_path = format!("/tmp/perf-{pid}.map");
-    let map = std::fs::read_to_string(&map_path).expect("the perf map was written");
-    std::fs::remove_file(&map_path).ok();
-    let mut ranges = Vec::new();
-    for line in map.lines() {
-        let mut parts = line.splitn(3, ' ');
-        let start = u64::from_str_radix(parts.next().unwrap(), 16).expect("hex start");
-        let size = u64::from_str_radix(parts.next().unwrap(), 16).expect("hex size");
-        let name = parts.next().expect("a name");
-        assert!(size > 0, "{line}");
-        assert!(name.ends_with(" [baseline]"), "{line}");
-        ranges.push((start, start + size, name.to_string()));
-    }
-    assert!(
-        ranges.iter().any(|(_, _, n)| n == "Fib>>fib: [baseline]"),
-        "{map}"
-    );
-    assert!(
-        ranges.iter().any(|(_, _, n)| n == "Fib>>run [baseline]"),
-        "{map}"
-    );
-    ranges.sort();
-    for pair in ranges.windows(2) {
-        assert!(pair[0].1 <= pair[1].0, "overlapping: {pair:?}");
+    for (tier, name) in [("--tier=baseline", "baseline"), ("--tier=opt", "opt")] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pid = run_fib_in(dir.path(), tier, "--perf-map");
+        let map_path = format!("/tmp/perf-{pid}.map");
+        let map = std::fs::read_to_string(&map_path).expect("the perf map was written");
+        std::fs::remove_file(&map_path).ok();
+        let suffix = format!(" [{name}]");
+        let mut ranges = Vec::new();
+        for line in map.lines() {
+            let mut parts = line.splitn(3, ' ');
+            let start = u64::from_str_radix(parts.next().unwrap(), 16).expect("hex start");
+            let size = u64::from_str_radix(parts.next().unwrap(), 16).expect("hex size");
+            let name = parts.next().expect("a name");
+            assert!(size > 0, "{line}");
+            assert!(name.ends_with(&suffix), "{line}");
+            ranges.push((start, start + size, name.to_string()));
+        }
+        for wanted in ["Fib>>fib:", "Fib>>run"] {
+            let wanted = format!("{wanted}{suffix}");
+            assert!(ranges.iter().any(|(_, _, n)| *n == wanted), "{map}");
+        }
+        if name == "opt" {
+            for shared in ["probe:send1", "probe:send1k", "adapter:method0"] {
+                let shared = format!("{shared}{suffix}");
+                assert!(ranges.iter().any(|(_, _, n)| *n == shared), "{map}");
+            }
+        }
+        ranges.sort();
+        for pair in ranges.windows(2) {
+            assert!(pair[0].1 <= pair[1].0, "overlapping: {pair:?}");
+        }
     }
 }
 

@@ -295,6 +295,7 @@ impl Installer {
             let _ = writeln!(map, "{start:x} {:x} {name} [{tier_name}]", native.size)
                 .and_then(|()| map.flush());
         }
+        self.name_shared(&native.shared, tier_name);
         if self.log {
             let guarded = match native.speculations {
                 0 => String::new(),
@@ -376,6 +377,25 @@ fn never_made(n: super::NeverMade) -> String {
             count(c, "closure"),
             count(x, "context")
         ),
+    }
+}
+
+impl Installer {
+    /// Names the functions a compile made besides its version, for `--perf-map` and
+    /// `--jitdump`.
+    fn name_shared(&mut self, shared: &[super::SharedCode], tier_name: &str) {
+        for f in shared {
+            if let Some(dump) = self.jitdump.as_mut() {
+                // SAFETY: the generator answered `size` bytes of finalized machine code at
+                // `start`, never freed.
+                let bytes = unsafe { std::slice::from_raw_parts(f.start as *const u8, f.size) };
+                let _ = dump.code_loaded(&format!("{} [{tier_name}]", f.name), bytes, &[]);
+            }
+            if let Some(map) = self.perf_map.as_mut() {
+                let _ = writeln!(map, "{:x} {:x} {} [{tier_name}]", f.start, f.size, f.name)
+                    .and_then(|()| map.flush());
+            }
+        }
     }
 }
 

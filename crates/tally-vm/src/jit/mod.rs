@@ -509,6 +509,18 @@ pub struct NativeCode {
     /// The closures and the contexts the code never allocates (made only by the exits whose
     /// frames hold them), for the tier log.
     pub never_made: NeverMade,
+    /// Functions the compile made besides the version, which later versions of its tier
+    /// share (the optimizing tier's send probes, an adapter shared by a shape): named for
+    /// external profilers as the versions are.
+    pub shared: Vec<SharedCode>,
+}
+
+/// A function compiled code calls that belongs to no one version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedCode {
+    pub name: String,
+    pub start: usize,
+    pub size: usize,
 }
 
 /// What a version of optimized code keeps out of the heap.
