@@ -7,8 +7,9 @@
 //! The baseline runs as `--tier=baseline` (everything compiled at its first call); each
 //! level of the optimizing tier (quick, opt) as the adaptive controller uses it, compiling
 //! from what the interpreter saw (its speculation needs the sites' feedback, which a compile
-//! at the first call has not got): `--tier=adaptive` with a cost model that sends every
-//! sampled method straight to that level and never on (`prefer`). A tier's speedup is the
+//! at the first call has not got): `--tier=adaptive --adaptive-tiers LEVEL` with a cost
+//! model in which compiling costs nothing (`FREE_COMPILES`), so every sampled method goes
+//! straight to that level, the only one the controller may choose. A tier's speedup is the
 //! geometric mean over the programs of the interpreter's median steady iteration (the
 //! second half of the iterations) over the tier's. Compile times come from the same runs'
 //! `--tier-log`: a least-squares line through (bytecodes compiled, inlined ones included,
@@ -46,20 +47,13 @@ const PROGRAMS: [(&str, &str); 4] = [
 /// The compiling tiers calibrated, as `--tier` spells them.
 const TIERS: [&str; 3] = ["baseline", "quick", "opt"];
 
-/// The cost model a level of the optimizing tier (`quick` or `opt`) is calibrated under:
-/// no compile cost, and a speedup far above every other tier's for that level, so the
-/// controller compiles everything it samples there and nothing anywhere else.
-fn prefer(level: &str) -> String {
-    let tier = |name: &str, speedup: f64| {
-        format!("[{name}]\nspeedup = {speedup:.1}\ncompile_fixed_ns = 0.0\ncompile_per_bytecode_ns = 0.0\n\n")
-    };
-    let (quick, opt) = if level == "quick" {
-        (2000.0, 1.0)
-    } else {
-        (1.0, 2000.0)
-    };
-    tier("baseline", 1.0) + &tier("quick", quick) + &tier("optimizing", opt)
-}
+/// The cost model the optimizing levels are calibrated under: compiling costs nothing and
+/// pays for itself at once, so the controller compiles every method it samples at the one
+/// level `--adaptive-tiers` leaves it.
+const FREE_COMPILES: &str = "[baseline]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\n\
+compile_per_bytecode_ns = 0.0\n\n[quick]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\n\
+compile_per_bytecode_ns = 0.0\n\n[optimizing]\nspeedup = 1000.0\ncompile_fixed_ns = 0.0\n\
+compile_per_bytecode_ns = 0.0\n";
 
 /// A child run that takes longer than this is stopped and the calibration fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -302,9 +296,7 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     let mut rows = Vec::new();
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); TIERS.len()];
     let mut compiles: Vec<Vec<Compile>> = vec![Vec::new(); TIERS.len()];
-    for level in ["quick", "opt"] {
-        scratch(&dir.join(format!("prefer-{level}.toml")), &prefer(level))?;
-    }
+    scratch(&dir.join("free-compiles.toml"), FREE_COMPILES)?;
     let programs = programs(args, dir)?;
     let total = programs.len() * (1 + TIERS.len()) * args.runs as usize;
     let mut done = 0;
@@ -379,8 +371,8 @@ fn measure(args: &CalibrateArgs, tally: &Path, dir: &Path) -> Result<(Rows, Cost
     Ok((rows, model))
 }
 
-/// Runs `program` in a child tally under `tier` (`quick` and `opt`: adaptive under the cost
-/// model `dir/prefer-TIER.toml`); its iteration times (the calibration programs' lines or a
+/// Runs `program` in a child tally under `tier` (`quick` and `opt`: adaptive, to that level
+/// alone, under the cost model `dir/free-compiles.toml`); its iteration times (the calibration programs' lines or a
 /// harness's) and, for compiling tiers, its compiles.
 fn run_child(tally: &Path, program: &Program, tier: &str, dir: &Path) -> Result<Run, String> {
     let mut cmd = Command::new(tally);
@@ -390,7 +382,7 @@ fn run_child(tally: &Path, program: &Program, tier: &str, dir: &Path) -> Result<
             .arg("--adaptive-tiers")
             .arg(tier)
             .arg("--calibration")
-            .arg(dir.join(format!("prefer-{tier}.toml")));
+            .arg(dir.join("free-compiles.toml"));
     } else {
         cmd.arg(format!("--tier={tier}"));
     }
