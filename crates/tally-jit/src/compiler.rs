@@ -1,12 +1,7 @@
-//! The compiled tiers, one Cranelift module each. The baseline tier (`crate::baseline`) makes every
-//! bytecode of a method or block straight-line machine code over the interpreter's frame and
-//! value-stack layout, compiled fast (Cranelift without optimisation): locals, fields,
-//! constants, jumps and small-integer arithmetic and comparisons inline; sends, closures,
-//! literals, globals and yieldpoints with a raised flag through the VM's stubs; rare
-//! instructions and every error path hand the frame to the interpreter. The optimizing tier
-//! builds Tally's IR (`tally-ir`: SSA values, guards from the sites' feedback, frame states)
-//! and lowers it (`crate::optimizing`): SOM values in registers, native calls, a body entered
-//! directly by compiled callers and an adapter the dispatcher enters it through.
+//! The optimizing levels' compiler, one Cranelift module per level. It builds Tally's IR
+//! (`tally-ir`: SSA values, guards from the sites' feedback, frame states) and lowers it
+//! (`crate::optimizing`): SOM values in registers, native calls, a body entered directly by
+//! compiled callers and an adapter the dispatcher enters it through.
 
 use crate::optimizing::{AdapterBody, AdapterShape, Level, ProbeShape, SendProbes};
 use crate::pc_map;
@@ -31,8 +26,9 @@ use crate::diagnostics::{CraneliftTiming, Diagnostics};
 /// compiler thread for seconds. Such a method stays where it is, with a `--tier-log` line.
 pub const MAX_OPTIMIZED_BYTECODES: usize = 2500;
 
-/// A compiler for one tier: one Cranelift JIT module holding every function it made.
-pub struct Compiler {
+/// The compiler of one optimizing level: one Cranelift JIT module holding every function it
+/// made.
+pub(crate) struct CraneliftCompiler {
     tier: Tier,
     module: JITModule,
     context: Context,
@@ -62,25 +58,24 @@ pub struct ListingParts {
     pub machine: bool,
 }
 
-impl Compiler {
-    /// The baseline tier's compiler for the machine this runs on; an error when Cranelift
-    /// does not support it.
-    pub fn baseline() -> Result<Compiler, String> {
-        Compiler::new(Tier::Baseline)
-    }
+impl ListingParts {
+    /// Every part.
+    pub const ALL: ListingParts = ListingParts {
+        tally_ir: true,
+        ir: true,
+        machine: true,
+    };
+}
 
-    /// The optimizing tier's compiler.
-    pub fn optimizing() -> Result<Compiler, String> {
-        Compiler::new(Tier::Opt)
-    }
-
-    /// The compiler of `tier`.
-    pub fn new(tier: Tier) -> Result<Compiler, String> {
+impl CraneliftCompiler {
+    /// The compiler of optimizing level `tier`.
+    pub(crate) fn new(tier: Tier) -> Result<CraneliftCompiler, String> {
         // The quick level takes Cranelift without its optimizations (no e-graph pass, no
         // alias analysis): most of its speed comes from Tally's IR.
         let opt_level = match tier {
-            Tier::Baseline | Tier::Quick => "none",
+            Tier::Quick => "none",
             Tier::Opt => "speed",
+            Tier::Baseline => return Err("the baseline tier is the template compiler".into()),
             Tier::Interp => return Err("the interpreter is not a compiler".into()),
         };
         let mut flags = settings::builder();
@@ -107,7 +102,7 @@ impl Compiler {
             .map_err(|e| format!("cannot set up the code generator: {e}"))?;
         let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
         let context = module.make_context();
-        Ok(Compiler {
+        Ok(CraneliftCompiler {
             tier,
             module,
             context,
@@ -116,21 +111,17 @@ impl Compiler {
             level: None,
             unreported: Vec::new(),
             diagnostics: Diagnostics::default(),
-            listing_parts: ListingParts {
-                tally_ir: true,
-                ir: true,
-                machine: true,
-            },
+            listing_parts: ListingParts::ALL,
         })
     }
 
-    /// Makes later listings show only `parts` (both by default).
-    pub fn set_listing_parts(&mut self, parts: ListingParts) {
+    /// Makes later listings show only `parts` (all by default).
+    pub(crate) fn set_listing_parts(&mut self, parts: ListingParts) {
         self.listing_parts = parts;
     }
 
     /// Makes later compiles (and listings) report what `diagnostics` asks.
-    pub fn set_diagnostics(&mut self, diagnostics: Diagnostics) {
+    pub(crate) fn set_diagnostics(&mut self, diagnostics: Diagnostics) {
         self.diagnostics = diagnostics;
     }
 
@@ -156,13 +147,8 @@ impl Compiler {
     }
 }
 
-/// What writing a function made besides it.
-enum Built {
-    /// The baseline tier's translation.
-    Translated,
-    /// The optimizing tier: its IR and what lowering it made.
-    Lowered(Box<tally_ir::Function>, crate::optimizing::Lowered),
-}
+/// What writing a function made besides it: its IR and what lowering it made.
+struct Built(Box<tally_ir::Function>, crate::optimizing::Lowered);
 
 /// What every function a compiler writes is written against.
 #[derive(Clone, Copy)]
@@ -176,7 +162,6 @@ struct BuildEnv<'a> {
 /// Writes `code`'s function into `context` (signature, name, body), timing and printing
 /// what `diagnostics` asks.
 fn build(
-    tier: Tier,
     env: &BuildEnv,
     builder_context: &mut FunctionBuilderContext,
     context: &mut Context,
@@ -190,29 +175,22 @@ fn build(
     } = *env;
     context.func.signature = entry_signature(module);
     context.func.name = UserFuncName::user(0, request.code.id);
-    if tier.is_optimizing() {
-        let ir = crate::optimizing::ir_of(request, diagnostics)?;
-        let lowered = diagnostics.timed(Stage::Lowering, "lower", || {
-            crate::optimizing::lower(
-                &mut context.func,
-                builder_context,
-                module,
-                request,
-                layout,
-                &ir,
-                level,
-            )
-        })?;
-        if let Some(times) = &diagnostics.times {
-            times.add_volume(lowered.volume.iter().map(|(&what, &n)| (what, n)));
-        }
-        return Ok(Built::Lowered(Box::new(ir), lowered));
+    let ir = crate::optimizing::ir_of(request, diagnostics)?;
+    let lowered = diagnostics.timed(Stage::Lowering, "lower", || {
+        crate::optimizing::lower(
+            &mut context.func,
+            builder_context,
+            module,
+            request,
+            layout,
+            &ir,
+            level,
+        )
+    })?;
+    if let Some(times) = &diagnostics.times {
+        times.add_volume(lowered.volume.iter().map(|(&what, &n)| (what, n)));
     }
-    diagnostics
-        .timed(Stage::Translation, "translate", || {
-            crate::baseline::translate(&mut context.func, builder_context, module, request, layout)
-        })
-        .map(|()| Built::Translated)
+    Ok(Built(Box::new(ir), lowered))
 }
 
 /// The compiled function's pc map ([`pc_map::pc_map`]) from Cranelift's source-location
@@ -245,7 +223,7 @@ pub(crate) fn entry_signature(module: &JITModule) -> Signature {
     sig
 }
 
-impl Compiler {
+impl CraneliftCompiler {
     /// Makes what the tier's bodies are lowered with ([`Level`]) the first time it
     /// compiles: for the optimizing tier the send probes (`optimizing::probe`, every shape
     /// at once: a function's lowering calls them by address).
@@ -254,13 +232,6 @@ impl Compiler {
             return Ok(());
         }
         let column = self.tier.profile_tier().column() as u8;
-        if !self.tier.is_optimizing() {
-            self.level = Some(Level {
-                column,
-                probes: SendProbes::default(),
-            });
-            return Ok(());
-        }
         let mut ids = Vec::new();
         for shape in ProbeShape::all() {
             self.module.clear_context(&mut self.context);
@@ -368,14 +339,14 @@ fn never_made(ir: &tally_ir::Function) -> tally_vm::jit::NeverMade {
     out
 }
 
-impl CodeGenerator for Compiler {
+impl CodeGenerator for CraneliftCompiler {
     fn tier(&self) -> Tier {
         self.tier
     }
 
     fn compile(&mut self, request: &CompileRequest, layout: &Layout) -> Result<NativeCode, String> {
         let own = request.code.ops.len();
-        if self.tier.is_optimizing() && own > MAX_OPTIMIZED_BYTECODES {
+        if own > MAX_OPTIMIZED_BYTECODES {
             return Err(format!(
                 "{own} bytecodes, beyond the {MAX_OPTIMIZED_BYTECODES} the optimizing tier compiles"
             ));
@@ -389,18 +360,14 @@ impl CodeGenerator for Compiler {
             diagnostics: &self.diagnostics,
             level: self.level.as_ref().expect("prepared"),
         };
-        let mut built = build(
-            self.tier,
-            &env,
-            &mut self.builder_context,
-            &mut self.context,
-            request,
-        )
-        .inspect_err(|_| {
-            // A lowering that stopped half way leaves the builder's state behind: the next
-            // compile must not start from it.
-            self.builder_context = FunctionBuilderContext::new();
-        })?;
+        let Built(ir, mut lowered) =
+            build(&env, &mut self.builder_context, &mut self.context, request).inspect_err(
+                |_| {
+                    // A lowering that stopped half way leaves the builder's state behind: the next
+                    // compile must not start from it.
+                    self.builder_context = FunctionBuilderContext::new();
+                },
+            )?;
         let sig = self.context.func.signature.clone();
         let id = self
             .module
@@ -410,33 +377,24 @@ impl CodeGenerator for Compiler {
         let started = Instant::now();
         let (size, pc_map) = match self.context.compiled_code() {
             Some(c) => {
-                if let Built::Lowered(_, lowered) = &mut built {
-                    crate::optimizing::fill_safepoints(c, lowered)?;
-                }
+                crate::optimizing::fill_safepoints(c, &mut lowered)?;
                 (c.code_info().total_size as usize, pc_map(c))
             }
             None => return Err("Cranelift kept no compiled code".into()),
         };
         self.diagnostics
             .add(Stage::Module, "pc map and stack maps", started.elapsed());
-        // The optimizing tier's body is called directly by native code; the dispatcher enters
-        // it through an adapter with the `EntryPoint` signature.
-        let osr_entries: Vec<u32> = match &built {
-            Built::Lowered(ir, _) => ir.osr_entries().iter().map(|o| o.bci).collect(),
-            Built::Translated => Vec::new(),
-        };
+        // The body is called directly by native code; the dispatcher enters it through an
+        // adapter with the `EntryPoint` signature.
+        let osr_entries: Vec<u32> = ir.osr_entries().iter().map(|o| o.bci).collect();
         let shape = AdapterShape::of(request.code);
-        let adapter = match &built {
+        let adapter = if osr_entries.is_empty() {
             // A body without loop-head entries shares its shape's adapter, which calls the
             // body installed with it: one compile less per method.
-            Built::Lowered(..) if osr_entries.is_empty() => {
-                Some(self.shared_adapter(shape, layout)?)
-            }
-            Built::Lowered(..) => {
-                let body = AdapterBody::Known(id);
-                Some(self.define_adapter(shape, layout, body, &osr_entries, request.code.id)?)
-            }
-            Built::Translated => None,
+            self.shared_adapter(shape, layout)?
+        } else {
+            let body = AdapterBody::Known(id);
+            self.define_adapter(shape, layout, body, &osr_entries, request.code.id)?
         };
         let started = Instant::now();
         self.module
@@ -444,27 +402,17 @@ impl CodeGenerator for Compiler {
             .map_err(|e| e.to_string())?;
         self.diagnostics
             .add(Stage::Module, "finalize", started.elapsed());
-        let address = self.module.get_finalized_function(id);
-        let (entry_address, direct) = match adapter {
-            Some(a) => (
-                self.module.get_finalized_function(a),
-                Some(address as usize),
-            ),
-            None => (address, None),
-        };
-        // SAFETY: the function (the adapter, for the optimizing tier) was declared with the
-        // `EntryPoint` signature (`entry_signature`, the platform's C calling convention) and
-        // is finalized.
+        let direct = Some(self.module.get_finalized_function(id) as usize);
+        let entry_address = self.module.get_finalized_function(adapter);
+        // SAFETY: the adapter was declared with the `EntryPoint` signature
+        // (`entry_signature`, the platform's C calling convention) and is finalized.
         let entry = unsafe { std::mem::transmute::<*const u8, EntryPoint>(entry_address) };
-        let (speculations, safepoints, scopes, never_made) = match built {
-            Built::Translated => (0, None, Vec::new(), Default::default()),
-            Built::Lowered(ir, l) => (
-                l.speculations,
-                Some(l.table),
-                crate::optimizing::inline_scopes(&ir),
-                never_made(&ir),
-            ),
-        };
+        let (speculations, safepoints, scopes, never_made) = (
+            lowered.speculations,
+            Some(lowered.table),
+            crate::optimizing::inline_scopes(&ir),
+            never_made(&ir),
+        );
         let shared = std::mem::take(&mut self.unreported)
             .into_iter()
             .map(|(name, id, size)| SharedCode {
@@ -503,13 +451,7 @@ impl CodeGenerator for Compiler {
             diagnostics: &self.diagnostics,
             level,
         };
-        let built = build(
-            self.tier,
-            &env,
-            &mut self.builder_context,
-            &mut context,
-            request,
-        )?;
+        let built = build(&env, &mut self.builder_context, &mut context, request)?;
         let mut names = address_names(layout);
         names.extend(
             level
@@ -519,7 +461,8 @@ impl CodeGenerator for Compiler {
                 .map(|&(shape, address)| (shape.name(), address)),
         );
         let mut out = String::new();
-        if let (Built::Lowered(ir, _), true) = (&built, parts.tally_ir) {
+        if parts.tally_ir {
+            let Built(ir, _) = &built;
             let _ = writeln!(
                 out,
                 "--- {tier}: Tally IR (vN: values; fsN: frame states, what deoptimization \
@@ -585,7 +528,7 @@ impl CodeGenerator for Compiler {
 
 /// The addresses compiled code embeds (stubs, the yieldpoint flag, the unlog bits, the bump pointer), with the names listings
 /// print for them: the addresses change from run to run (ASLR), and a name says more.
-fn address_names(layout: &Layout) -> Vec<(String, usize)> {
+pub(crate) fn address_names(layout: &Layout) -> Vec<(String, usize)> {
     let mut names: Vec<(String, usize)> = layout
         .stubs
         .all()
@@ -604,7 +547,7 @@ fn address_names(layout: &Layout) -> Vec<(String, usize)> {
 
 /// `text` with every occurrence of `from` that is a whole token (not part of a longer name or
 /// number: Cranelift writes `0x55a9_d136_2420`, so `_` counts as part of one) replaced by `to`.
-fn replace_token(text: &str, from: &str, to: &str) -> String {
+pub(crate) fn replace_token(text: &str, from: &str, to: &str) -> String {
     let part_of_token = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

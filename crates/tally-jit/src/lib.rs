@@ -1,18 +1,23 @@
-//! Tally's compiled tiers, on Cranelift. The VM defines what compiled code must do
-//! (`tally_vm::jit`: frames and value stack shared with the interpreter, statuses, stubs);
-//! this crate makes the machine code, so the VM itself never depends on a compiler back end.
+//! Tally's compiled tiers: the baseline tier's template compiler (dynasm) and the
+//! optimizing levels (Tally's IR lowered to Cranelift). The VM defines what compiled code
+//! must do (`tally_vm::jit`: frames and value stack shared with the interpreter, statuses,
+//! stubs); this crate makes the machine code, so the VM itself never depends on a compiler
+//! back end.
 
-mod baseline;
 mod compiler;
 mod counters;
 mod diagnostics;
+mod generator;
 mod numbers;
 mod optimizing;
 mod pc_map;
 mod stub_calls;
+#[cfg(target_arch = "x86_64")]
+mod template;
 
-pub use compiler::{Compiler, ListingParts};
+pub use compiler::ListingParts;
 pub use diagnostics::{phase_names, Diagnostics, PrintIrAfter};
+pub use generator::Compiler;
 
 use tally_vm::jit::{AdaptiveConfig, CodeGenerator, Tier};
 use tally_vm::tally_controller::CostModel;

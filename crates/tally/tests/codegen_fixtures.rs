@@ -1,5 +1,5 @@
 //! Code-generation fixtures: each `tests/codegen/NAME.som` is a SOM class whose header comment
-//! names listings to check (`check bytecode Class>>selector`, `check baseline-ir Class`) and
+//! names listings to check (`check bytecode Class>>selector`, `check baseline-asm Class`) and
 //! whose end holds the expected listings in comments, so that any change in what the bytecode
 //! compiler or the baseline tier makes of the class shows as a diff. The format is described
 //! in `tests/codegen/README.md`.
@@ -27,11 +27,12 @@ const CONTEXT: usize = 3;
 enum Listing {
     /// `tally disasm TARGET`: bytecode with source positions.
     Bytecode,
-    /// `tally disasm --tier=baseline --show=ir TARGET`: the baseline tier's Cranelift IR,
-    /// which, unlike its machine code, is the same on every target.
-    BaselineIr,
+    /// `tally disasm --tier=baseline --show=machine TARGET`: the baseline tier's machine code
+    /// (x86-64, the one target its template compiler writes for), jumps as offsets and
+    /// the addresses it calls by name.
+    BaselineAsm,
     /// The same under SemiSpace (`--gc=semispace`), a collector without a write barrier.
-    SemispaceBaselineIr,
+    SemispaceBaselineAsm,
     /// `tally disasm --tier=opt --show=tally-ir TARGET`: Tally's IR with its frame states.
     TallyIr,
 }
@@ -40,8 +41,8 @@ impl Listing {
     fn parse(word: &str) -> Option<Listing> {
         match word {
             "bytecode" => Some(Listing::Bytecode),
-            "baseline-ir" => Some(Listing::BaselineIr),
-            "semispace-baseline-ir" => Some(Listing::SemispaceBaselineIr),
+            "baseline-asm" => Some(Listing::BaselineAsm),
+            "semispace-baseline-asm" => Some(Listing::SemispaceBaselineAsm),
             "tally-ir" => Some(Listing::TallyIr),
             _ => None,
         }
@@ -50,8 +51,8 @@ impl Listing {
     fn name(self) -> &'static str {
         match self {
             Listing::Bytecode => "bytecode",
-            Listing::BaselineIr => "baseline-ir",
-            Listing::SemispaceBaselineIr => "semispace-baseline-ir",
+            Listing::BaselineAsm => "baseline-asm",
+            Listing::SemispaceBaselineAsm => "semispace-baseline-asm",
             Listing::TallyIr => "tally-ir",
         }
     }
@@ -59,8 +60,10 @@ impl Listing {
     fn disasm_flags(self) -> &'static [&'static str] {
         match self {
             Listing::Bytecode => &[],
-            Listing::BaselineIr => &["--tier=baseline", "--show=ir"],
-            Listing::SemispaceBaselineIr => &["--gc=semispace", "--tier=baseline", "--show=ir"],
+            Listing::BaselineAsm => &["--tier=baseline", "--show=machine"],
+            Listing::SemispaceBaselineAsm => {
+                &["--gc=semispace", "--tier=baseline", "--show=machine"]
+            }
             Listing::TallyIr => &["--tier=opt", "--show=tally-ir"],
         }
     }
@@ -125,7 +128,7 @@ fn parse_fixture(text: &str) -> Result<Fixture, String> {
             checks.push(Check::parse(spec).ok_or_else(|| {
                 format!(
                     "bad check line {:?}: expected `check bytecode TARGET` or \
-                     `check baseline-ir TARGET`",
+                     `check baseline-asm TARGET`",
                     line.trim()
                 )
             })?);

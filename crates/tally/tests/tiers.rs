@@ -396,9 +396,9 @@ fn immediate_samples_in_compiled_code_count_as_compiled() {
     let r = run_in(d.path(), &["report", "p.profile"]);
     let report = String::from_utf8_lossy(&r.stdout).into_owned();
     let (compiled, samples) = state_share(&report, "compiled");
-    // Compiling is a state of its own (a large one in unoptimised builds of Cranelift).
+    // Compiling is a state of its own (the template compiler's compiles take microseconds:
+    // often no sample lands on one).
     let (compiling, _) = state_share(&report, "compiling");
-    assert!(compiling > 0.0, "{report}");
     assert!(samples >= 10, "too few samples to judge: {report}");
     assert!(compiled / (1.0 - compiling) > 0.8, "{report}");
 }
@@ -467,7 +467,6 @@ fn print_code_shows_the_methods_it_names() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("=== ").count(), 1, "{err}");
     assert!(err.contains("=== Fib>>fib: [baseline]"), "{err}");
-    assert!(err.contains("--- baseline: Cranelift IR"), "{err}");
     assert!(err.contains("--- baseline: machine code"), "{err}");
     for flag in ["--print-code=Fib", "--no-speculation", "--no-osr"] {
         let refused = run_in(dir.path(), &["--tier=interp", flag, "Fib.som"]);

@@ -106,7 +106,8 @@ fn baseline_code_counts_and_optimized_code_does_not() {
         let rest = &err[start + header.len()..];
         rest[..rest.find("\n=== ").unwrap_or(rest.len())].to_string()
     };
-    assert!(listing("=== Poly>>area: [baseline]").contains("stub:record_value"));
+    // The counting send routine, with the site's table.
+    assert!(listing("=== Poly>>area: [baseline]").contains("routine:send_counting"));
     assert!(!listing("=== Poly>>run [opt]").contains("record_value"));
 }
 

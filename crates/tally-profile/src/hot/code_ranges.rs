@@ -21,6 +21,10 @@ const INLINED_POOL_CAPACITY: usize = 1 << 16;
 /// `inlined_count` of a range whose inlined methods were not kept.
 const ANY_METHOD: u32 = u32::MAX;
 
+/// The method of a range of shared code (a routine compiled code of any method calls): no
+/// frame runs it as its own, so a sample there is compiled code at its frame's saved place.
+const SHARED: u32 = u32::MAX;
+
 pub struct CodeRanges {
     starts: Box<[AtomicUsize]>,
     ends: Box<[AtomicUsize]>,
@@ -103,6 +107,12 @@ impl CodeRanges {
         true
     }
 
+    /// Adds the range of a function compiled code of any version calls (a shared routine,
+    /// a probe, an adapter); false when the table is full.
+    pub fn add_shared(&self, code: Range<usize>) -> bool {
+        self.add(code, CodeVersionId(0), MethodId(SHARED), &[])
+    }
+
     /// Whether `pc` lies in a registered range. Async-signal-safe: atomics only.
     #[inline]
     pub fn contains(&self, pc: usize) -> bool {
@@ -125,7 +135,8 @@ impl CodeRanges {
     #[inline]
     pub fn find_running(&self, pc: usize, method: MethodId) -> Option<(CodeVersionId, u32)> {
         let i = self.index_of(pc)?;
-        let runs = self.methods[i].load(Ordering::Relaxed) == method.0 || {
+        let own = self.methods[i].load(Ordering::Relaxed);
+        let runs = (own == method.0 && own != SHARED) || {
             let count = self.inlined_count[i].load(Ordering::Relaxed);
             let from = self.inlined_from[i].load(Ordering::Relaxed) as usize;
             count == ANY_METHOD
@@ -174,6 +185,15 @@ mod tests {
         assert!(r.contains(0x1000) && r.contains(0x10ff) && r.contains(0x300f));
         assert!(!r.contains(0x1100) && !r.contains(0x2000) && !r.contains(0x3010));
         assert!(!r.contains(0x10));
+    }
+
+    #[test]
+    fn shared_code_is_compiled_code_no_frame_runs_as_its_own() {
+        let r = CodeRanges::new();
+        assert!(r.add_shared(0x1000..0x1100));
+        assert!(r.contains(0x1010));
+        assert_eq!(r.find_running(0x1010, MethodId(SHARED)), None);
+        assert_eq!(r.find_running(0x1010, MethodId(7)), None);
     }
 
     #[test]

@@ -265,6 +265,12 @@ impl PublishedState {
         self.compiled.add(code, version, method, inlined)
     }
 
+    /// Registers a function compiled code calls that belongs to no version (a shared
+    /// routine): samples there count as compiled code at their frame's saved place.
+    pub fn add_shared_code(&self, code: Range<usize>) -> bool {
+        self.compiled.add_shared(code)
+    }
+
     /// The innermost frame of a sample interrupted at `pc`: when `pc` lies in a compiled
     /// version of the frame's own method, or of a method the frame's method is inlined into,
     /// that version at `pc`'s offset (resolved later through its pc map to a bytecode index,

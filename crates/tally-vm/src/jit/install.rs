@@ -210,6 +210,9 @@ impl Installer {
                 p.hot
                     .published
                     .add_compiled_code(start..start + native.size, version, method, &[]);
+            for f in &native.shared {
+                let _ = p.hot.published.add_shared_code(f.start..f.start + f.size);
+            }
             let pc_map = native
                 .pc_map
                 .iter()
