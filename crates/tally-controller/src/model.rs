@@ -100,9 +100,12 @@ impl Default for CostModel {
     /// Figures for a machine that was never calibrated. The quick level's are what `tally
     /// calibrate` measures on the two-core x86-64 machines this VM is developed on, rounded
     /// (BENCHMARKS.md has the command). The baseline's and the optimizing level's are older
-    /// and lower than calibrate's (2.5x and 11.5x, 1 ms + 42 us per bytecode compiled, 2.8
-    /// compiled per own bytecode over AWFY): with calibrate's, the controller compiles hot
-    /// methods later, and AWFY's iterations 11-20 run 1.23x slower (BENCHMARKS.md).
+    /// than calibrate's: the optimizing level's lower (calibrate: 9-11x, 1-1.4 ms + 42-64 us
+    /// per bytecode compiled, 2.8 compiled per own bytecode over AWFY), the baseline's compile
+    /// dearer than the template compiler's (calibrate: 2.0x, 1.6 us per bytecode). With
+    /// calibrate's the controller sends methods to the baseline early and to the optimizing
+    /// tier late: AWFY's iterations 11-20 run 1.23x slower, one run 1.4x slower (cheap
+    /// baseline alone) or no faster (with calibrate's optimizing speedup too).
     fn default() -> Self {
         CostModel {
             provenance: Provenance {

@@ -1,4 +1,4 @@
-//! Numbers in compiled code, shared by the tiers: immediate doubles decoded, computed on
+//! Numbers in the optimizing tier's code (Cranelift IR): immediate doubles decoded, computed on
 //! and encoded again in place (`tally_heap::value`'s small floats), and the conditions of
 //! the comparison selectors. What does not fit an immediate jumps to the caller's slow path.
 

@@ -14,10 +14,10 @@
 //!   emits without a location) takes the last location before it in the code.
 //!
 //! What is left on no bytecode is the function's entry block (prologue, the resume dispatch)
-//! and the code the translators mark [`SHARED_EXIT`] (the baseline's exits, the optimizing
-//! tier's hand-over: code that runs for every bytecode that leaves). Cranelift's edges between machine blocks are not used to tell an edge block from
-//! an exit: after branch threading they can name a block that was folded away, or leave a
-//! block out.
+//! and the code the lowering marks [`SHARED_EXIT`] (the optimizing tier's hand-over: code
+//! that runs for every bytecode that leaves). Cranelift's edges between machine blocks are
+//! not used to tell an edge block from an exit: after branch threading they can name a block
+//! that was folded away, or leave a block out.
 
 /// The source location of code that runs for no one bytecode: the shared exits. The pc map
 /// leaves it on no bytecode, and does not place it on its neighbours' either.

@@ -1,4 +1,4 @@
-//! Calls of the VM's runtime stubs from either tier. Each stub is declared once, with its
+//! Calls of the VM's runtime stubs from the optimizing tier's code. Each stub is declared once, with its
 //! signature, in the VM's table (`tally_vm::jit::Stubs`); a function imports the Cranelift
 //! signature of each shape it calls once, and every call names the stub alone, so no call
 //! can pair an address with another stub's signature.

@@ -366,6 +366,7 @@ impl Emitter<'_> {
         let routine = self.routines.binary(op);
         let packed = super::routines::packed(h, 1, i + 1);
         let exit = self.exit;
+        self.mark_routine_call(i);
         asm!(self
             ; mov esi, site as i32
             ; mov rdx, QWORD packed

@@ -353,6 +353,15 @@ impl<'a> Emitter<'a> {
         );
     }
 
+    /// Stores instruction `i` as the frame's `ip` before a call of a send or binary routine,
+    /// so that a sample taken in the routine (a native frame the VM never sees) lands on the
+    /// instruction that called it; the routine makes the frame exact itself where it looks
+    /// further (a stub, a call).
+    fn mark_routine_call(&mut self, i: usize) {
+        let frame_ip = self.layout.frame_ip;
+        asm!(self; mov DWORD [r12 + frame_ip], i as i32);
+    }
+
     /// Calls `stub` with the VM and the arguments already in `esi`/`rsi`, `edx`/`rdx`, ...
     /// (through its trampoline, which passes the VM).
     fn call_stub(&mut self, stub: Stub) {

@@ -29,6 +29,7 @@ impl Emitter<'_> {
         self.op_label(i + 1)?;
         let facts = self.site(site);
         let packed = super::routines::packed(h, facts.argc as i32, i + 1);
+        self.mark_routine_call(i);
         asm!(self
             ; mov esi, site as i32
             ; mov rdx, QWORD packed
