@@ -13,7 +13,7 @@ use tally_vm::{Vm, VmOptions};
 #[derive(Parser)]
 #[command(
     name = "tally disasm",
-    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm --tier=baseline 'Integer>>max:'   with Cranelift IR and machine code\n  tally disasm --tier=baseline --show=ir 'Integer>>max:'   the IR alone\n  tally disasm --tier=baseline --show=ir --gc=gencopy 'Vector>>append:'   with write barriers\n  tally disasm Vector                    every method of Vector and of Vector class"
+    after_help = "Examples:\n  tally disasm 'Integer>>to:do:'\n  tally disasm -cp SOM/Smalltalk:Examples/AreWeFastYet/Core 'Vector>>forEach:'\n  tally disasm 'Vector class>>new:'\n  tally disasm --tier=baseline 'Integer>>max:'   with the baseline's machine code\n  tally disasm --tier=opt --show=tally-ir,ir 'Integer>>max:'   the optimizing tier's two IRs\n  tally disasm --tier=baseline --show=machine --gc=gencopy 'Vector>>append:'   with write barriers\n  tally disasm Vector                    every method of Vector and of Vector class"
 )]
 struct DisasmArgs {
     /// `Class>>selector`, `Class class>>selector`, or `Class` for all of a class's methods
@@ -22,15 +22,16 @@ struct DisasmArgs {
     /// serves classes it does not define
     #[arg(long, value_name = "DIR:DIR…")]
     classpath: Vec<String>,
-    /// Also show what this tier compiles each method and block into: `baseline` prints
-    /// Cranelift's IR and the machine code, annotated with bytecode indices; `opt` also
-    /// Tally's IR with its frame states
+    /// Also show what this tier compiles each method and block into: `baseline` prints the
+    /// template compiler's machine code (x86-64) by bytecode index; `opt` and `quick`
+    /// Tally's IR with its frame states, Cranelift's IR and the machine code, annotated
+    /// with bytecode indices
     #[arg(long, value_enum, default_value_t = crate::TierChoice::Interp)]
     tier: crate::TierChoice,
-    /// Which parts to print, comma-separated: `bytecode`; with a compiling tier also `ir`
-    /// (Cranelift's IR, which does not depend on the instruction set) and `machine` (machine
-    /// code, which does); with `--tier=opt` also `tally-ir` (Tally's IR of the method, with
-    /// its frame states). Default: all the tier has. Stubs and the yieldpoint flag, whose
+    /// Which parts to print, comma-separated: `bytecode`; with a compiling tier also
+    /// `machine` (machine code); with `--tier=opt` or `quick` also `ir` (Cranelift's IR,
+    /// which does not depend on the instruction set) and `tally-ir` (Tally's IR of the
+    /// method, with its frame states); the baseline tier has no IR. Default: all the tier has. Stubs and the yieldpoint flag, whose
     /// addresses change from run to run, are printed by name (`stub:send`,
     /// `addr:yieldpoint_flag`).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PART,…")]

@@ -272,8 +272,9 @@ struct Cli {
     force: bool,
 
     /// Which code runs methods and blocks: `interp`, the bytecode interpreter; `baseline`,
-    /// machine code from the baseline compiler (Cranelift), made for each method and block at
-    /// its first call (anything it cannot compile stays interpreted; see `--tier-log`); `opt`,
+    /// machine code from the baseline compiler (a template compiler for x86-64: each
+    /// bytecode's machine code written in place, in microseconds), made for each method and
+    /// block at its first call (anything it cannot compile stays interpreted; see `--tier-log`); `opt`,
     /// the same with the optimizing compiler (Tally's IR: SOM values in registers, native
     /// calls, speculation on what the send sites saw so far, with guards that deoptimize
     /// through frame states: at a first call the sites have seen nothing but small
@@ -369,8 +370,8 @@ struct Cli {
     #[arg(long)]
     perf_map: bool,
 
-    /// Print the Cranelift IR and machine code (annotated with bytecode indices) of every
-    /// compiled method or block whose name contains PATTERN, on stderr, as it is compiled
+    /// Print the compiled code (annotated with bytecode indices: the baseline's machine code;
+    /// the optimizing tier's IRs and machine code) of every compiled method or block whose name contains PATTERN, on stderr, as it is compiled
     /// (e.g. `--print-code='Vector>>'`). `tally disasm --tier=baseline` shows the same without
     /// running anything.
     #[arg(long, value_name = "PATTERN")]

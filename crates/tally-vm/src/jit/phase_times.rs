@@ -1,6 +1,6 @@
 //! `--time-passes`: how long each named phase of compilation took, summed over a run. The
 //! code generator adds its phases (the optimizing tier's IR build and passes, lowering,
-//! the baseline tier's translation, Cranelift's own passes, the code module's work) on
+//! the baseline tier's assembly, Cranelift's own passes, the code module's work) on
 //! whichever thread compiles; the installer adds installation on the VM thread. Each phase
 //! counts its own time only (a Cranelift pass without the passes it runs inside it), so the
 //! rows add up to the whole.
@@ -21,7 +21,7 @@ pub enum Stage {
     IrPass,
     /// The IR lowered to Cranelift's.
     Lowering,
-    /// The baseline tier's bytecode translated to Cranelift's IR.
+    /// The baseline tier's bytecode assembled by its template compiler.
     Translation,
     /// One of Cranelift's passes (by its own description).
     Cranelift,
