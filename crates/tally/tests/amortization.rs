@@ -250,8 +250,13 @@ fn verdicts_match_what_the_exact_costs_per_call_say() {
         );
         compared += 1;
     }
+    // The interpreter -> baseline move of `hot:` always has an exact verdict. The baseline ->
+    // optimizing one often has none: `--tier=opt` compiles `hot:` at its first call, before
+    // its sites have seen anything, and that code runs it no faster than the template
+    // baseline, so the exact costs leave the move in doubt (the adaptive run's own version,
+    // compiled from feedback, is twice as fast).
     assert!(
-        compared >= 2,
+        compared >= 1,
         "too few verdicts to compare (exact ns per call by tier: {exact:?}):\n{report}"
     );
 }

@@ -364,7 +364,7 @@ impl Emitter<'_> {
     /// values, the operands on top), which answers in place or sends; then on to `i + 1`.
     fn binary_routine(&mut self, op: IntOp, site: u32, h: i32, i: usize) -> Result<(), String> {
         let routine = self.routines.binary(op);
-        let packed = super::routines::packed(h, 1, i + 1);
+        let packed = super::routines::packed(h, 1, i + 1)?;
         let exit = self.exit;
         self.mark_routine_call(i);
         asm!(self
@@ -382,6 +382,8 @@ impl Emitter<'_> {
     pub(super) fn send_binary(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
         let op = self.site(site).int_op;
         self.op_label(i + 1)?;
+        // Checked here: the cold path's call of the routine cannot fail.
+        super::routines::packed(h, 1, i + 1)?;
         if !has_int_form(op) {
             return self.binary_routine(op, site, h, i);
         }
@@ -417,6 +419,7 @@ impl Emitter<'_> {
     ) -> Result<(), String> {
         let op = self.site(site).int_op;
         self.op_label(i + 1)?;
+        super::routines::packed(h, 1, i + 1)?;
         let Some(cond) = Cond::of_ints(op) else {
             return self.binary_routine(op, site, h, i);
         };

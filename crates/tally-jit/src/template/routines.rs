@@ -51,10 +51,16 @@ const INT_OPS: [IntOp; 21] = [
 ];
 
 /// `h`, `argc` and the instruction to resume at, as a send or binary routine takes them
-/// in `rdx`.
-pub(super) fn packed(h: i32, argc: i32, resume: usize) -> i64 {
-    debug_assert!((0..1 << 16).contains(&h) && (0..256).contains(&argc));
-    ((resume as i64) << 32) | ((argc as i64) << 16) | h as i64
+/// in `rdx`; an error (the code stays interpreted) for a height or an instruction index
+/// beyond the fields.
+pub(super) fn packed(h: i32, argc: i32, resume: usize) -> Result<i64, String> {
+    if !(0..1 << 16).contains(&h) || !(0..256).contains(&argc) || resume > u32::MAX as usize {
+        return Err(format!(
+            "a send at stack height {h} with {argc} arguments, beyond what the baseline's \
+             send routine takes"
+        ));
+    }
+    Ok(((resume as i64) << 32) | ((argc as i64) << 16) | h as i64)
 }
 
 /// Where the routines are.
@@ -729,5 +735,20 @@ impl Writer<'_> {
             boolean(&mut self.a, Cond::Ne);
             w!(self; jmp =>done);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packed;
+
+    #[test]
+    fn the_packed_operand_holds_height_arguments_and_resume_point_or_refuses() {
+        let p = packed(300, 2, 70_000).unwrap();
+        assert_eq!(p & 0xffff, 300);
+        assert_eq!((p >> 16) & 0xff, 2);
+        assert_eq!(p >> 32, 70_000);
+        assert!(packed(1 << 16, 0, 1).is_err());
+        assert!(packed(4, 256, 1).is_err());
     }
 }

@@ -28,7 +28,7 @@ impl Emitter<'_> {
     pub(super) fn direct_send(&mut self, site: u32, h: i32, i: usize) -> Result<(), String> {
         self.op_label(i + 1)?;
         let facts = self.site(site);
-        let packed = super::routines::packed(h, facts.argc as i32, i + 1);
+        let packed = super::routines::packed(h, facts.argc as i32, i + 1)?;
         self.mark_routine_call(i);
         asm!(self
             ; mov esi, site as i32
