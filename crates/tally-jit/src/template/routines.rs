@@ -26,7 +26,7 @@ use tally_vm::runtime::{
 };
 
 /// The binary operations, each with a routine of its own.
-const INT_OPS: [IntOp; 21] = [
+const INT_OPS: [IntOp; 20] = [
     IntOp::None,
     IntOp::Add,
     IntOp::Sub,
@@ -47,7 +47,6 @@ const INT_OPS: [IntOp; 21] = [
     IntOp::BitXor,
     IntOp::ShiftLeft,
     IntOp::ShiftRight,
-    IntOp::None,
 ];
 
 /// `h`, `argc` and the instruction to resume at, as a send or binary routine takes them
@@ -124,9 +123,7 @@ pub(super) fn write(layout: &Layout, base: usize) -> Result<(Vec<u8>, Routines),
     let send_counting = w.send(true);
     let mut binary = Vec::new();
     for op in INT_OPS {
-        if binary.iter().all(|&(o, _)| o != op) {
-            binary.push((op, w.binary(op)));
-        }
+        binary.push((op, w.binary(op)));
     }
     let handover = w.handover();
     let barrier = w.barrier();
@@ -219,6 +216,21 @@ impl Writer<'_> {
             ; mov rdi, rbx
             ; mov rax, QWORD address
             ; call rax
+        );
+    }
+
+    /// `rsi` := the receiver (slot `rcx`) when it is an object with field `rdx`; else to
+    /// `slow`. Uses `eax`.
+    fn receiver_with_field(&mut self, slow: DynamicLabel) {
+        w!(self
+            ; mov rsi, [r13 + rcx * 8]
+            ; test sil, 7
+            ; jnz =>slow
+            ; test rsi, rsi
+            ; jz =>slow
+            ; mov eax, DWORD [rsi + 8]
+            ; cmp rax, rdx
+            ; jbe =>slow
         );
     }
 
@@ -335,15 +347,8 @@ impl Writer<'_> {
         );
         // Getter and setter: field `rdx` of the receiver, when it is an object that has it.
         self.receiver_index();
+        self.receiver_with_field(slow);
         w!(self
-            ; mov rsi, [r13 + rcx * 8]
-            ; test sil, 7
-            ; jnz =>slow
-            ; test rsi, rsi
-            ; jz =>slow
-            ; mov eax, DWORD [rsi + 8]
-            ; cmp rax, rdx
-            ; jbe =>slow
             ; mov rax, [r13 + rcx * 8 + 8]
             ; mov [rsi + rdx * 8 + header], rax
         );
@@ -353,15 +358,8 @@ impl Writer<'_> {
             ; =>getter
         );
         self.receiver_index();
+        self.receiver_with_field(slow);
         w!(self
-            ; mov rsi, [r13 + rcx * 8]
-            ; test sil, 7
-            ; jnz =>slow
-            ; test rsi, rsi
-            ; jz =>slow
-            ; mov eax, DWORD [rsi + 8]
-            ; cmp rax, rdx
-            ; jbe =>slow
             ; mov rax, [rsi + rdx * 8 + header]
             ; mov [r13 + rcx * 8], rax
             ; jmp =>done
