@@ -9,12 +9,12 @@ use std::process::Output;
 
 use common::{run, text};
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("tally-source-limits-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory for one test's files, removed when the test ends (pass or fail).
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("tally-source-limits-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn run_program(dir: &Path, class: &str, source: &str) -> Output {
@@ -38,7 +38,7 @@ fn flat_chains_of_five_thousand_sends_parse_compile_and_run() {
     let src = format!(
         "Chains = ( run = ( ({binary}) println. (-3{unary}) println. (0{mixed}) println ) )"
     );
-    let out = run_program(&dir, "Chains", &src);
+    let out = run_program(dir.path(), "Chains", &src);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "5000\n3\n2000\n");
 }
@@ -51,7 +51,7 @@ fn a_class_with_a_hundred_thousand_methods_loads() {
         src.push_str(&format!("  m{i} = ( ^{i} )\n"));
     }
     src.push_str(")\n");
-    let out = run_program(&dir, "Many", &src);
+    let out = run_program(dir.path(), "Many", &src);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "99999\n");
 }
@@ -70,12 +70,12 @@ fn locals_up_to_the_slot_limit_work_and_beyond_it_are_named_errors() {
         "Locals = ( run = ( | {} | l0 := 1. l59999 := 2. (l0 + l59999) println ) )",
         names(60_000)
     );
-    let out = run_program(&dir, "Locals", &src);
+    let out = run_program(dir.path(), "Locals", &src);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "3\n");
 
     let src = format!("TooMany = ( run = ( | {} | ^nil ) )", names(100_000));
-    let out = run_program(&dir, "TooMany", &src);
+    let out = run_program(dir.path(), "TooMany", &src);
     assert_som_error(&out, "more than 65534 arguments and local variables");
     assert_som_error(&out, "(the limit)");
 }
@@ -85,7 +85,7 @@ fn more_send_arguments_than_the_bytecode_holds_is_a_named_error() {
     let dir = scratch("args");
     let keywords: String = (0..300).map(|i| format!(" k{i}: 1")).collect();
     let src = format!("Args = ( run = ( self{keywords} ) )");
-    let out = run_program(&dir, "Args", &src);
+    let out = run_program(dir.path(), "Args", &src);
     assert_som_error(
         &out,
         "a message with 300 arguments: at most 255 (the limit)",
@@ -100,7 +100,7 @@ fn block_nesting_error_names_its_limit() {
         "[ ".repeat(250),
         " ]".repeat(250)
     );
-    let out = run_program(&dir, "Blocks", &src);
+    let out = run_program(dir.path(), "Blocks", &src);
     assert_som_error(
         &out,
         "more than 200 blocks (not inlined) inside one another (the limit)",
@@ -111,7 +111,7 @@ fn block_nesting_error_names_its_limit() {
 fn a_syntax_error_on_a_huge_line_shows_a_window_around_the_column() {
     let dir = scratch("huge");
     let src = format!("Huge = ( run = ( {} println ) )", "7".repeat(1_000_000));
-    let out = run_program(&dir, "Huge", &src);
+    let out = run_program(dir.path(), "Huge", &src);
     assert_som_error(&out, "integer literal with 1000000 digits is too long");
     assert!(
         out.stderr.len() < 2_000,
@@ -124,7 +124,11 @@ fn a_syntax_error_on_a_huge_line_shows_a_window_around_the_column() {
 #[test]
 fn a_leading_byte_order_mark_is_skipped() {
     let dir = scratch("bom");
-    let out = run_program(&dir, "Bom", "\u{feff}Bom = ( run = ( 42 println ) )\n");
+    let out = run_program(
+        dir.path(),
+        "Bom",
+        "\u{feff}Bom = ( run = ( 42 println ) )\n",
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "42\n");
 }
@@ -132,12 +136,12 @@ fn a_leading_byte_order_mark_is_skipped() {
 #[test]
 fn paths_that_are_not_regular_files_are_named_for_what_they_are() {
     let dir = scratch("kinds");
-    let sub = dir.join("Dir.som");
+    let sub = dir.path().join("Dir.som");
     std::fs::create_dir_all(&sub).unwrap();
     let out = run(&[sub.to_str().unwrap()]);
     assert_som_error(&out, "is a directory");
 
-    let fifo = dir.join("Pipe.som");
+    let fifo = dir.path().join("Pipe.som");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
@@ -146,7 +150,7 @@ fn paths_that_are_not_regular_files_are_named_for_what_they_are() {
     // Opening a FIFO would wait for a writer; the type is checked before anything is opened.
     let out = run(&[fifo.to_str().unwrap()]);
     assert_som_error(&out, "is a FIFO");
-    let out = run(&["-cp", dir.to_str().unwrap(), "Pipe"]);
+    let out = run(&["-cp", dir.path().to_str().unwrap(), "Pipe"]);
     assert_som_error(&out, "is a FIFO");
 
     let out = run(&["/dev/null"]);
