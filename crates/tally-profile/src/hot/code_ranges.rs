@@ -25,6 +25,16 @@ const ANY_METHOD: u32 = u32::MAX;
 /// frame runs it as its own, so a sample there is compiled code at its frame's saved place.
 const SHARED: u32 = u32::MAX;
 
+/// What the code at a sample's pc is to the frame on top of the stack ([`CodeRanges::at_pc`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtPc {
+    /// The frame runs there: this version, at this offset.
+    Frame(CodeVersionId, u32),
+    /// An activation of another method runs there without its frame record on top (its entry
+    /// or its return): this version, at this offset.
+    Unrecorded(CodeVersionId, u32),
+}
+
 pub struct CodeRanges {
     starts: Box<[AtomicUsize]>,
     ends: Box<[AtomicUsize]>,
@@ -130,13 +140,21 @@ impl CodeRanges {
         ))
     }
 
-    /// The code version `pc` lies in and `pc`'s offset in it, when `method` is that code's
-    /// own method or one inlined into it (a frame `pc` may be running). Async-signal-safe.
+    /// What the code at `pc` is to a frame of `method` on top of the stack: that frame
+    /// running (the code is a version of its method, or of one it is inlined into), or
+    /// another activation whose frame record is not on top (a callee in its entry before it
+    /// pushes its record, or returning after it popped it). `None` outside compiled code and
+    /// in shared code, which runs for whatever frame is on top. Async-signal-safe.
     #[inline]
-    pub fn find_running(&self, pc: usize, method: MethodId) -> Option<(CodeVersionId, u32)> {
+    pub fn at_pc(&self, pc: usize, method: MethodId) -> Option<AtPc> {
         let i = self.index_of(pc)?;
         let own = self.methods[i].load(Ordering::Relaxed);
-        let runs = (own == method.0 && own != SHARED) || {
+        if own == SHARED {
+            return None;
+        }
+        let version = CodeVersionId(self.versions[i].load(Ordering::Relaxed));
+        let offset = (pc - self.starts[i].load(Ordering::Relaxed)) as u32;
+        let runs = own == method.0 || {
             let count = self.inlined_count[i].load(Ordering::Relaxed);
             let from = self.inlined_from[i].load(Ordering::Relaxed) as usize;
             count == ANY_METHOD
@@ -144,11 +162,10 @@ impl CodeRanges {
                     .iter()
                     .any(|m| m.load(Ordering::Relaxed) == method.0)
         };
-        runs.then(|| {
-            (
-                CodeVersionId(self.versions[i].load(Ordering::Relaxed)),
-                (pc - self.starts[i].load(Ordering::Relaxed)) as u32,
-            )
+        Some(if runs {
+            AtPc::Frame(version, offset)
+        } else {
+            AtPc::Unrecorded(version, offset)
         })
     }
 
@@ -192,8 +209,8 @@ mod tests {
         let r = CodeRanges::new();
         assert!(r.add_shared(0x1000..0x1100));
         assert!(r.contains(0x1010));
-        assert_eq!(r.find_running(0x1010, MethodId(SHARED)), None);
-        assert_eq!(r.find_running(0x1010, MethodId(7)), None);
+        assert_eq!(r.at_pc(0x1010, MethodId(SHARED)), None);
+        assert_eq!(r.at_pc(0x1010, MethodId(7)), None);
     }
 
     #[test]
@@ -207,24 +224,27 @@ mod tests {
             &[MethodId(3), MethodId(4)]
         ));
         assert_eq!(
-            r.find_running(0x1010, MethodId(7)),
-            Some((CodeVersionId(1), 0x10))
+            r.at_pc(0x1010, MethodId(7)),
+            Some(AtPc::Frame(CodeVersionId(1), 0x10))
         );
         assert_eq!(
-            r.find_running(0x1010, MethodId(3)),
-            None,
-            "not inlined there"
+            r.at_pc(0x1010, MethodId(3)),
+            Some(AtPc::Unrecorded(CodeVersionId(1), 0x10)),
+            "not inlined there: another activation, whose record is not on top"
         );
         assert_eq!(
-            r.find_running(0x2020, MethodId(8)),
-            Some((CodeVersionId(2), 0x20))
+            r.at_pc(0x2020, MethodId(8)),
+            Some(AtPc::Frame(CodeVersionId(2), 0x20))
         );
         assert_eq!(
-            r.find_running(0x2020, MethodId(4)),
-            Some((CodeVersionId(2), 0x20))
+            r.at_pc(0x2020, MethodId(4)),
+            Some(AtPc::Frame(CodeVersionId(2), 0x20))
         );
-        assert_eq!(r.find_running(0x2020, MethodId(5)), None);
-        assert_eq!(r.find_running(0x3000, MethodId(8)), None);
+        assert_eq!(
+            r.at_pc(0x2020, MethodId(5)),
+            Some(AtPc::Unrecorded(CodeVersionId(2), 0x20))
+        );
+        assert_eq!(r.at_pc(0x3000, MethodId(8)), None);
     }
 
     #[test]
@@ -239,12 +259,12 @@ mod tests {
             &[MethodId(1)]
         ));
         assert_eq!(
-            r.find_running(0x1000, MethodId(5)),
-            Some((CodeVersionId(1), 0))
+            r.at_pc(0x1000, MethodId(5)),
+            Some(AtPc::Frame(CodeVersionId(1), 0))
         );
         assert_eq!(
-            r.find_running(0x2000, MethodId(u32::MAX - 1)),
-            Some((CodeVersionId(2), 0)),
+            r.at_pc(0x2000, MethodId(u32::MAX - 1)),
+            Some(AtPc::Frame(CodeVersionId(2), 0)),
             "the pool was full: any method may be inlined"
         );
     }

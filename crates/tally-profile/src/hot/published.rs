@@ -58,7 +58,20 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+use super::code_ranges::AtPc;
 use crate::ids::{MethodId, RawFrame, VmState};
+
+/// The innermost frame a sample records, from the frame on top and the interrupted pc
+/// ([`PublishedState::innermost_at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Innermost {
+    /// The frame as the stack holds it.
+    AsSaved,
+    /// This compiled frame in its place (packed).
+    Running(u64),
+    /// This compiled frame (packed) above it: a callee without its frame record.
+    Above(u64),
+}
 
 /// Where a VM keeps its frames, for handlers to read in place.
 ///
@@ -271,23 +284,30 @@ impl PublishedState {
         self.compiled.add_shared(code)
     }
 
-    /// The innermost frame of a sample interrupted at `pc`: when `pc` lies in a compiled
-    /// version of the frame's own method, or of a method the frame's method is inlined into,
-    /// that version at `pc`'s offset (resolved later through its pc map to a bytecode index,
-    /// a tier and the inlined methods, [`crate::Symbols::resolve_stack`]), else the frame as
-    /// the stack holds it (its last saved position). The check against the method covers
-    /// the few instructions of a direct call where the callee's frame is pushed but the
-    /// caller's code still runs. Async-signal-safe.
+    /// What a sample interrupted at `pc` records for the innermost frame `word`: when `pc`
+    /// lies in a compiled version of the frame's own method, or of a method the frame's
+    /// method is inlined into, that version at `pc`'s offset in its place (resolved later
+    /// through its pc map to a bytecode index, a tier and the inlined methods,
+    /// [`crate::Symbols::resolve_stack`]); when it lies in a version of another method, that
+    /// version above the frame: a callee whose entry has not pushed its frame record yet or
+    /// whose return has popped it (a compiled call's frame push and pop are a good part of
+    /// a small method's time, and the frame on top then is its caller's, waiting at the
+    /// call). Otherwise the frame as the stack holds it (its last saved position).
+    /// Async-signal-safe.
     #[inline]
-    pub fn innermost_at(&self, word: u64, pc: usize) -> u64 {
-        match RawFrame::unpack(word) {
-            RawFrame::Interpreted { method, .. } | RawFrame::InTier { method, .. } => {
-                match self.compiled.find_running(pc, method) {
-                    Some((code, pc_offset)) => RawFrame::Compiled { code, pc_offset }.pack(),
-                    None => word,
-                }
+    pub fn innermost_at(&self, word: u64, pc: usize) -> Innermost {
+        let method = match RawFrame::unpack(word) {
+            RawFrame::Interpreted { method, .. } | RawFrame::InTier { method, .. } => method,
+            RawFrame::Compiled { .. } => return Innermost::AsSaved,
+        };
+        match self.compiled.at_pc(pc, method) {
+            Some(AtPc::Frame(code, pc_offset)) => {
+                Innermost::Running(RawFrame::Compiled { code, pc_offset }.pack())
             }
-            RawFrame::Compiled { .. } => word,
+            Some(AtPc::Unrecorded(code, pc_offset)) => {
+                Innermost::Above(RawFrame::Compiled { code, pc_offset }.pack())
+            }
+            None => Innermost::AsSaved,
         }
     }
 
@@ -356,6 +376,7 @@ impl PublishedState {
             let d = unsafe { std::ptr::read_volatile(view.len) };
             let mut n = 0;
             let mut inlined = 0;
+            let mut unrecorded = 0;
             for i in 0..d {
                 if n >= max {
                     break;
@@ -366,11 +387,18 @@ impl PublishedState {
                 // SAFETY: as above.
                 let word = unsafe { (view.read)(at, i == 0) }.pack();
                 if let (0, Some(pc)) = (i, pc) {
-                    let running = self.innermost_at(word, pc);
-                    if running != word {
-                        out(n, running);
-                        n += 1;
-                        continue;
+                    match self.innermost_at(word, pc) {
+                        Innermost::Running(running) => {
+                            out(n, running);
+                            n += 1;
+                            continue;
+                        }
+                        Innermost::Above(callee) => {
+                            out(n, callee);
+                            n += 1;
+                            unrecorded = 1;
+                        }
+                        Innermost::AsSaved => {}
                     }
                 }
                 // SAFETY: as above; `aside` is the view's own.
@@ -388,19 +416,38 @@ impl PublishedState {
                     n += 1;
                 }
             }
-            return (n, (d + inlined) as u32);
+            return (n, (d + inlined + unrecorded) as u32);
         }
         let d = self.depth.load(Ordering::Acquire);
-        let n = (d as usize).min(self.frames.len()).min(max);
-        for i in 0..n {
+        let kept = (d as usize).min(self.frames.len());
+        let mut n = 0;
+        let mut unrecorded = 0u32;
+        for i in 0..kept {
+            if n >= max {
+                break;
+            }
             let idx = (d as usize - 1 - i) & self.mask as usize;
             let word = self.frames[idx].load(Ordering::Acquire);
-            match (i, pc) {
-                (0, Some(pc)) => out(i, self.innermost_at(word, pc)),
-                _ => out(i, word),
-            }
+            let word = match (i, pc) {
+                (0, Some(pc)) => match self.innermost_at(word, pc) {
+                    Innermost::Running(running) => running,
+                    Innermost::Above(callee) => {
+                        out(n, callee);
+                        n += 1;
+                        unrecorded = 1;
+                        if n >= max {
+                            break;
+                        }
+                        word
+                    }
+                    Innermost::AsSaved => word,
+                },
+                _ => word,
+            };
+            out(n, word);
+            n += 1;
         }
-        (n, d)
+        (n, d + unrecorded)
     }
 }
 
@@ -545,6 +592,96 @@ mod tests {
 
     fn frames_of(p: &PublishedState, max: usize) -> (Vec<RawFrame>, u32) {
         frames(p, max)
+    }
+
+    fn frames_at(p: &PublishedState, max: usize, pc: usize) -> (Vec<RawFrame>, u32) {
+        let mut v = vec![0u64; max];
+        let (n, d) = p.snapshot(|i, w| v[i] = w, max, Some(pc));
+        (v[..n].iter().map(|&w| RawFrame::unpack(w)).collect(), d)
+    }
+
+    #[test]
+    fn a_pc_in_another_methods_code_is_a_callee_above_the_frame_on_top() {
+        use crate::ids::CodeVersionId;
+        let p = PublishedState::new(4);
+        p.push(RawFrame::interpreted(MethodId(1), 0));
+        p.set_top_pos(4);
+        p.push(RawFrame::interpreted(MethodId(2), 0));
+        p.set_top_pos(9);
+        assert!(p.add_compiled_code(0x1000..0x1100, CodeVersionId(5), MethodId(2), &[]));
+        assert!(p.add_compiled_code(0x2000..0x2100, CodeVersionId(6), MethodId(3), &[]));
+        assert!(p.add_shared_code(0x3000..0x3100));
+        let compiled = |v, o| RawFrame::Compiled {
+            code: CodeVersionId(v),
+            pc_offset: o,
+        };
+        // The frame on top runs its own code: that code in its place.
+        let (f, d) = frames_at(&p, 8, 0x1010);
+        assert_eq!(d, 2);
+        assert_eq!(
+            f,
+            vec![compiled(5, 0x10), RawFrame::interpreted(MethodId(1), 4)]
+        );
+        // Method 3's code, its record not pushed (or popped): a callee above method 2's
+        // frame, which waits at its call.
+        let (f, d) = frames_at(&p, 8, 0x2020);
+        assert_eq!(d, 3);
+        assert_eq!(
+            f,
+            vec![
+                compiled(6, 0x20),
+                RawFrame::interpreted(MethodId(2), 9),
+                RawFrame::interpreted(MethodId(1), 4)
+            ]
+        );
+        // Kept to one frame, the sample keeps the callee and counts the rest.
+        let (f, d) = frames_at(&p, 1, 0x2020);
+        assert_eq!((f, d), (vec![compiled(6, 0x20)], 3));
+        // Shared code and native code run for the frame on top as it is.
+        for pc in [0x3010, 0x9000] {
+            let (f, d) = frames_at(&p, 8, pc);
+            assert_eq!(d, 2);
+            assert_eq!(f[0], RawFrame::interpreted(MethodId(2), 9));
+        }
+    }
+
+    #[test]
+    fn a_stack_view_puts_a_callee_without_its_record_above_the_top_frame() {
+        use crate::ids::CodeVersionId;
+        let frames: Vec<VmFrame> = (0..2)
+            .map(|m| VmFrame {
+                method: m,
+                next_ip: 10 + m,
+                other: 0,
+            })
+            .collect();
+        let len: usize = 2;
+        let p = PublishedState::new(1);
+        let view = StackView {
+            base: frames.as_ptr() as *const u8,
+            len: &len,
+            stride: std::mem::size_of::<VmFrame>(),
+            read: read_vm_frame,
+            aside: 0,
+            inlined: no_inlined,
+        };
+        // SAFETY: `frames` and `len` outlive every snapshot below.
+        unsafe { p.use_stack_view(view).unwrap() };
+        assert!(p.add_compiled_code(0x2000..0x2100, CodeVersionId(6), MethodId(7), &[]));
+        let (f, d) = frames_at(&p, 8, 0x2004);
+        assert_eq!(d, 3);
+        assert_eq!(
+            f,
+            vec![
+                RawFrame::Compiled {
+                    code: CodeVersionId(6),
+                    pc_offset: 4
+                },
+                RawFrame::interpreted(MethodId(1), 11),
+                RawFrame::interpreted(MethodId(0), 9)
+            ]
+        );
+        drop(frames);
     }
 
     #[test]

@@ -108,9 +108,12 @@ impl VmProfile {
             };
             let Some((v, pc)) = compiled else {
                 if s.state == VmState::Compiled {
-                    // Compiled code the profile has no version for (installed before the
-                    // recording started, or a sample that lost its frame).
-                    *generated.entry("unknown version".into()).or_insert(0) += 1;
+                    // Code that runs for whatever frame is on top (the optimizing tier's send
+                    // probes and adapters, the baseline's routines), or, rarely, a version the
+                    // profile does not have (installed before the recording started).
+                    *generated
+                        .entry("shared code or unknown version".into())
+                        .or_insert(0) += 1;
                 } else {
                     *vm.entry(component_name(s.state)).or_insert(0) += 1;
                 }
