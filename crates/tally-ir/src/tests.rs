@@ -424,6 +424,41 @@ fn contexts_and_closures_are_values_of_the_activation() {
     assert!(f.states.iter().all(|s| s.closure.is_some()), "{text}");
 }
 
+/// `keep: a = ( [a] value. ^a )`: `a` lives in the context its block shares, and SOM never
+/// assigns an argument, so reading it back there is the argument itself (which is what lets
+/// a block passed as an argument and called from an inlined block be inlined too).
+#[test]
+fn a_captured_argument_read_from_the_context_is_the_argument() {
+    let method = code(
+        6,
+        CodeKind::Method,
+        1,
+        0,
+        3,
+        vec![(1, 2)],
+        vec![
+            Op::PushBlock(2),
+            Op::Send(0),
+            Op::Pop,
+            Op::PushCtx { level: 0, index: 2 },
+            Op::Return,
+        ],
+    );
+    let (f, text) = compile(method, &[(0, site(0, IntOp::None, false))]);
+    assert!(text.contains("new_context 3"), "{text}");
+    assert_eq!(
+        count(&f, |k| matches!(k, InstKind::LoadContext { .. })),
+        0,
+        "{text}"
+    );
+    let argument = f.blocks[0].params[1];
+    let returns_it = f
+        .blocks
+        .iter()
+        .any(|b| b.term == Terminator::Return(argument));
+    assert!(returns_it, "{text}");
+}
+
 #[test]
 fn constants_fold_and_a_dominating_guard_is_not_repeated() {
     // ^(3 + 4) + (a + 1) + (a + 2), all speculated small integers.

@@ -830,3 +830,48 @@ fn inlining_by_a_call_graph_is_refused_where_it_cannot_work() {
         "record it with --exhaustive",
     );
 }
+
+/// `each:` hands `doIndexes:` a block of its own that calls the block `sum` passed it, which
+/// that inner block reads from `each:`'s context (its argument `a`). With `sum`, `each:` and
+/// `doIndexes:` inlined into `round:`, the argument read from the context is the closure
+/// `sum` made (SOM never assigns an argument), so `sum`'s block is inlined too: neither
+/// closure is made, and `s` stays in a register.
+#[test]
+fn a_block_passed_on_through_a_captured_argument_is_inlined() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write_main(
+        dir.path(),
+        "Main = (\n\
+         \x20   | items |\n\
+         \x20   doIndexes: b = ( 1 to: items length do: [ :i | b value: i ] )\n\
+         \x20   each: a = ( self doIndexes: [ :i | a value: (items at: i) ] )\n\
+         \x20   sum = ( | s | s := 0. self each: [ :e | s := s + e ]. ^ s )\n\
+         \x20   round: k = ( | x |\n\
+         \x20       x := k = 100 ifTrue: [ 1.5 ] ifFalse: [ k ].\n\
+         \x20       ^ self sum + (x < 0 ifTrue: [ 1 ] ifFalse: [ 0 ]) )\n\
+         \x20   run = ( | r |\n\
+         \x20       items := Array new: 40. r := 0.\n\
+         \x20       1 to: 40 do: [ :i | items at: i put: i ].\n\
+         \x20       1 to: 3000 do: [ :k | r := r + (self round: k) ].\n\
+         \x20       r println )\n\
+         )\n",
+    );
+    let want = run(dir.path(), &["--tier=interp"]);
+    assert_eq!(want.stdout, "2460000\n", "{}", want.stderr);
+    let got = run(dir.path(), &["--tier=opt", "--tier-log"]);
+    let (log, _) = split_log(&got.stderr);
+    assert!(!log.contains("opt failed"), "{log}");
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("[tier] opt Main>>round: (")
+                && l.contains("2 blocks inlined")
+                && l.contains("2 closures")),
+        "{log}"
+    );
+    assert_eq!(got.stdout, want.stdout, "{log}");
+    let stressed = run(
+        dir.path(),
+        &["--tier=opt", "--gc=semispace", "--gc-stress", "1"],
+    );
+    assert_eq!(stressed.stdout, want.stdout, "{}", stressed.stderr);
+}

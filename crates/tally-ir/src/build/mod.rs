@@ -104,6 +104,7 @@ pub fn build(code: &Code, name: &str, sites: &dyn Sites, osr: bool) -> Result<Fu
         act: Activation::new(code, ScopeId(0), sites, None)?,
         inlined_bytecodes: 0,
         home_here: vec![code.kind == CodeKind::Method],
+        context_args: std::collections::HashMap::new(),
     };
     let slots = b.act.slots();
     let loop_heads = b.act.loop_heads();
@@ -138,6 +139,10 @@ struct Builder<'a> {
     inlined_bytecodes: usize,
     /// For each scope, whether its home method is the compiled code's own activation.
     home_here: Vec<bool>,
+    /// The arguments each context this function makes holds, by slot: SOM never assigns an
+    /// argument, so a read of that slot is the argument's value wherever the context goes.
+    /// A block inlined where a captured argument is read is then known (`known_block`).
+    context_args: std::collections::HashMap<ValueId, Vec<(u16, ValueId)>>,
 }
 
 /// One activation's bytecode as it is translated: the compiled code's own, or a method
@@ -296,8 +301,28 @@ impl Builder<'_> {
             let value = locals[arg as usize];
             let store = InstKind::StoreContext { ctx, index, value };
             self.f.push_inst(block, store, None, 0);
+            self.context_args
+                .entry(ctx)
+                .or_default()
+                .push((index, value));
         }
         ctx
+    }
+
+    /// The argument in slot `index` of the context `level`s out from the activation's, when
+    /// this function made that context ([`Builder::context_args`]).
+    fn captured_argument(&self, s: &State, level: u8, index: u16) -> Option<ValueId> {
+        let mut ctx = s.context?;
+        for _ in 0..level {
+            match self.f.def_inst(ctx).map(|i| &i.kind) {
+                Some(&InstKind::NewContext {
+                    outer: Some(outer), ..
+                }) => ctx = outer,
+                _ => return None,
+            }
+        }
+        let slots = self.context_args.get(&ctx)?;
+        slots.iter().find(|&&(i, _)| i == index).map(|&(_, v)| v)
     }
 
     /// The IR block of leader `bci`, made with its parameters on first use.
@@ -465,8 +490,13 @@ impl Builder<'_> {
                 s.stack.push(s.locals[l as usize]);
             }
             Op::PushCtx { level, index } => {
-                let ctx = self.context_at(s, level, i)?;
-                let v = self.value(s, InstKind::LoadContext { ctx, index }, i, None);
+                let v = match self.captured_argument(s, level, index) {
+                    Some(v) => v,
+                    None => {
+                        let ctx = self.context_at(s, level, i)?;
+                        self.value(s, InstKind::LoadContext { ctx, index }, i, None)
+                    }
+                };
                 s.stack.push(v);
             }
             Op::StoreCtx { level, index } | Op::PopCtx { level, index } => {

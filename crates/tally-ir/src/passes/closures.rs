@@ -162,7 +162,9 @@ fn reachable_from(succs: &[Vec<BlockId>], from: BlockId) -> HashSet<BlockId> {
     seen
 }
 
-pub fn virtualize(f: &mut Function) {
+/// Answers whether a closure became virtual.
+pub fn virtualize(f: &mut Function) -> bool {
+    let mut changed = false;
     let mut used: HashSet<ValueId> = HashSet::new();
     for block in &f.blocks {
         for &i in &block.insts {
@@ -189,7 +191,9 @@ pub fn virtualize(f: &mut Function) {
                 };
                 // Nothing happens here any more that could deoptimize or collect.
                 inst.state = None;
+                changed = true;
             }
         }
     }
+    changed
 }

@@ -32,7 +32,8 @@ struct Candidate {
 }
 
 /// Makes every context that does not escape virtual.
-pub fn virtualize(f: &mut Function) {
+/// Answers whether a context became virtual.
+pub fn virtualize(f: &mut Function) -> bool {
     fold_known_contexts(f);
     let dom = DomTree::new(f);
     let mut candidates = find(f, &dom);
@@ -47,13 +48,14 @@ pub fn virtualize(f: &mut Function) {
         }
     }
     if candidates.is_empty() {
-        return;
+        return false;
     }
     let mut replace: HashMap<ValueId, ValueId> = HashMap::new();
     for c in &candidates {
         rewrite(f, c, &mut replace);
     }
     f.replace_through(&replace);
+    true
 }
 
 /// The outer context of a context the function makes, and the context of a closure it

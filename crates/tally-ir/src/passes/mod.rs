@@ -21,7 +21,8 @@
 //!     need them, not where the code made them;
 //! 11. [`contexts::virtualize`]: an activation's context (the function's own too, when it
 //!     has no loop-head entries) that only its code, virtual closures and frame states use
-//!     has its slots in SSA values, made by the exits too;
+//!     has its slots in SSA values, made by the exits too; then 10 and 11 again while they
+//!     find more (a closure only a now virtual context held);
 //! 12. [`objects::virtualize`]: an object the function makes has its fields in SSA values
 //!     until it escapes, and is made there (or by the exits that need it), nowhere else;
 //!     then [`floats::unbox`] again, for the doubles those fields held.
@@ -105,8 +106,9 @@ impl Pass {
         Pass::ALL.into_iter().find(|p| p.name() == name)
     }
 
-    /// Runs it on `f`; answers whether it changed anything (only `forward-loads` says: the
-    /// pipeline runs the guards and folding again when it did).
+    /// Runs it on `f`; answers whether it changed anything (`forward-loads` and the
+    /// virtualizations of closures and contexts say, for the pipeline to run others again;
+    /// the rest answer true).
     pub fn run(self, f: &mut Function, codes: &Codes) -> Result<bool, String> {
         match self {
             Pass::TrimStates => states::trim(f, codes.own(f)?, codes.inlined),
@@ -118,8 +120,8 @@ impl Pass {
             Pass::Dce => dce::dce(f),
             Pass::UnboxFloats => floats::unbox(f, codes.own(f)?),
             Pass::SinkClosures => closures::sink(f),
-            Pass::VirtualizeClosures => closures::virtualize(f),
-            Pass::VirtualizeContexts => contexts::virtualize(f),
+            Pass::VirtualizeClosures => return Ok(closures::virtualize(f)),
+            Pass::VirtualizeContexts => return Ok(contexts::virtualize(f)),
             Pass::VirtualizeObjects => objects::virtualize(f),
         }
         Ok(true)
@@ -157,6 +159,10 @@ pub trait Observer {
 pub struct Unobserved;
 
 impl Observer for Unobserved {}
+
+/// How often contexts and closures are virtualized again after each other: each round
+/// frees one more level of blocks passed on through arguments.
+const MAX_VIRTUALIZATION_ROUNDS: usize = 3;
 
 /// Runs every pass on `f`, made from `code` and the methods inlined into it (`inlined`
 /// finds their code), in their fixed order; `observer` sees each.
@@ -200,7 +206,18 @@ pub fn optimize(
     run(f, Pass::SinkClosures)?;
     run(f, Pass::VirtualizeClosures)?;
     run(f, Pass::Dce)?;
-    run(f, Pass::VirtualizeContexts)?;
+    // A closure a context held (a block passed on through an argument) has only frame states
+    // left once that context is virtual and its slots' parameters that merge one value are
+    // gone, and the context it was made over may follow.
+    let mut rounds = 0;
+    while run(f, Pass::VirtualizeContexts)? && rounds < MAX_VIRTUALIZATION_ROUNDS {
+        run(f, Pass::PruneParams)?;
+        run(f, Pass::Dce)?;
+        if !run(f, Pass::VirtualizeClosures)? {
+            break;
+        }
+        rounds += 1;
+    }
     run(f, Pass::VirtualizeObjects)?;
     // The slots' parameters where paths merge one value, and the loads' now unused nils.
     run(f, Pass::PruneParams)?;
