@@ -555,27 +555,42 @@ mod tests {
 
     unsafe fn no_inlined(_: *const u8, _: isize, _: &mut dyn FnMut(RawFrame)) {}
 
-    #[test]
-    fn a_stack_view_reads_the_vm_frames_in_place() {
-        let frames: Vec<VmFrame> = (0..5)
+    /// `n` frames of methods 0, 1, … (frame `m` at its `next_ip` 10 + m).
+    fn vm_frames(n: u32) -> Vec<VmFrame> {
+        (0..n)
             .map(|m| VmFrame {
                 method: m,
                 next_ip: 10 + m,
                 other: 0,
             })
-            .collect();
-        let len: usize = 3;
+            .collect()
+    }
+
+    /// A published state reading the first `len` of `frames` in place.
+    ///
+    /// # Safety
+    /// `frames` and `len` must outlive every snapshot of the state.
+    unsafe fn viewing(frames: &[VmFrame], len: &usize) -> PublishedState {
         let p = PublishedState::new(1);
         let view = StackView {
             base: frames.as_ptr() as *const u8,
-            len: &len,
+            len,
             stride: std::mem::size_of::<VmFrame>(),
             read: read_vm_frame,
             aside: 0,
             inlined: no_inlined,
         };
-        // SAFETY: `frames` and `len` outlive every snapshot below.
+        // SAFETY: the caller keeps `frames` and `len` alive while the state is used.
         unsafe { p.use_stack_view(view).unwrap() };
+        p
+    }
+
+    #[test]
+    fn a_stack_view_reads_the_vm_frames_in_place() {
+        let frames = vm_frames(5);
+        let len: usize = 3;
+        // SAFETY: `frames` and `len` outlive every snapshot below.
+        let p = unsafe { viewing(&frames, &len) };
         assert!(p.has_stack_view());
         assert_eq!(p.depth(), 3);
         let (f, d) = frames_of(&p, 2);
@@ -648,25 +663,10 @@ mod tests {
     #[test]
     fn a_stack_view_puts_a_callee_without_its_record_above_the_top_frame() {
         use crate::ids::CodeVersionId;
-        let frames: Vec<VmFrame> = (0..2)
-            .map(|m| VmFrame {
-                method: m,
-                next_ip: 10 + m,
-                other: 0,
-            })
-            .collect();
+        let frames = vm_frames(2);
         let len: usize = 2;
-        let p = PublishedState::new(1);
-        let view = StackView {
-            base: frames.as_ptr() as *const u8,
-            len: &len,
-            stride: std::mem::size_of::<VmFrame>(),
-            read: read_vm_frame,
-            aside: 0,
-            inlined: no_inlined,
-        };
         // SAFETY: `frames` and `len` outlive every snapshot below.
-        unsafe { p.use_stack_view(view).unwrap() };
+        let p = unsafe { viewing(&frames, &len) };
         assert!(p.add_compiled_code(0x2000..0x2100, CodeVersionId(6), MethodId(7), &[]));
         let (f, d) = frames_at(&p, 8, 0x2004);
         assert_eq!(d, 3);
