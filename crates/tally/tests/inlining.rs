@@ -32,6 +32,29 @@ fn write_main(dir: &std::path::Path, source: &str) {
     std::fs::write(dir.join("Main.som"), source).expect("write Main.som");
 }
 
+/// Runs Main interpreted, where it must print `want`, then under `--tier=opt --tier-log`
+/// (no compile may fail) and under SemiSpace with `--gc-stress 1`, each printing the same;
+/// answers the optimizing run's tier log.
+fn opt_prints_what_interp_prints(dir: &std::path::Path, want: &str) -> String {
+    let interp = run(dir, &["--tier=interp"]);
+    assert_eq!(interp.stdout, want, "{}", interp.stderr);
+    let got = run(dir, &["--tier=opt", "--tier-log"]);
+    let (log, _) = split_log(&got.stderr);
+    assert!(!log.contains("opt failed"), "{log}");
+    assert_eq!(got.stdout, want, "{log}");
+    let stressed = run(dir, &["--tier=opt", "--gc=semispace", "--gc-stress", "1"]);
+    assert_eq!(stressed.stdout, want, "{}", stressed.stderr);
+    log
+}
+
+/// Whether `log` has a compile of `method` at the optimizing tier whose line says all of
+/// `facts`.
+fn compiled_with(log: &str, method: &str, facts: &[&str]) -> bool {
+    let start = format!("[tier] opt {method} (");
+    log.lines()
+        .any(|l| l.starts_with(&start) && facts.iter().all(|f| l.contains(f)))
+}
+
 /// The `[tier]` lines of a run's stderr, and the rest.
 fn split_log(stderr: &str) -> (String, String) {
     let (log, rest): (Vec<&str>, Vec<&str>) = stderr.lines().partition(|l| l.starts_with("[tier]"));
@@ -389,24 +412,15 @@ fn nested_blocks_with_contexts_of_their_own_run_with_no_context_made() {
          \x20       r println )\n\
          )\n",
     );
-    let want = run(dir.path(), &["--tier=interp"]);
-    assert_eq!(want.stdout, "6050000\n", "{}", want.stderr);
-    let got = run(dir.path(), &["--tier=opt", "--tier-log"]);
-    let (log, _) = split_log(&got.stderr);
-    assert!(!log.contains("opt failed"), "{log}");
+    let log = opt_prints_what_interp_prints(dir.path(), "6050000\n");
     assert!(
-        log.lines()
-            .any(|l| l.starts_with("[tier] opt Main>>round: (")
-                && l.contains("2 blocks inlined")
-                && l.contains("2 contexts never made")),
+        compiled_with(
+            &log,
+            "Main>>round:",
+            &["2 blocks inlined", "2 contexts never made"]
+        ),
         "{log}"
     );
-    assert_eq!(got.stdout, want.stdout, "{log}");
-    let stressed = run(
-        dir.path(),
-        &["--tier=opt", "--gc=semispace", "--gc-stress", "1"],
-    );
-    assert_eq!(stressed.stdout, want.stdout, "{}", stressed.stderr);
 }
 
 /// Each method's self share of the samples in a folded export taken in optimized code (the
@@ -856,22 +870,9 @@ fn a_block_passed_on_through_a_captured_argument_is_inlined() {
          \x20       r println )\n\
          )\n",
     );
-    let want = run(dir.path(), &["--tier=interp"]);
-    assert_eq!(want.stdout, "2460000\n", "{}", want.stderr);
-    let got = run(dir.path(), &["--tier=opt", "--tier-log"]);
-    let (log, _) = split_log(&got.stderr);
-    assert!(!log.contains("opt failed"), "{log}");
+    let log = opt_prints_what_interp_prints(dir.path(), "2460000\n");
     assert!(
-        log.lines()
-            .any(|l| l.starts_with("[tier] opt Main>>round: (")
-                && l.contains("2 blocks inlined")
-                && l.contains("2 closures")),
+        compiled_with(&log, "Main>>round:", &["2 blocks inlined", "2 closures"]),
         "{log}"
     );
-    assert_eq!(got.stdout, want.stdout, "{log}");
-    let stressed = run(
-        dir.path(),
-        &["--tier=opt", "--gc=semispace", "--gc-stress", "1"],
-    );
-    assert_eq!(stressed.stdout, want.stdout, "{}", stressed.stderr);
 }
